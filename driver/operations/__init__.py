@@ -1,0 +1,2 @@
+"""One module per operation; each registers an OperationDef in registry.py."""
+from .registry import OperandInfo, OperationContext, OperationDef, lookup, register, supported_types  # noqa: F401

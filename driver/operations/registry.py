@@ -1,0 +1,118 @@
+"""The operation registry: each operation module registers one OperationDef here.
+
+An operation owns three things (as an OperationResolver entry does in the reference):
+
+``validate(ctx)``
+    The signature check: input/output counts, operand types, scalar parameter types,
+    quantization parameters, constant parameter ranges when the value is known. Raises
+    ValidationError through ``check``. Called once, when a model is validated.
+``infer_shapes(ctx, input_shapes)``
+    Output shapes from input shapes. A shape is a tuple of ints where 0 is an unknown
+    dimension, or None for an unknown rank. Called at prepare time with the shapes known
+    then (possibly partly unknown) and, for operations whose shapes were not all known,
+    again at run time with the actual shapes, before the kernel runs. Raises
+    ValidationError when the shapes are incompatible.
+``build(ctx)``
+    Returns the kernel: ``kernel(*inputs) -> tuple[np.ndarray, ...]``, one array per
+    output. Inputs are numpy arrays in their storage dtype (scalars are 0-d arrays);
+    parameters that are constants can be bound here so the kernel does no per-run
+    decoding. The kernel may assume infer_shapes accepted its input shapes.
+
+Registration is one line at the bottom of the operation's module:
+``register(OperationDef(OperationType.ADD, validate, infer_shapes, build))``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..hal.enums import OperandLifeTime, OperandType, OperationType
+from ..hal.structs import SymmPerChannelQuantParams
+
+Shape = Optional[tuple[int, ...]]   # None: unknown rank; 0 in a dimension: unknown size
+Kernel = Callable[..., tuple]
+
+
+@dataclass(frozen=True)
+class OperandInfo:
+    """What an operation sees of one of its operands while being validated or built."""
+    index: int                      # operand index in its subgraph (for messages)
+    type: OperandType | int
+    dimensions: tuple[int, ...]     # as declared; () for scalars and unknown rank
+    scale: float
+    zeroPoint: int
+    lifetime: OperandLifeTime
+    value: np.ndarray | None        # the constant's value (storage dtype), else None
+    channelQuant: SymmPerChannelQuantParams | None = None
+
+    @property
+    def is_constant(self) -> bool:
+        return self.value is not None
+
+    @property
+    def is_omitted(self) -> bool:
+        return self.lifetime == OperandLifeTime.NO_VALUE
+
+
+@dataclass(frozen=True)
+class OperationContext:
+    """An operation instance with its operands, as validate/infer_shapes/build see it."""
+    type: OperationType
+    index: int                      # operation index in its subgraph (for messages)
+    inputs: Sequence[OperandInfo]
+    outputs: Sequence[OperandInfo]
+    relaxed: bool = False           # Model.relaxComputationFloat32toFloat16
+
+    @property
+    def name(self) -> str:
+        return f"operation {self.index} ({self.type.name})"
+
+    def scalar(self, i: int) -> int | float | bool | None:
+        """The value of constant scalar input i, or None when it is only known at run time."""
+        value = self.inputs[i].value
+        return None if value is None else value.reshape(-1)[0].item()
+
+
+@dataclass(frozen=True)
+class OperationDef:
+    type: OperationType
+    validate: Callable[[OperationContext], None]
+    infer_shapes: Callable[[OperationContext, Sequence[Shape]], list[Shape]]
+    build: Callable[[OperationContext], Kernel]
+
+
+_REGISTRY: dict[int, OperationDef] = {}
+_loaded = False
+
+
+def register(definition: OperationDef) -> OperationDef:
+    if definition.type in _REGISTRY:
+        raise RuntimeError(f"operation {definition.type.name} registered twice")
+    _REGISTRY[definition.type] = definition
+    return definition
+
+
+def _load_all() -> None:
+    """Import every module of this package once, so each registers itself."""
+    global _loaded
+    if _loaded:
+        return
+    from . import __path__ as package_path, __name__ as package_name
+    for module in pkgutil.iter_modules(package_path):
+        if module.name not in ("registry", "common") and not module.name.startswith("_"):
+            importlib.import_module(f"{package_name}.{module.name}")
+    _loaded = True
+
+
+def lookup(operation_type: int) -> OperationDef | None:
+    _load_all()
+    return _REGISTRY.get(operation_type)
+
+
+def supported_types() -> frozenset[int]:
+    _load_all()
+    return frozenset(_REGISTRY)
