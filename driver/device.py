@@ -1,0 +1,124 @@
+"""SampleDriver: the bundled IDevice. ``SampleDriver()`` is a ready device."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+from . import arguments
+from .errors import DriverError, ValidationError
+from .executor.plan import ModelAnalysis, compile_model
+from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
+from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model,
+                          OperandPerformance, OptionalTimePoint, PerformanceInfo)
+from .prepared_model import SamplePreparedModel
+from .validation import validate_model
+
+VERSION = "nnhal-py-1.3"
+
+
+class SampleDriver:
+    """IDevice of the bundled CPU driver. Every method validates its arguments and returns
+    a status; only bugs raise."""
+
+    def __init__(self, name: str = "sample-python") -> None:
+        self.name = name
+
+    # --- queries -------------------------------------------------------------------------
+
+    def getCapabilities_1_3(self) -> tuple[ErrorStatus, Capabilities]:
+        # Relative figures (lower is better); a CPU in Python is no faster for any type.
+        perf = PerformanceInfo(execTime=1.0, powerUsage=1.0)
+        operand_performance = [OperandPerformance(t, PerformanceInfo(1.0, 1.0))
+                               for t in sorted(OperandType) if t != OperandType.SUBGRAPH]
+        return ErrorStatus.NONE, Capabilities(
+            relaxedFloat32toFloat16PerformanceScalar=perf,
+            relaxedFloat32toFloat16PerformanceTensor=perf,
+            operandPerformance=operand_performance,
+            ifPerformance=perf, whilePerformance=perf)
+
+    def getVersionString(self) -> tuple[ErrorStatus, str]:
+        return ErrorStatus.NONE, VERSION
+
+    def getType(self) -> tuple[ErrorStatus, DeviceType]:
+        return ErrorStatus.NONE, DeviceType.CPU
+
+    def getSupportedExtensions(self) -> tuple[ErrorStatus, list[Extension]]:
+        return ErrorStatus.NONE, []
+
+    def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
+        return ErrorStatus.NONE, 0, 0
+
+    def getStatus(self) -> DeviceStatus:
+        return DeviceStatus.AVAILABLE
+
+    # --- models --------------------------------------------------------------------------
+
+    @staticmethod
+    def _analyse(model: Model, *, build_steps: bool) -> ModelAnalysis:
+        arguments.check_type(model, Model, "model")
+        validate_model(model)
+        return compile_model(model, build_steps=build_steps)
+
+    def getSupportedOperations_1_3(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
+        try:
+            analysis = self._analyse(model, build_steps=True)
+        except DriverError as error:
+            return error.status, []
+        return ErrorStatus.NONE, list(analysis.supported[0])
+
+    def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
+                         modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
+                         callback) -> ErrorStatus:
+        try:
+            arguments.callback(callback, "notify_1_3")
+        except ValidationError:
+            return ErrorStatus.INVALID_ARGUMENT     # nobody to notify
+        status, prepared = self._prepare(model, preference, priority, deadline, modelCache,
+                                         dataCache, token)
+        # Preparation is done before returning; the callback hears the same status.
+        callback.notify_1_3(status, prepared)
+        return status
+
+    def _prepare(self, model, preference, priority, deadline, modelCache, dataCache, token):
+        try:
+            arguments.execution_preference(preference)
+            checked_priority = arguments.priority(priority)
+            deadline_ns = arguments.deadline(deadline)
+            arguments.cache_handles(modelCache, "modelCache")
+            arguments.cache_handles(dataCache, "dataCache")
+            arguments.cache_token(token)
+            if arguments.deadline_passed(deadline_ns):
+                return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
+            analysis = self._analyse(model, build_steps=True)
+            unsupported = [i for i, ok in enumerate(analysis.supported[0]) if not ok]
+            if unsupported:
+                raise ValidationError(f"main subgraph, operation {unsupported[0]} is not supported by this driver")
+        except DriverError as error:
+            return error.status, None
+        if arguments.deadline_passed(deadline_ns):
+            return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
+        # The prepared model keeps its own copy of what requests are checked against; the
+        # constants were already copied into the plan.
+        return ErrorStatus.NONE, SamplePreparedModel(_model_for_requests(model), analysis, checked_priority)
+
+    def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
+                                  dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:
+        try:
+            arguments.callback(callback, "notify_1_3")
+        except ValidationError:
+            return ErrorStatus.INVALID_ARGUMENT
+        # getNumberOfCacheFilesNeeded says 0: this driver has nothing to prepare from.
+        callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, None)
+        return ErrorStatus.GENERAL_FAILURE
+
+    def allocate(self, desc: BufferDesc, preparedModels, inputRoles: Sequence[BufferRole],
+                 outputRoles: Sequence[BufferRole]) -> tuple[ErrorStatus, Any, int]:
+        # Driver-managed buffers (memory domains) are not offered: the HAL's answer for
+        # that is GENERAL_FAILURE.
+        return ErrorStatus.GENERAL_FAILURE, None, 0
+
+
+def _model_for_requests(model: Model) -> Model:
+    """What request validation needs of a model: its main subgraph, deep-copied so the
+    client changing its Model later cannot change the prepared model."""
+    return Model(main=copy.deepcopy(model.main))

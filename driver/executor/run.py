@@ -1,0 +1,65 @@
+"""Running a compiled plan for one Request: the work shared by every execution path."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..errors import DriverError, ExecutionError, ValidationError
+from ..hal.enums import ErrorStatus, MeasureTiming
+from ..hal.structs import NO_TIMING, Model, OutputShape, Request, Timing
+from ..validation import validate_request
+from .io import read_inputs, request_pool_buffers, write_outputs
+from .plan import SubgraphPlan
+from .steps import ExecutionContext
+
+
+@dataclass
+class ExecutionResult:
+    status: ErrorStatus
+    outputShapes: list[OutputShape]
+    timing: Timing
+    message: str = ""
+
+    def as_tuple(self) -> tuple[ErrorStatus, list[OutputShape], Timing]:
+        return self.status, self.outputShapes, self.timing
+
+
+def failure(error: DriverError) -> ExecutionResult:
+    return ExecutionResult(error.status, [], NO_TIMING, error.message)
+
+
+def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure: MeasureTiming,
+                ctx: ExecutionContext, started_ns: int | None = None, *,
+                validated: bool = False) -> ExecutionResult:
+    """Validate the request, run the plan and fill the output buffers.
+
+    ``started_ns`` is when the driver got the call (timeInDriver counts from there);
+    ``validated`` says the caller already ran validate_request at launch."""
+    driver_start = time.perf_counter_ns() if started_ns is None else started_ns
+    try:
+        if not validated:
+            validate_request(request, model)
+        buffers = request_pool_buffers(request)
+        inputs = read_inputs(model, request, buffers)
+    except DriverError as error:
+        return failure(error)
+    if ctx.deadline_ns is not None and time.monotonic_ns() > ctx.deadline_ns:
+        return failure(ExecutionError("the deadline passed before the execution started",
+                                      ErrorStatus.MISSED_DEADLINE_PERSISTENT))
+    device_start = time.perf_counter_ns()
+    try:
+        outputs = main_plan.run_outputs(inputs, ctx)
+    except ValidationError as error:
+        # Shapes only known at run time did not fit an operation: the execution fails, the
+        # request itself was valid.
+        return failure(ExecutionError(error.message))
+    except DriverError as error:
+        return failure(error)
+    device_end = time.perf_counter_ns()
+    status, shapes = write_outputs(request, outputs, buffers)
+    if status != ErrorStatus.NONE or measure != MeasureTiming.YES:
+        return ExecutionResult(status, shapes, NO_TIMING)
+    driver_end = time.perf_counter_ns()
+    return ExecutionResult(status, shapes, Timing(
+        timeOnDevice=(device_end - device_start) // 1000,
+        timeInDriver=(driver_end - driver_start) // 1000))

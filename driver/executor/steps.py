@@ -1,0 +1,184 @@
+"""Run-time steps of a plan: closures over slot indexes, built once at prepare time.
+
+A step is ``step(slots, ctx)``: it reads its inputs from the subgraph's slot list and
+writes its outputs there. Static steps (every shape known at prepare time) call their
+kernel and nothing else: they sit in the hot path of WHILE loops.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional, Sequence
+
+from ..errors import ExecutionError
+from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs
+from ..operations.registry import Shape
+from .shapes import check_value_size, is_fully_known, matches_declared, merge_shapes
+
+monotonic_ns = time.monotonic_ns
+
+#: (position in the value list, declared shape) for each value that needs a run-time check.
+InputCheck = tuple[int, Shape]
+
+
+class ExecutionContext:
+    """Per-execution limits: an absolute deadline (time.monotonic_ns) and the WHILE loop
+    timeout, both in ns."""
+
+    __slots__ = ("deadline_ns", "loop_timeout_ns")
+
+    def __init__(self, deadline_ns: Optional[int] = None,
+                 loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT) -> None:
+        self.deadline_ns = deadline_ns
+        self.loop_timeout_ns = loop_timeout_ns
+
+    def check_deadline(self) -> None:
+        if self.deadline_ns is not None and monotonic_ns() > self.deadline_ns:
+            raise ExecutionError("the execution deadline passed while executing",
+                                 ErrorStatus.MISSED_DEADLINE_TRANSIENT)
+
+
+def _shape_of(value) -> Shape:
+    return None if value is None else value.shape
+
+
+def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
+                        outputs: tuple[int, ...], output_shapes: list[Shape],
+                        output_types: list[int], is_static: bool, where: str) -> Callable:
+    if is_static:
+        return _static_step(kernel, inputs, outputs)
+    infer = definition.infer_shapes
+
+    def dynamic_step(slots, _ctx):
+        args = [slots[i] for i in inputs]
+        inferred = infer(ctx, [_shape_of(a) for a in args])
+        expected = []
+        for k, shape in enumerate(inferred):
+            what = f"{where}, output {k} (operand {outputs[k]})"
+            merged = merge_shapes(output_shapes[k], shape, what)
+            check_value_size(output_types[k], merged, what)
+            expected.append(merged)
+        for k, value in enumerate(kernel(*args)):
+            if not matches_declared(value.shape, expected[k]):
+                raise ExecutionError(f"{where}, output {k} (operand {outputs[k]}): computed "
+                                     f"shape {list(value.shape)} is incompatible with "
+                                     f"{list(expected[k])}")
+            slots[outputs[k]] = value
+    return dynamic_step
+
+
+def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> Callable:
+    # Specialised closures for the common arities: these run once per operation per loop
+    # iteration, so avoiding a list comprehension and *args matters.
+    if len(outputs) == 1:
+        out = outputs[0]
+        if len(inputs) == 2:
+            a, b = inputs
+
+            def step2(slots, _ctx):
+                slots[out] = kernel(slots[a], slots[b])[0]
+            return step2
+        if len(inputs) == 3:
+            a, b, c = inputs
+
+            def step3(slots, _ctx):
+                slots[out] = kernel(slots[a], slots[b], slots[c])[0]
+            return step3
+
+        def step_n(slots, _ctx):
+            slots[out] = kernel(*[slots[i] for i in inputs])[0]
+        return step_n
+
+    def step_multi(slots, _ctx):
+        for slot, value in zip(outputs, kernel(*[slots[i] for i in inputs])):
+            slots[slot] = value
+    return step_multi
+
+
+def make_input_checks(where: str, declared: Sequence[Shape],
+                      entering: Sequence[Shape]) -> list[InputCheck]:
+    """Checks for values entering a subgraph: none where the entering value's static shape
+    already satisfies the declared one."""
+    checks: list[InputCheck] = []
+    for position, (inner, outer) in enumerate(zip(declared, entering)):
+        if inner is None:
+            continue            # unknown rank: anything may enter
+        if outer is not None and len(outer) == len(inner) and all(
+                i == 0 or o == i for o, i in zip(outer, inner)):
+            continue            # every dimension the subgraph fixes is already guaranteed
+        checks.append((position, inner))
+    return checks
+
+
+def verify_values(values: list, checks: list[InputCheck], where: str) -> None:
+    for position, declared in checks:
+        value = values[position]
+        if value is not None and not matches_declared(value.shape, declared):
+            raise ExecutionError(f"{where}: value {position} has shape {list(value.shape)}, "
+                                 f"incompatible with the subgraph's declared {list(declared)}")
+
+
+def _store_outputs(slots, outputs, values, declared, where: str) -> None:
+    for k, (slot, value) in enumerate(zip(outputs, values)):
+        if declared[k] is not None and not matches_declared(value.shape, declared[k]):
+            raise ExecutionError(f"{where}, output {k} (operand {slot}): shape "
+                                 f"{list(value.shape)} is incompatible with declared {list(declared[k])}")
+        slots[slot] = value
+
+
+def _condition_value(value, where: str) -> bool:
+    if value is None or value.size != 1:
+        raise ExecutionError(f"{where}: condition must hold exactly one TENSOR_BOOL8 value, got "
+                             f"shape {None if value is None else list(value.shape)}")
+    return bool(value.reshape(-1)[0])
+
+
+def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[int, ...],
+                 then_plan, else_plan, then_checks, else_checks,
+                 declared_outputs: list[Shape]) -> Callable:
+    def if_step(slots, ctx):
+        values = [slots[i] for i in data]
+        if _condition_value(slots[cond], where):
+            plan, checks = then_plan, then_checks
+        else:
+            plan, checks = else_plan, else_checks
+        if checks:
+            verify_values(values, checks, f"{where}, {plan.name}")
+        _store_outputs(slots, outputs, plan.run_outputs(values, ctx), declared_outputs, where)
+    return if_step
+
+
+def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...], m: int,
+                    loop_carried: int, cond_plan, body_plan, cond_checks, body_checks,
+                    declared_outputs: list[Shape]) -> Callable:
+    cond_name, body_name = f"{where}, {cond_plan.name}", f"{where}, {body_plan.name}"
+    run_cond, run_body = cond_plan.run, body_plan.run
+    cond_slot = cond_plan.output_slots[0]
+    cond_static = cond_plan.static[cond_plan.output_operands[0]]
+    cond_is_one = cond_static is not None and tuple(cond_static) == (1,)
+    body_slots = body_plan.output_slots
+    single_body_slot = body_slots[0] if len(body_slots) == 1 else None
+
+    def while_step(slots, ctx):
+        state = [slots[i] for i in data]
+        loop_deadline = monotonic_ns() + ctx.loop_timeout_ns
+        if ctx.deadline_ns is not None and ctx.deadline_ns < loop_deadline:
+            loop_deadline = ctx.deadline_ns
+        while True:
+            if cond_checks:
+                verify_values(state, cond_checks, cond_name)
+            flag = run_cond(state, ctx)[cond_slot]
+            if not (flag[0] if cond_is_one else _condition_value(flag, cond_name)):
+                break
+            if monotonic_ns() > loop_deadline:
+                raise ExecutionError(f"{where}: the loop ran longer than its timeout of "
+                                     f"{ctx.loop_timeout_ns} ns (or the execution deadline)",
+                                     ErrorStatus.MISSED_DEADLINE_TRANSIENT)
+            if body_checks:
+                verify_values(state, body_checks, body_name)
+            body = run_body(state, ctx)
+            if single_body_slot is not None:
+                state[0] = body[single_body_slot]
+            else:
+                state[:loop_carried] = [body[i] for i in body_slots]
+        _store_outputs(slots, outputs, state[:m], declared_outputs, where)
+    return while_step
