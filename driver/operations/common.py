@@ -2,6 +2,7 @@
 fused activations and quantization arithmetic. Pure functions; no registration here."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -149,10 +150,16 @@ def quantized_activation_range(activation: int, scale: float, zero_point: int,
     qmin, qmax = quant_range(operand_type)
     low, high = activation_bounds(activation)
     if low != -np.inf:
-        qmin = max(qmin, zero_point + int(round(low / scale)))
+        qmin = max(qmin, zero_point + _round_scalar(low, scale))
     if high != np.inf:
-        qmax = min(qmax, zero_point + int(round(high / scale)))
+        qmax = min(qmax, zero_point + _round_scalar(high, scale))
     return qmin, qmax
+
+
+def _round_scalar(value: float, scale: float) -> int:
+    """std::round(value / scale) in single precision (Python's round() goes to even)."""
+    quotient = float(np.float32(value) / np.float32(scale))
+    return int(math.copysign(math.floor(abs(quotient) + 0.5), quotient))
 
 
 def dequantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -162,7 +169,7 @@ def dequantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
 def requantize(real: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int,
                dtype: np.dtype) -> np.ndarray:
     """Round half away from zero, as the reference kernels do, then clamp."""
-    q = np.sign(real) * np.floor(np.abs(real) / scale + 0.5) + zero_point
+    q = round_half_away(real / scale) + zero_point
     return np.clip(q, qmin, qmax).astype(dtype)
 
 
@@ -174,3 +181,120 @@ def activation_value(ctx: OperationContext, i: int, inputs: Sequence[np.ndarray]
         check(value in tuple(FusedActivationFunc),
               f"{ctx.name}: fused activation {value} is not a FusedActivationFunc")
     return value
+
+
+# --- more signature checks --------------------------------------------------------------
+
+def check_output_type(ctx: OperationContext, j: int, allowed: Sequence[int]) -> None:
+    operand = ctx.outputs[j]
+    check(operand.type in allowed,
+          f"{ctx.name}: output {j} (operand {operand.index}) has type {_name(operand.type)},"
+          f" expected {' or '.join(_name(t) for t in allowed)}")
+
+
+def check_scalar_input(ctx: OperationContext, i: int, scalar_type: int) -> None:
+    check_input_type(ctx, i, (scalar_type,))
+
+
+def check_rank_in(ctx: OperationContext, i: int, low: int, high: int | None = None) -> None:
+    """A known input rank (declared dimensions not empty) lies in [low, high]."""
+    dims = ctx.inputs[i].dimensions
+    if not dims:
+        return
+    what = f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {len(dims)}"
+    check(len(dims) >= low, f"{what} < {low}")
+    if high is not None:
+        check(len(dims) <= high, f"{what} > {high}")
+
+
+def check_same_quantization(ctx: OperationContext, operand, reference, what: str,
+                            reference_what: str) -> None:
+    """For quantized types: scale and zero point must equal the reference operand's."""
+    if operand.type in QUANT8_ASYMM_TENSORS or operand.type in (T.TENSOR_QUANT16_ASYMM,
+                                                                 T.TENSOR_QUANT16_SYMM):
+        check(operand.scale == reference.scale and operand.zeroPoint == reference.zeroPoint,
+              f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} and "
+              f"zero point {operand.zeroPoint}, expected those of {reference_what} "
+              f"({reference.scale}, {reference.zeroPoint})")
+
+
+# --- shape inference helpers ------------------------------------------------------------
+
+def check_shape_rank(ctx: OperationContext, shape: Shape, what: str, low: int = 0,
+                     high: int | None = None) -> None:
+    """An inferred-from shape of known rank has low <= rank <= high."""
+    if shape is None:
+        return
+    check(len(shape) >= low, f"{ctx.name}: {what} has rank {len(shape)} < {low}")
+    if high is not None:
+        check(len(shape) <= high, f"{ctx.name}: {what} has rank {len(shape)} > {high}")
+
+
+def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
+    """Two sizes of one dimension (0: unknown) that must agree."""
+    check(a == 0 or b == 0 or a == b, f"{ctx.name}: {what}: sizes {a} and {b} differ")
+    return a or b
+
+
+def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:
+    """The value of constant tensor input i, flattened; None when only known at run time."""
+    value = ctx.inputs[i].value
+    return None if value is None else value.reshape(-1)
+
+
+# --- run-time limits --------------------------------------------------------------------
+
+#: No kernel allocates a result larger than this; shapes that ask for more (a FILL or TILE
+#: sized by run-time values) are refused with RESOURCE_EXHAUSTED instead.
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+
+
+def check_result_size(ctx: OperationContext, shape: Sequence[int], dtype: np.dtype) -> None:
+    from ..errors import ResourceError
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count * np.dtype(dtype).itemsize > MAX_RESULT_BYTES:
+        raise ResourceError(f"{ctx.name}: result shape {list(shape)} needs more than "
+                            f"{MAX_RESULT_BYTES} bytes")
+
+
+# --- quantization -----------------------------------------------------------------------
+
+def real_values_f32(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Dequantized values computed as the reference does, in single precision."""
+    return (x.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """std::round: halves round away from zero (numpy's rint rounds them to even).
+    Exact: x - trunc(x) is representable, unlike |x| + 0.5."""
+    whole = np.trunc(x)
+    return whole + np.copysign(np.abs(x - whole) >= 0.5, x)
+
+
+def quantize_to(real: np.ndarray, scale: float, zero_point: int, operand_type: int,
+                dtype: np.dtype) -> np.ndarray:
+    """Real values to a quantized type: round half away from zero, add the zero point,
+    saturate to the type's range. NaN maps to the zero point."""
+    qmin, qmax = quant_range(operand_type)
+    with np.errstate(all="ignore"):
+        q = round_half_away(np.asarray(real, dtype=np.float64) / scale)
+    # clip saturates infinities; NaN has no order, so it is mapped first.
+    return np.clip(np.nan_to_num(q, nan=0.0) + zero_point, qmin, qmax).astype(dtype)
+
+
+def requantize_values(x: np.ndarray, scale: float, zero_point: int, out_scale: float,
+                      out_zero_point: int, out_type: int) -> np.ndarray:
+    """Stored values of one quantization expressed in another, as the reference requantizes
+    (MAXIMUM, MINIMUM, SELECT): a single-precision real value, then double precision."""
+    qmin, qmax = quant_range(out_type)
+    real = ((x.astype(np.int32) - zero_point).astype(np.float32) * np.float32(scale)).astype(np.float64)
+    q = round_half_away(real / np.float32(out_scale) + out_zero_point)
+    return np.clip(q, qmin, qmax).astype(STORAGE_DTYPE[out_type])
+
+
+def normalize_axis(ctx: OperationContext, axis: int, rank: int, what: str = "axis") -> int:
+    """An axis in [-rank, rank) as a non-negative index."""
+    check(-rank <= axis < rank, f"{ctx.name}: {what} {axis} is out of range for rank {rank}")
+    return axis % rank

@@ -20,6 +20,24 @@ An operation owns three things (as an OperationResolver entry does in the refere
 
 Registration is one line at the bottom of the operation's module:
 ``register(OperationDef(OperationType.ADD, validate, infer_shapes, build))``.
+
+Shapes at run time
+    A 0 in a shape means "unknown" at prepare time, but in the actual shapes given at run
+    time it is a zero-sized dimension; infer_shapes cannot tell them apart, so it treats
+    0 as unknown in both cases. Kernels therefore re-check what a zero size could break
+    (through ``check``), and never let a numpy exception escape.
+Outputs whose shape depends on input values
+    When an output shape depends on the values of a non-constant input (SLICE's begin and
+    size, RESHAPE's target shape, FILL's dims, a run-time axis), infer_shapes returns 0
+    for the dimensions (or None for the rank) it cannot know, even at run time. The array
+    the kernel returns is then authoritative; the executor checks it against the
+    declared and inferred shapes, where 0 and None match anything.
+Omitted inputs (``optional_inputs``)
+    Input positions listed in ``OperationDef.optional_inputs`` may have no value: a
+    NO_VALUE operand, or a subgraph input that the request omits (hasNoValue). The kernel
+    then receives None there, and infer_shapes a None shape. validate rejects NO_VALUE at
+    any other position; an input omitted by the request at any other position must be
+    refused by the executor before the kernel runs (kernels do not test for None).
 """
 from __future__ import annotations
 
@@ -83,6 +101,8 @@ class OperationDef:
     validate: Callable[[OperationContext], None]
     infer_shapes: Callable[[OperationContext, Sequence[Shape]], list[Shape]]
     build: Callable[[OperationContext], Kernel]
+    #: Input positions that may have no value (see the module docstring).
+    optional_inputs: frozenset[int] = frozenset()
 
 
 _REGISTRY: dict[int, OperationDef] = {}

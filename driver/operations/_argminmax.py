@@ -1,0 +1,61 @@
+"""The shared shape of ARGMAX and ARGMIN: the index (TENSOR_INT32) of the extreme value
+along an axis, which is removed from the shape (a 1-D input gives [1]). Ties pick the
+first index; NaN never replaces the running extreme, as in the reference's sequential scan
+(a NaN at index 0 therefore wins)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T
+from .common import (check_counts, check_input_type, check_not_omitted, check_output_type,
+                     check_rank_in, check_shape_rank, normalize_axis)
+from .registry import Kernel, OperationContext, Shape
+
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+         T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def validate_arg(ctx: OperationContext) -> None:
+    check_counts(ctx, 2, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, 0, TYPES)
+    check_input_type(ctx, 1, (T.INT32,))
+    check_output_type(ctx, 0, (T.TENSOR_INT32,))
+    check_rank_in(ctx, 0, 1)
+
+
+def infer_arg(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    inp = shapes[0]
+    check_shape_rank(ctx, inp, "input 0", 1)
+    if inp is None:
+        return [None]
+    axis = ctx.scalar(1)
+    if len(inp) == 1:
+        if axis is not None:
+            normalize_axis(ctx, axis, 1)
+        return [(1,)]
+    if axis is None:
+        return [(0,) * (len(inp) - 1)]
+    axis = normalize_axis(ctx, axis, len(inp))
+    return [tuple(inp[:axis]) + tuple(inp[axis + 1:])]
+
+
+def build_arg(ctx: OperationContext, use_max: bool) -> Kernel:
+    floating = ctx.inputs[0].type in (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32)
+    pick = np.argmax if use_max else np.argmin
+
+    def kernel(x, axis):
+        position = normalize_axis(ctx, int(axis), x.ndim)
+        check(x.shape[position] > 0, f"{ctx.name}: axis {position} of shape {list(x.shape)} is empty")
+        values = x
+        if floating:
+            nan = np.isnan(x)
+            values = np.where(nan, -np.inf if use_max else np.inf, x)
+        index = pick(values, axis=position).astype(np.int32)
+        if floating:
+            index = np.where(np.take(nan, 0, axis=position), np.int32(0), index)
+        return (index.reshape(index.shape if x.ndim > 1 else (1,)),)
+    return kernel

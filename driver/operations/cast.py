@@ -1,0 +1,62 @@
+"""CAST: values converted to another type, ignoring quantization parameters (a quantized
+tensor is cast as its stored integers).
+
+Conversions among TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 and TENSOR_QUANT8_ASYMM are
+allowed; TENSOR_BOOL8, TENSOR_QUANT16_ASYMM, TENSOR_QUANT16_SYMM, TENSOR_QUANT8_ASYMM_SIGNED
+and TENSOR_QUANT8_SYMM only cast to themselves. Casting to uint8 saturates to [0, 255] and
+truncates toward zero. Casting a float to int32 truncates toward zero; where C leaves the
+result undefined (NaN, out of range) this driver saturates and maps NaN to 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from ._unary import same_shape
+from .common import STORAGE_DTYPE, check_counts, check_input_type, check_not_omitted, check_output_type
+from .registry import Kernel, OperationContext, OperationDef, register
+
+CONVERTIBLE = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+IDENTITY_ONLY = (T.TENSOR_BOOL8, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM,
+                 T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM)
+INT32_RANGE = (-2147483648.0, 2147483647.0)   # clipped in double precision
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 1, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, 0, CONVERTIBLE + IDENTITY_ONLY)
+    in_type = ctx.inputs[0].type
+    check_output_type(ctx, 0, CONVERTIBLE if in_type in CONVERTIBLE else (in_type,))
+    in_dims, out_dims = ctx.inputs[0].dimensions, ctx.outputs[0].dimensions
+    if in_dims and out_dims and all(out_dims):
+        check(in_dims == out_dims,
+              f"{ctx.name}: output 0 (operand {ctx.outputs[0].index}) dimensions "
+              f"{list(out_dims)} differ from input 0 dimensions {list(in_dims)}")
+
+
+def build(ctx: OperationContext) -> Kernel:
+    in_type, out_type = ctx.inputs[0].type, ctx.outputs[0].type
+    out_dtype = STORAGE_DTYPE[out_type]
+    if in_type == out_type:
+        return lambda x: (x.copy(),)
+    if out_type == T.TENSOR_QUANT8_ASYMM:
+        def to_uint8(x):
+            with np.errstate(invalid="ignore"):
+                clipped = np.clip(np.nan_to_num(x, nan=0.0) if x.dtype.kind == "f" else x, 0, 255)
+            return (np.trunc(clipped).astype(np.uint8),)
+        return to_uint8
+    if out_type == T.TENSOR_INT32 and in_type in (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32):
+        def float_to_int32(x):
+            wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
+            return (np.trunc(np.clip(wide, *INT32_RANGE)).astype(np.int32),)
+        return float_to_int32
+
+    def convert(x):
+        with np.errstate(over="ignore"):      # float32 -> float16 overflows to inf
+            return (x.astype(out_dtype),)
+    return convert
+
+
+register(OperationDef(OperationType.CAST, validate, same_shape, build))

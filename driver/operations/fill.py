@@ -1,0 +1,61 @@
+"""FILL: a tensor of the shape given by a TENSOR_INT32 [n], every element one scalar value.
+
+When the shape is not a constant, the output size is only known at run time: the kernel
+checks the sizes and refuses results too large to allocate (RESOURCE_EXHAUSTED).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (STORAGE_DTYPE, check_counts, check_input_type, check_not_omitted,
+                     check_output_type, check_rank_in, check_result_size, check_shape_rank,
+                     constant_vector)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+VALUE_TYPE = {T.TENSOR_FLOAT16: T.FLOAT16, T.TENSOR_FLOAT32: T.FLOAT32, T.TENSOR_INT32: T.INT32}
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 2, 1)
+    check_not_omitted(ctx)
+    check_output_type(ctx, 0, tuple(VALUE_TYPE))
+    check_input_type(ctx, 0, (T.TENSOR_INT32,))
+    check_input_type(ctx, 1, (VALUE_TYPE[ctx.outputs[0].type],))
+    check_rank_in(ctx, 0, 1, 1)
+    dims = constant_vector(ctx, 0)
+    if dims is not None:
+        check_dims(ctx, dims)
+
+
+def check_dims(ctx: OperationContext, dims: np.ndarray) -> None:
+    check(dims.size >= 1, f"{ctx.name}: the output shape must have at least one dimension")
+    check(bool(np.all(dims >= 0)), f"{ctx.name}: output shape {dims.tolist()} has a negative size")
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    check_shape_rank(ctx, shapes[0], "input 0 (shape)", 1, 1)
+    dims = constant_vector(ctx, 0)
+    if dims is not None:
+        return [tuple(dims.tolist())]
+    if shapes[0] is None or not shapes[0][0]:
+        return [None]
+    return [(0,) * shapes[0][0]]
+
+
+def build(ctx: OperationContext) -> Kernel:
+    dtype = STORAGE_DTYPE[ctx.outputs[0].type]
+
+    def kernel(dims, value):
+        check(dims.ndim == 1, f"{ctx.name}: the output shape must be 1-D, has shape {list(dims.shape)}")
+        check_dims(ctx, dims)
+        shape = tuple(dims.tolist())
+        check_result_size(ctx, shape, dtype)
+        return (np.full(shape, value, dtype=dtype),)
+    return kernel
+
+
+register(OperationDef(OperationType.FILL, validate, infer_shapes, build))

@@ -1,0 +1,145 @@
+"""FULLY_CONNECTED: ``activation(input * weights' + bias)``.
+
+The input (rank 2 to 4) is flattened to [batch_size, input_size], where input_size is the
+second dimension of the weights [num_units, input_size]; the output is
+[batch_size, num_units]. Quantized inputs take a TENSOR_INT32 bias whose scale is
+input_scale * weights_scale and whose zero point is 0.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
+                     check_activation, check_counts, check_input_type, check_not_omitted,
+                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
+                     merge_dims, quantized_activation_range, round_half_away)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+INPUT, WEIGHTS, BIAS, ACTIVATION = range(4)
+
+#: The reference's tolerance between the bias scale and input_scale * weights_scale.
+BIAS_SCALE_RELATIVE_TOLERANCE = 1e-6
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 4, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, INPUT, TYPES)
+    tensor_type = ctx.inputs[INPUT].type
+    check_same_type(ctx, "input 1 (weights)", ctx.inputs[WEIGHTS], tensor_type)
+    quantized = tensor_type in QUANT8_ASYMM_TENSORS
+    check_same_type(ctx, "input 2 (bias)", ctx.inputs[BIAS], T.TENSOR_INT32 if quantized else tensor_type)
+    check_activation(ctx, ACTIVATION)
+    check_same_type(ctx, "output 0", ctx.outputs[0], tensor_type)
+    check_rank_in(ctx, INPUT, 2, 4)
+    check_rank_in(ctx, WEIGHTS, 2, 2)
+    check_rank_in(ctx, BIAS, 1, 1)
+    if quantized:
+        _validate_quantization(ctx)
+    infer_shapes(ctx, [_declared(ctx.inputs[i]) for i in (INPUT, WEIGHTS, BIAS)])
+
+
+def _declared(operand) -> Shape:
+    return tuple(operand.dimensions) if operand.dimensions else None
+
+
+def _validate_quantization(ctx: OperationContext) -> None:
+    inp, weights, bias, out = ctx.inputs[INPUT], ctx.inputs[WEIGHTS], ctx.inputs[BIAS], ctx.outputs[0]
+    check_quant_params(ctx, inp, "input 0")
+    check_quant_params(ctx, weights, "input 1 (weights)")
+    check_quant_params(ctx, out, "output 0")
+    product = float(np.float32(inp.scale) * np.float32(weights.scale))   # a float product, as in C
+    check(abs(product - bias.scale) <= BIAS_SCALE_RELATIVE_TOLERANCE * min(product, bias.scale),
+          f"{ctx.name}: input 2 (bias, operand {bias.index}) scale {bias.scale} must equal "
+          f"input_scale * weights_scale = {product}")
+    check(bias.zeroPoint == 0,
+          f"{ctx.name}: input 2 (bias, operand {bias.index}) zero point {bias.zeroPoint} must be 0")
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    inp, weights, bias = shapes[INPUT], shapes[WEIGHTS], shapes[BIAS]
+    check_shape_rank(ctx, inp, "input 0", 2, 4)
+    check_shape_rank(ctx, weights, "input 1 (weights)", 2, 2)
+    check_shape_rank(ctx, bias, "input 2 (bias)", 1, 1)
+    num_units, input_size = weights if weights is not None else (0, 0)
+    if bias is not None:
+        num_units = merge_dims(ctx, num_units, bias[0], "num_units of weights and bias")
+    batch = 0
+    if inp is not None and input_size and all(inp):
+        elements = math.prod(inp)
+        check(elements % input_size == 0,
+              f"{ctx.name}: input 0 has {elements} elements, not a multiple of input_size {input_size}")
+        batch = elements // input_size
+    return [(batch, num_units)]
+
+
+def _check_run_shapes(ctx: OperationContext, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> None:
+    """Run-time shape checks that inference could not make (0 there means unknown, here
+    it means zero-sized)."""
+    num_units, input_size = w.shape
+    check(num_units > 0 and input_size > 0,
+          f"{ctx.name}: weights shape {list(w.shape)} has a zero dimension")
+    check(b.shape == (num_units,),
+          f"{ctx.name}: bias shape {list(b.shape)} does not match num_units {num_units}")
+    check(x.size % input_size == 0,
+          f"{ctx.name}: input 0 has {x.size} elements, not a multiple of input_size {input_size}")
+
+
+def build(ctx: OperationContext) -> Kernel:
+    if ctx.inputs[INPUT].type in QUANT8_ASYMM_TENSORS:
+        return _build_quantized(ctx)
+    return _build_float(ctx)
+
+
+def _build_float(ctx: OperationContext) -> Kernel:
+    dtype = np.float32 if ctx.inputs[INPUT].type == T.TENSOR_FLOAT32 else np.float16
+    weights, bias = ctx.inputs[WEIGHTS].value, ctx.inputs[BIAS].value
+    # float16 is computed in single precision and rounded once, as the reference does.
+    const_wt = None if weights is None else np.ascontiguousarray(weights.astype(np.float32).T)
+    const_bias = None if bias is None else bias.astype(np.float32)
+    static_activation = ctx.scalar(ACTIVATION)
+    static_bounds = None if static_activation is None else activation_bounds(static_activation)
+
+    def kernel(x, w, b, activation):
+        _check_run_shapes(ctx, x, w, b)
+        wt = const_wt if const_wt is not None else w.astype(np.float32).T
+        bias32 = const_bias if const_bias is not None else b.astype(np.float32)
+        with np.errstate(all="ignore"):
+            result = x.reshape(-1, w.shape[1]).astype(np.float32, copy=False) @ wt + bias32
+        low, high = (static_bounds if static_bounds is not None else
+                     activation_bounds(activation_value(ctx, ACTIVATION, (x, w, b, activation))))
+        if low != -np.inf or high != np.inf:
+            np.clip(result, low, high, out=result)
+        return (result.astype(dtype, copy=False),)
+    return kernel
+
+
+def _build_quantized(ctx: OperationContext) -> Kernel:
+    inp, weights_info, out = ctx.inputs[INPUT], ctx.inputs[WEIGHTS], ctx.outputs[0]
+    # Integer products summed in double precision are exact (|sum| stays far below 2**53)
+    # and let numpy use its BLAS matrix product.
+    const_wt = (None if weights_info.value is None else
+                np.ascontiguousarray((weights_info.value.astype(np.float64) - weights_info.zeroPoint).T))
+    multiplier = float(np.float32(inp.scale) * np.float32(weights_info.scale)) / out.scale
+    static_activation = ctx.scalar(ACTIVATION)
+    static_range = (None if static_activation is None else
+                    quantized_activation_range(static_activation, out.scale, out.zeroPoint, out.type))
+
+    def kernel(x, w, b, activation):
+        _check_run_shapes(ctx, x, w, b)
+        wt = const_wt if const_wt is not None else (w.astype(np.float64) - weights_info.zeroPoint).T
+        qmin, qmax = (static_range if static_range is not None else quantized_activation_range(
+            activation_value(ctx, ACTIVATION, (x, w, b, activation)), out.scale, out.zeroPoint, out.type))
+        accumulator = (x.reshape(-1, w.shape[1]).astype(np.float64) - inp.zeroPoint) @ wt + b
+        q = round_half_away(accumulator * multiplier) + out.zeroPoint
+        return (np.clip(q, qmin, qmax).astype(x.dtype),)
+    return kernel
+
+
+register(OperationDef(OperationType.FULLY_CONNECTED, validate, infer_shapes, build))

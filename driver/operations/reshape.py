@@ -1,0 +1,75 @@
+"""RESHAPE: the same values under a new shape, given as a TENSOR_INT32 [n] in which at most
+one component may be -1 (that size is computed to keep the element count).
+
+The target shape is usually constant; when it is only known at run time the output shape
+is inferred with unknown dimensions and the kernel checks the values.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
+                     check_same_quantization, check_same_type, check_shape_rank,
+                     constant_vector)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+MAX_INPUT_RANK = 4
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 2, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, 0, TYPES)
+    check_input_type(ctx, 1, (T.TENSOR_INT32,))
+    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_rank_in(ctx, 0, 0, MAX_INPUT_RANK)
+    check_rank_in(ctx, 1, 1, 1)
+
+
+def target_shape(ctx: OperationContext, target: Sequence[int], elements: int | None) -> tuple[int, ...]:
+    """The output shape for a target with at most one -1. ``elements`` is the input's
+    element count, or None when unknown (the -1 dimension is then unknown, 0)."""
+    stretch = [axis for axis, size in enumerate(target) if size == -1]
+    check(len(stretch) <= 1, f"{ctx.name}: target shape {list(target)} has more than one -1")
+    check(all(size >= 0 for size in target if size != -1),
+          f"{ctx.name}: target shape {list(target)} has a negative size")
+    fixed = math.prod(size for size in target if size != -1)
+    if not stretch:
+        check(elements is None or fixed == elements,
+              f"{ctx.name}: target shape {list(target)} holds {fixed} elements, input has {elements}")
+        return tuple(target)
+    check(fixed > 0, f"{ctx.name}: target shape {list(target)} leaves the -1 size undefined")
+    if elements is None:
+        return tuple(0 if size == -1 else size for size in target)
+    check(elements % fixed == 0,
+          f"{ctx.name}: {elements} input elements do not fill target shape {list(target)}")
+    return tuple(elements // fixed if size == -1 else size for size in target)
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    inp, target_dims = shapes
+    check_shape_rank(ctx, inp, "input 0", 0, MAX_INPUT_RANK)
+    check_shape_rank(ctx, target_dims, "input 1 (shape)", 1, 1)
+    target = constant_vector(ctx, 1)
+    if target is None:
+        return [None if target_dims is None or not target_dims[0] else (0,) * target_dims[0]]
+    elements = math.prod(inp) if inp is not None and all(inp) else None
+    return [target_shape(ctx, target.tolist(), elements)]
+
+
+def build(ctx: OperationContext) -> Kernel:
+    def kernel(x, target):
+        check(target.ndim == 1, f"{ctx.name}: the target shape must be 1-D, has shape {list(target.shape)}")
+        shape = target_shape(ctx, target.tolist(), x.size)
+        return (x.reshape(shape).copy(),)
+    return kernel
+
+
+register(OperationDef(OperationType.RESHAPE, validate, infer_shapes, build))

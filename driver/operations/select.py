@@ -1,0 +1,68 @@
+"""SELECT: ``output[i] = condition[i] ? input1[i] : input2[i]`` over tensors of one shape
+(no broadcasting). Quantized inputs are requantized to the output's quantization."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
+                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
+                     merge_dims, requantize_values)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+         T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 3, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, 0, (T.TENSOR_BOOL8,))
+    check_input_type(ctx, 1, TYPES)
+    check_same_type(ctx, "input 2", ctx.inputs[2], ctx.inputs[1].type)
+    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[1].type)
+    for i in range(3):
+        check_rank_in(ctx, i, 1)
+    for operand, what in ((ctx.inputs[1], "input 1"), (ctx.inputs[2], "input 2"),
+                          (ctx.outputs[0], "output 0")):
+        check_quant_params(ctx, operand, what)
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    known = [s for s in shapes if s is not None]
+    for i, shape in enumerate(shapes):
+        check_shape_rank(ctx, shape, f"input {i}", 1)
+    if not known:
+        return [None]
+    rank = len(known[0])
+    check(all(len(s) == rank for s in known),
+          f"{ctx.name}: condition and inputs must have the same shape, got ranks "
+          f"{[len(s) for s in known]}")
+    dims = []
+    for axis in range(rank):
+        size = 0
+        for shape in known:
+            size = merge_dims(ctx, size, shape[axis], f"dimension {axis} of condition and inputs")
+        dims.append(size)
+    return [tuple(dims)]
+
+
+def build(ctx: OperationContext) -> Kernel:
+    in1, in2, out = ctx.inputs[1], ctx.inputs[2], ctx.outputs[0]
+    quantized = in1.type in QUANT8_ASYMM_TENSORS
+
+    def kernel(condition, a, b):
+        check(condition.shape == a.shape == b.shape,
+              f"{ctx.name}: condition {list(condition.shape)}, input 1 {list(a.shape)} and "
+              f"input 2 {list(b.shape)} must have the same shape")
+        if quantized:
+            a = requantize_values(a, in1.scale, in1.zeroPoint, out.scale, out.zeroPoint, out.type)
+            b = requantize_values(b, in2.scale, in2.zeroPoint, out.scale, out.zeroPoint, out.type)
+        return (np.where(condition, a, b),)
+    return kernel
+
+
+register(OperationDef(OperationType.SELECT, validate, infer_shapes, build))

@@ -1,0 +1,103 @@
+"""SLICE: the block of an n-D tensor starting at ``begin`` with extent ``size`` per dimension.
+
+``size[i] == -1`` takes everything from begin[i] to the end of dimension i. begin and size
+are TENSOR_INT32 [n]; usually constants, in which case the output shape is known at
+prepare time. Otherwise it depends on their run-time values: inference returns unknown
+dimensions and the kernel checks the values.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
+                     check_same_quantization, check_same_type, check_shape_rank,
+                     constant_vector)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+         T.TENSOR_QUANT8_ASYMM_SIGNED)
+INPUT, BEGIN, SIZE = range(3)
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 3, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, INPUT, TYPES)
+    check_input_type(ctx, BEGIN, (T.TENSOR_INT32,))
+    check_input_type(ctx, SIZE, (T.TENSOR_INT32,))
+    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[INPUT].type)
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
+    check_rank_in(ctx, INPUT, 1)
+    check_rank_in(ctx, BEGIN, 1, 1)
+    check_rank_in(ctx, SIZE, 1, 1)
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    inp, begin_shape, size_shape = shapes
+    check_shape_rank(ctx, inp, "input 0", 1)
+    check_shape_rank(ctx, begin_shape, "input 1 (begin)", 1, 1)
+    check_shape_rank(ctx, size_shape, "input 2 (size)", 1, 1)
+    rank = len(inp) if inp is not None else 0
+    for what, shape in (("input 1 (begin)", begin_shape), ("input 2 (size)", size_shape)):
+        if shape is not None and shape[0]:
+            check(rank in (0, shape[0]),
+                  f"{ctx.name}: {what} has {shape[0]} elements for an input of rank {rank}")
+            rank = shape[0]
+    if not rank:
+        return [None]
+    begin, size = constant_vector(ctx, BEGIN), constant_vector(ctx, SIZE)
+    dims = inp if inp is not None else (0,) * rank
+    out = []
+    for axis, dim in enumerate(dims):
+        b = None if begin is None else int(begin[axis])
+        s = None if size is None else int(size[axis])
+        if b is not None:
+            check(b >= 0, f"{ctx.name}: begin[{axis}] = {b} is negative")
+            check(not dim or b <= dim, f"{ctx.name}: begin[{axis}] = {b} exceeds dimension {dim}")
+        if s is not None:
+            check(s >= -1, f"{ctx.name}: size[{axis}] = {s} is negative (only -1 means 'to the end')")
+        if s is not None and s != -1:
+            check(not dim or b is None or b + s <= dim,
+                  f"{ctx.name}: begin[{axis}] + size[{axis}] = {b} + {s} exceeds dimension {dim}")
+            out.append(s)
+        elif s == -1 and dim and b is not None:
+            out.append(dim - b)
+        else:
+            out.append(0)
+    return [tuple(out)]
+
+
+def slices_for(ctx: OperationContext, shape: tuple[int, ...], begin: np.ndarray,
+               size: np.ndarray) -> tuple[slice, ...]:
+    """The index expression of a slice, with every value checked against actual sizes."""
+    check(begin.shape == (len(shape),) and size.shape == (len(shape),),
+          f"{ctx.name}: begin {list(begin.shape)} and size {list(size.shape)} must both have "
+          f"shape [{len(shape)}] for an input of shape {list(shape)}")
+    index = []
+    for axis, (dim, b, s) in enumerate(zip(shape, begin.tolist(), size.tolist())):
+        if s == -1:
+            s = dim - b
+        check(0 <= b <= dim and s >= 0 and b + s <= dim,
+              f"{ctx.name}: slice begin {b} size {s} does not fit dimension {axis} of size {dim}")
+        index.append(slice(b, b + s))
+    return tuple(index)
+
+
+def build(ctx: OperationContext) -> Kernel:
+    declared = ctx.inputs[INPUT].dimensions
+    begin, size = ctx.inputs[BEGIN].value, ctx.inputs[SIZE].value
+    if begin is not None and size is not None and declared and all(declared):
+        # Everything is known ahead: the index expression is fixed.
+        index = slices_for(ctx, tuple(declared), begin, size)
+        return lambda x, _begin, _size: (x[index].copy(),)
+
+    def kernel(x, b, s):
+        return (x[slices_for(ctx, x.shape, b, s)].copy(),)
+    return kernel
+
+
+register(OperationDef(OperationType.SLICE, validate, infer_shapes, build))

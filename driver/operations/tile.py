@@ -1,0 +1,59 @@
+"""TILE: a tensor repeated ``multiples[i]`` times along each dimension i; multiples is a
+TENSOR_INT32 [rank] of non-negative counts."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import check
+from ..hal.enums import OperandType as T, OperationType
+from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
+                     check_result_size, check_same_quantization, check_same_type,
+                     check_shape_rank, constant_vector)
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+         T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def validate(ctx: OperationContext) -> None:
+    check_counts(ctx, 2, 1)
+    check_not_omitted(ctx)
+    check_input_type(ctx, 0, TYPES)
+    check_input_type(ctx, 1, (T.TENSOR_INT32,))
+    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_rank_in(ctx, 0, 1)
+    check_rank_in(ctx, 1, 1, 1)
+
+
+def check_multiples(ctx: OperationContext, multiples: np.ndarray, rank: int) -> None:
+    check(multiples.shape == (rank,),
+          f"{ctx.name}: multiples have shape {list(multiples.shape)}, expected [{rank}]")
+    check(bool(np.all(multiples >= 0)), f"{ctx.name}: multiples {multiples.tolist()} has a negative count")
+
+
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    inp, multiples_shape = shapes
+    check_shape_rank(ctx, inp, "input 0", 1)
+    check_shape_rank(ctx, multiples_shape, "input 1 (multiples)", 1, 1)
+    if inp is None:
+        return [None if multiples_shape is None or not multiples_shape[0] else (0,) * multiples_shape[0]]
+    multiples = constant_vector(ctx, 1)
+    if multiples is None:
+        return [(0,) * len(inp)]
+    check_multiples(ctx, multiples, len(inp))
+    return [tuple(d * int(m) for d, m in zip(inp, multiples))]
+
+
+def build(ctx: OperationContext) -> Kernel:
+    def kernel(x, multiples):
+        check_multiples(ctx, multiples, x.ndim)
+        counts = [int(m) for m in multiples]
+        check_result_size(ctx, [d * m for d, m in zip(x.shape, counts)], x.dtype)
+        return (np.tile(x, counts),)
+    return kernel
+
+
+register(OperationDef(OperationType.TILE, validate, infer_shapes, build))

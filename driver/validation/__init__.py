@@ -1,0 +1,16 @@
+"""Validation of HAL 1.3 models and requests.
+
+``validate_model(model)`` and ``validate_request(request, model)`` return None for valid
+input and raise driver.errors.ValidationError (INVALID_ARGUMENT) otherwise, with a message
+naming the subgraph / operand / operation or request argument at fault, e.g.
+"main subgraph, operand 3: ..." or "referenced subgraph 1, operation 0 (ADD): ...".
+Only the HAL surface turns that error into a status.
+
+``check_compatible(outer, inner, what)`` is the subgraph-boundary rule of IF and WHILE,
+shared with the executor.
+"""
+from .compat import check_compatible, dimensions_compatible  # noqa: F401
+from .model import validate_model  # noqa: F401
+from .request import validate_request  # noqa: F401
+
+__all__ = ["validate_model", "validate_request", "check_compatible", "dimensions_compatible"]

@@ -1,0 +1,149 @@
+"""Small pure helpers shared by the model and request validators: value-range predicates,
+operand-type classification, byte sizes and the names used in messages."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Sequence
+
+from ..hal.enums import (ExtensionTypeEncoding, OperandLifeTime, OperandType, OperationType,
+                         SCALAR_OPERAND_TYPES)
+from ..operations.common import STORAGE_DTYPE
+
+UINT16_MAX = 0xFFFF
+UINT32_MAX = 0xFFFF_FFFF
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+
+#: HAL sizes and offsets are uint32: a buffer needing more bytes can never be described.
+MAX_BYTE_SIZE = UINT32_MAX
+
+#: Memory names a pool may carry (hidl_memory names of 1.0 and those added in 1.2).
+POOL_NAMES = frozenset({"ashmem", "mmap_fd", "hardware_buffer_blob", "hardware_buffer"})
+
+BASE_OPERAND_TYPES = frozenset(int(t) for t in OperandType)
+BASE_OPERATION_TYPES = frozenset(int(t) for t in OperationType)
+LIFETIMES = frozenset(int(t) for t in OperandLifeTime)
+
+#: Lifetimes whose value is known before any operation of the subgraph runs.
+VALUE_KNOWN_LIFETIMES = frozenset({
+    OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.CONSTANT_COPY,
+    OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.NO_VALUE, OperandLifeTime.SUBGRAPH,
+})
+#: Lifetimes of operands that exactly one operation must write.
+WRITTEN_LIFETIMES = frozenset({OperandLifeTime.TEMPORARY_VARIABLE,
+                               OperandLifeTime.SUBGRAPH_OUTPUT})
+CONSTANT_LIFETIMES = frozenset({OperandLifeTime.CONSTANT_COPY,
+                                OperandLifeTime.CONSTANT_REFERENCE})
+
+_PREFIX_SHIFT = int(ExtensionTypeEncoding.LOW_BITS_TYPE)
+
+
+# --- value ranges -----------------------------------------------------------------------
+
+def is_int(value: object) -> bool:
+    """An integer (numpy integers included) that is not a bool: True is no dimension."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_uint32(value: object) -> bool:
+    return is_int(value) and 0 <= value <= UINT32_MAX
+
+
+def is_int32(value: object) -> bool:
+    return is_int(value) and INT32_MIN <= value <= INT32_MAX
+
+
+def is_float32(value: object) -> bool:
+    """A finite number a HAL ``float`` field can hold."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value) and abs(value) <= FLOAT32_MAX)
+
+
+def is_uint32_list(values: object) -> bool:
+    return isinstance(values, (list, tuple)) and all(is_uint32(v) for v in values)
+
+
+# --- operand and operation types --------------------------------------------------------
+
+def is_extension_type(type_code: int) -> bool:
+    """Extension operand and operation types live above the 16-bit base range."""
+    return type_code > UINT16_MAX
+
+
+def extension_prefix(type_code: int) -> int:
+    return type_code >> _PREFIX_SHIFT
+
+
+def is_scalar_type(type_code: int) -> bool:
+    """Base scalar types (extension types are neither scalar nor tensor as far as the
+    validator knows)."""
+    return type_code in SCALAR_OPERAND_TYPES
+
+
+def is_tensor_type(type_code: int) -> bool:
+    return type_code in BASE_OPERAND_TYPES and type_code not in SCALAR_OPERAND_TYPES
+
+
+def _type_name(enum_type, type_code: object) -> str:
+    try:
+        return enum_type(type_code).name
+    except ValueError:
+        if is_int(type_code) and is_extension_type(type_code):
+            return f"extension type {type_code:#x}"
+        return f"type {type_code!r}"
+
+
+def operand_type_name(type_code: object) -> str:
+    return _type_name(OperandType, type_code)
+
+
+def operation_type_name(type_code: object) -> str:
+    return _type_name(OperationType, type_code)
+
+
+# --- sizes ------------------------------------------------------------------------------
+
+def element_size(type_code: int) -> int | None:
+    """Bytes per element as this driver stores the type; None for SUBGRAPH and extension
+    types, whose size the driver cannot know."""
+    dtype = STORAGE_DTYPE.get(type_code)
+    return None if dtype is None else dtype.itemsize
+
+
+def known_dims_byte_size(type_code: int, dimensions: Sequence[int]) -> int | None:
+    """Bytes of the known part of a shape (unknown dimensions count as 1): a lower bound
+    used to reject shapes that could never fit a uint32 size. None when the element size
+    is unknown."""
+    size = element_size(type_code)
+    if size is None:
+        return None
+    if is_scalar_type(type_code):
+        return size
+    return size * math.prod(d for d in dimensions if d != 0)
+
+
+def byte_size(type_code: int, dimensions: Sequence[int]) -> int | None:
+    """Exact bytes of an operand with these dimensions; None when not fully known
+    (unknown rank, an unknown dimension, or a type of unknown element size)."""
+    size = element_size(type_code)
+    if size is None:
+        return None
+    if is_scalar_type(type_code):
+        return size
+    if not dimensions or any(d == 0 for d in dimensions):
+        return None
+    return size * math.prod(dimensions)
+
+
+# --- names in messages ------------------------------------------------------------------
+
+def subgraph_label(referenced_index: int | None) -> str:
+    """How messages name a subgraph: None is the main subgraph."""
+    if referenced_index is None:
+        return "main subgraph"
+    return f"referenced subgraph {referenced_index}"
+
+
+def operation_label(index: int, type_code: object) -> str:
+    return f"operation {index} ({operation_type_name(type_code)})"

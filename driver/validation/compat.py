@@ -1,0 +1,51 @@
+"""Whether two operands may stand for one another across a subgraph boundary (the
+operands of an IF/WHILE and those of the subgraphs it calls).
+
+Compatible means: the same type, the same rank unless either rank is unknown, equal
+dimensions wherever both are known, the same scale and zero point and the same
+extraParams. Unknown dimensions on either side are compatible with anything, so a
+subgraph may declare an unknown dimension that its caller knows, and the other way round;
+the executor then checks the actual shapes at run time.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import check
+from ..hal.structs import Operand, OperandExtraParams
+from ..operations.registry import OperandInfo
+from .common import operand_type_name
+
+
+def dimensions_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Two declared (or actual) shapes agree where both are known; [] is an unknown rank
+    and 0 an unknown dimension."""
+    if len(a) == 0 or len(b) == 0:
+        return True
+    return len(a) == len(b) and all(x == 0 or y == 0 or x == y for x, y in zip(a, b))
+
+
+def _extra_params(operand: Operand | OperandInfo) -> OperandExtraParams:
+    # OperandInfo (what the executor holds) keeps only the channel quantization.
+    if isinstance(operand, OperandInfo):
+        return OperandExtraParams(channelQuant=operand.channelQuant)
+    return operand.extraParams
+
+
+def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
+                     what: str) -> None:
+    """Raise ValidationError naming ``what`` unless ``inner`` (a subgraph's operand) is
+    compatible with ``outer`` (the operand its caller passes or receives)."""
+    check(outer.type == inner.type,
+          f"{what}: type {operand_type_name(inner.type)} differs from the caller's "
+          f"{operand_type_name(outer.type)}")
+    check(dimensions_compatible(outer.dimensions, inner.dimensions),
+          f"{what}: dimensions {list(inner.dimensions)} are incompatible with the caller's "
+          f"{list(outer.dimensions)}")
+    check(outer.scale == inner.scale,
+          f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
+    check(outer.zeroPoint == inner.zeroPoint,
+          f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
+    check(_extra_params(outer) == _extra_params(inner),
+          f"{what}: extraParams {_extra_params(inner)} differ from the caller's "
+          f"{_extra_params(outer)}")

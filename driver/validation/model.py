@@ -1,0 +1,166 @@
+"""validate_model: everything a HAL 1.3 Model must satisfy before a driver may read it.
+
+The checks run in stages so that each stage may rely on the previous ones:
+1. model-level fields: relaxComputationFloat32toFloat16, extensionNameToPrefix,
+   operandValues, pools;
+2. per subgraph (main, then each referenced one): non-empty, every operand on its own,
+   input/output index lists;
+3. subgraph references form no cycle;
+4. per subgraph: operation types and operand indexes, then the data flow;
+5. per operation: IF/WHILE signatures against the subgraphs they call, then the
+   OperationDef.validate of every registered operation (it reads constants, which
+   stage 2 made safe to read).
+
+Referenced subgraphs that nothing references are validated like the others and accepted,
+as the reference validators do; reference cycles are rejected wherever they occur.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import ValidationError, check
+from ..hal.enums import OperandLifeTime, OperationType
+from ..hal.structs import ExtensionNameAndPrefix, Model, Subgraph
+from ..memory import Memory
+from ..operands import operation_context, subgraph_infos
+from ..operations.registry import OperandInfo, lookup
+from .common import (POOL_NAMES, UINT16_MAX, is_extension_type, is_int, operation_label,
+                     subgraph_label)
+from .control_flow import check_if, check_while
+from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
+from .operand import check_operand, storage_of
+
+#: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
+#: (a reverse domain name such as "com.example.my_extension").
+_EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
+
+
+def validate_model(model: Model, *, allow_unknown_size_while: bool = False) -> None:
+    """Raise ValidationError, naming the subgraph / operand / operation at fault, unless
+    ``model`` is a valid HAL 1.3 model.
+
+    ``allow_unknown_size_while`` lifts the HAL 1.3 rule that every operand of a WHILE
+    (and of the subgraphs it calls) has a known size."""
+    check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
+    check(isinstance(model.relaxComputationFloat32toFloat16, bool),
+          f"model: relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r}"
+          f" is not a bool")
+    prefixes = check_extension_table(model.extensionNameToPrefix)
+    check(isinstance(model.operandValues, (bytes, bytearray, memoryview)),
+          f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
+    check_pools(model.pools)
+    check(isinstance(model.referenced, list), "model: referenced is not a list")
+
+    subgraphs = labelled_subgraphs(model)
+    storage = storage_of(model, prefixes)
+    for label, subgraph in subgraphs:
+        check_not_empty(subgraph, label)
+        for index, operand in enumerate(subgraph.operands):
+            check_operand(operand, storage, f"{label}, operand {index}")
+        check_io_indexes(subgraph, label)
+    check_no_reference_cycles(model)
+    for label, subgraph in subgraphs:
+        check_operations(subgraph, prefixes, label)
+        check_data_flow(subgraph, label)
+    for label, subgraph in subgraphs:
+        check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
+
+
+def labelled_subgraphs(model: Model) -> list[tuple[str, Subgraph]]:
+    return [(subgraph_label(None), model.main)] + [
+        (subgraph_label(i), subgraph) for i, subgraph in enumerate(model.referenced)]
+
+
+def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]:
+    """Names well formed and unique, prefixes uint16 and unique; returns the prefixes."""
+    check(isinstance(table, list), "model: extensionNameToPrefix is not a list")
+    names: set[str] = set()
+    prefixes: set[int] = set()
+    for i, entry in enumerate(table):
+        where = f"model: extensionNameToPrefix[{i}]"
+        check(isinstance(entry, ExtensionNameAndPrefix),
+              f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
+        check(isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None,
+              f"{where}: invalid extension name {entry.name!r}")
+        check(is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX,
+              f"{where}: prefix {entry.prefix!r} is not a uint16")
+        check(entry.name not in names, f"{where}: extension name {entry.name!r} listed twice")
+        check(entry.prefix not in prefixes, f"{where}: prefix {entry.prefix} listed twice")
+        names.add(entry.name)
+        prefixes.add(entry.prefix)
+    return frozenset(prefixes)
+
+
+def check_memory(memory: object, where: str) -> None:
+    """An open, non-empty shared-memory pool of a known kind."""
+    check(isinstance(memory, Memory), f"{where}: {type(memory).__name__} is not a Memory")
+    check(not memory.closed, f"{where}: memory is closed")
+    check(memory.name in POOL_NAMES, f"{where}: unsupported memory type {memory.name!r}")
+    check(memory.size > 0, f"{where}: memory has size 0")
+
+
+def check_pools(pools: list) -> None:
+    check(isinstance(pools, list), "model: pools is not a list")
+    for i, pool in enumerate(pools):
+        check_memory(pool, f"model: pool {i}")
+
+
+def check_no_reference_cycles(model: Model) -> None:
+    """No subgraph reaches itself through SUBGRAPH operands (a cycle would recurse
+    forever). Every subgraph is a root, so cycles among unreferenced subgraphs count too.
+    Iterative depth-first search: nesting depth is the client's to choose."""
+    subgraphs = [model.main] + list(model.referenced)   # node 0 is main, node i+1 referenced[i]
+    callees = [sorted({operand.location.offset + 1 for operand in subgraph.operands
+                       if operand.lifetime == OperandLifeTime.SUBGRAPH}) for subgraph in subgraphs]
+    done = [False] * len(subgraphs)
+    for root in range(len(subgraphs)):
+        if done[root]:
+            continue
+        path = [root]
+        on_path = {root}
+        stack = [iter(callees[root])]
+        while stack:
+            callee = next(stack[-1], None)
+            if callee is None:
+                stack.pop()
+                done[path[-1]] = True
+                on_path.discard(path.pop())
+                continue
+            if callee in on_path:
+                cycle = path[path.index(callee):] + [callee]
+                names = " -> ".join(_node_name(node) for node in cycle)
+                raise ValidationError(f"{_node_name(callee)} references itself: {names}")
+            if not done[callee]:
+                path.append(callee)
+                on_path.add(callee)
+                stack.append(iter(callees[callee]))
+
+
+def _node_name(node: int) -> str:
+    return subgraph_label(None if node == 0 else node - 1)
+
+
+def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
+                               allow_unknown_size_while: bool) -> None:
+    infos: list[OperandInfo] | None = None   # built once, only if a registered op needs it
+    for op_index, operation in enumerate(subgraph.operations):
+        type_code = operation.type
+        where = f"{label}, {operation_label(op_index, type_code)}"
+        if type_code == OperationType.IF:
+            check_if(model, subgraph, operation, where)
+        elif type_code == OperationType.WHILE:
+            check_while(model, subgraph, operation, where,
+                        require_known_sizes=not allow_unknown_size_while)
+        definition = None if is_extension_type(type_code) else lookup(type_code)
+        if definition is None:
+            continue   # a valid type this driver does not implement: unsupported, not invalid
+        if infos is None:
+            infos = subgraph_infos(model, subgraph)
+        context = operation_context(model, subgraph, op_index, infos)
+        try:
+            definition.validate(context)
+        except ValidationError as error:
+            message = str(error)
+            if not message.startswith(context.name):
+                message = f"{context.name}: {message}"
+            raise ValidationError(f"{label}, {message}") from error

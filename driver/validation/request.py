@@ -1,0 +1,123 @@
+"""validate_request: a Request against the main subgraph of an already validated Model.
+
+As in the HAL 1.3 reference:
+- an argument with hasNoValue has an all-zero location and no dimensions; inputs and
+  outputs may both be omitted;
+- otherwise its location lies inside a request pool, and its dimensions (if any) have the
+  model's rank (when known) and agree with every dimension the model knows;
+- inputs end up fully specified; outputs may stay partly unknown unless the caller forbids
+  it (executeFenced does, as its outputs cannot report shapes);
+- an output buffer smaller than its data is not invalid: the execution reports
+  OUTPUT_INSUFFICIENT_SIZE.
+Stricter than the reference, so that the driver never reads or sizes past what a client
+described: an input's length equals its byte size, a scalar argument has no dimensions,
+sizes beyond 2**32-1 bytes are refused, and memory-domain tokens are refused (this driver
+allocates no buffers, so no token can name one).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import check
+from ..hal.structs import (DataLocation, MemoryPool, Model, Operand, Request,
+                           RequestArgument)
+from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
+                     is_uint32_list, known_dims_byte_size)
+from .model import check_memory
+
+
+def validate_request(request: Request, model: Model, *,
+                     allow_unspecified_output: bool = True) -> None:
+    """Raise ValidationError, naming the argument or pool at fault, unless ``request`` is
+    a valid request for ``model`` (which validate_model accepted)."""
+    check(isinstance(request, Request), f"request: {type(request).__name__} is not a Request")
+    pool_sizes = check_request_pools(request.pools)
+    main = model.main
+    check_arguments(request.inputs, main.inputIndexes, main.operands, pool_sizes,
+                    "input", allow_unspecified=False)
+    check_arguments(request.outputs, main.outputIndexes, main.operands, pool_sizes,
+                    "output", allow_unspecified=allow_unspecified_output)
+
+
+def check_request_pools(pools: list) -> list[int]:
+    """Each pool is a shared memory (hidlMemory); returns their sizes."""
+    check(isinstance(pools, list), "request: pools is not a list")
+    sizes = []
+    for i, pool in enumerate(pools):
+        where = f"request pool {i}"
+        check(isinstance(pool, MemoryPool), f"{where}: {type(pool).__name__} is not a MemoryPool")
+        check((pool.hidlMemory is None) != (pool.token is None),
+              f"{where}: exactly one of hidlMemory and token must be set")
+        check(pool.token is None, f"{where}: memory-domain token {pool.token!r} names no "
+              f"buffer (this driver allocates none)")
+        check_memory(pool.hidlMemory, where)
+        sizes.append(pool.hidlMemory.size)
+    return sizes
+
+
+def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: list[Operand],
+                    pool_sizes: list[int], kind: str, *, allow_unspecified: bool) -> None:
+    check(isinstance(arguments, list), f"request: {kind}s is not a list")
+    check(len(arguments) == len(operand_indexes),
+          f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
+    for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
+        where = f"request {kind} {position} (operand {index})"
+        check(isinstance(argument, RequestArgument),
+              f"{where}: {type(argument).__name__} is not a RequestArgument")
+        check_argument(argument, operands[index], pool_sizes, where,
+                       is_input=kind == "input", allow_unspecified=allow_unspecified)
+
+
+def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],
+                   where: str, *, is_input: bool, allow_unspecified: bool) -> None:
+    location = argument.location
+    check(isinstance(argument.hasNoValue, bool), f"{where}: hasNoValue is not a bool")
+    check(isinstance(location, DataLocation), f"{where}: location is not a DataLocation")
+    pool, offset, length = location.poolIndex, location.offset, location.length
+    check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
+          f"{where}: location fields {(pool, offset, length)!r} are not uint32")
+    dims = argument.dimensions
+    check(is_uint32_list(dims), f"{where}: dimensions {dims!r} are not a list of uint32")
+    if argument.hasNoValue:
+        check(pool == 0 and offset == 0 and length == 0 and len(dims) == 0,
+              f"{where}: has no value, yet a location or dimensions")
+        return
+    check(pool < len(pool_sizes), f"{where}: poolIndex {pool} out of range "
+          f"({len(pool_sizes)} pools)")
+    check(offset + length <= pool_sizes[pool], f"{where}: bytes [{offset}, {offset + length})"
+          f" outside pool {pool} of {pool_sizes[pool]} bytes")
+    shape = check_dimensions(argument.dimensions, operand, where, allow_unspecified)
+    if is_input and shape is not None:
+        expected = byte_size(operand.type, shape)
+        if expected is not None:
+            check(length == expected, f"{where}: length {length} differs from the "
+                  f"{expected} bytes of its data")
+
+
+def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
+                     allow_unspecified: bool) -> list[int] | None:
+    """The shape the argument gives its operand (request dimensions refining the model's);
+    None for extension types, whose shapes the driver cannot interpret."""
+    model_dims = list(operand.dimensions)
+    if is_extension_type(operand.type):
+        return None
+    if is_scalar_type(operand.type):
+        check(len(dims) == 0, f"{where}: scalar operand given dimensions {list(dims)}")
+        return []
+    if len(dims) == 0:
+        shape = model_dims
+        check(allow_unspecified or len(model_dims) > 0,
+              f"{where}: the model's rank is unknown and the request does not give it")
+    else:
+        check(len(model_dims) == 0 or len(dims) == len(model_dims),
+              f"{where}: rank {len(dims)} differs from the model's {len(model_dims)}")
+        for axis, (given, declared) in enumerate(zip(dims, model_dims)):
+            check(declared == 0 or given == declared,
+                  f"{where}: dimension {axis} is {given}, the model's is {declared}")
+        shape = list(dims)
+    check(allow_unspecified or all(d > 0 for d in shape),
+          f"{where}: dimensions {shape} are not fully specified")
+    size = known_dims_byte_size(operand.type, shape)
+    check(size is None or size <= MAX_BYTE_SIZE,
+          f"{where}: dimensions {shape} need more than {MAX_BYTE_SIZE} bytes")
+    return shape

@@ -1,0 +1,1264 @@
+"""Bytes <-> FuzzCase: the structure-aware encoding of one fuzz input.
+
+Two layers:
+
+``parse`` / ``serialize``
+    bytes <-> :class:`CaseSpec`, a description of the case that mirrors the HAL structures
+    but leaves to the decoder what it can work out itself: where constants and request
+    arguments are placed in their pools (``location=None``), how many consumers an operand
+    has (``consumers=None``), and operand contents as a small recipe (:class:`ValueSpec`:
+    zeros, values generated from a one-byte seed, or literal bytes). Mutating a spec (the
+    custom mutator does) therefore changes types and shapes without breaking the layout.
+``lower`` / ``lift``
+    CaseSpec <-> FuzzCase (HAL Model + Request + ExecutionChoices). ``lift`` finds the most
+    compact spec that lowers to exactly the given case, falling back to explicit locations
+    and literal bytes where the case cannot be described more compactly.
+
+``decode(data) = lower(parse(data))`` accepts any byte string: every count is capped, every
+read past the end yields zeros, and sizes the decoder fills itself (zeros, generated values)
+draw on a per-case budget, so decoding stays cheap. Values the HAL would reject (huge or
+unknown dimensions, out-of-range indexes, unknown types and lifetimes, overlapping or
+out-of-bounds locations, zero or infinite scales) all remain expressible.
+
+``encode(case)`` is the exact inverse on everything ``decode`` produces:
+``decode(encode(decode(b))) == decode(b)``. The one value the decoder never produces is a
+NaN scale (read as +inf), because NaN would not compare equal to itself.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from collections import deque
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from operator import length_hint
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefix,
+                        MeasureTiming, MemoryPool, Model, Operand, OperandExtraParams,
+                        OperandLifeTime, OperandType, Operation, OperationType, Priority,
+                        Request, RequestArgument, Subgraph, SymmPerChannelQuantParams)
+from driver.memory import Memory
+from driver.operands import storage_size
+
+from .case import ExecutionChoices, ExecutionPath, FuzzCase
+
+# --- limits --------------------------------------------------------------------------------
+# Generous enough for every conformance model (at most 218 operands, 61 operation inputs,
+# 56 subgraph inputs, rank 5, 4 referenced subgraphs), small enough to keep decoding cheap.
+
+UINT16_MAX = 0xFFFF
+UINT32_MAX = 0xFFFF_FFFF
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+MAX_REFERENCED = 8
+MAX_OPERANDS = 256
+MAX_OPERATIONS = 128
+MAX_OPERATION_INPUTS = 128
+MAX_OPERATION_OUTPUTS = 16
+MAX_IO_INDEXES = 128
+MAX_RANK = 8
+MAX_POOLS = 8
+MAX_SEGMENTS = 16
+MAX_CHANNEL_SCALES = 64
+MAX_EXTENSION_BYTES = 64
+MAX_EXTENSIONS = 8
+MAX_NAME_BYTES = 64
+MAX_REQUEST_ARGUMENTS = 128
+MAX_WAIT_FENCES = 3
+
+#: Largest single value the decoder generates from a seed.
+MAX_GENERATED_VALUE = 64 * 1024
+#: Per case: bytes the decoder fills itself (zeros + generated values) ...
+FILL_BUDGET = 1 << 20
+#: ... of which generated (the more expensive kind).
+GENERATED_BUDGET = 256 * 1024
+#: Request buffers may be this many bytes larger or smaller than their operand needs.
+MAX_SIZE_DELTA = 1 << 20
+
+#: Time choices are encoded in microseconds and capped so a fuzz input can never make one
+#: execution slow: a loop runs at most 100 ms unless the timeout is omitted (2 s default).
+LOOP_TIMEOUT_CAP_US = 100_000
+DEADLINE_CAP_US = 10_000_000
+WAIT_FENCE_DELAY_CAP_US = 5_000
+FENCED_DURATION_CAP_US = 10_000_000
+
+#: Seeds an operand value can name (its recipe byte is 2 + seed).
+NUM_SEEDS = 254
+
+MEMORY_NAMES = ("ashmem", "mmap_fd", "hardware_buffer_blob")
+
+
+class CodecLimitError(ValueError):
+    """A case or spec holds something the encoding cannot express (a count over its cap, a
+    time that is not a whole number of microseconds, ...)."""
+
+
+# --- generated values ----------------------------------------------------------------------
+
+class ElementKind(enum.IntEnum):
+    """How generated values look: chosen from the operand type so that they are useful
+    (small non-negative ints that make sensible loop counters and sizes, finite floats in
+    [-4, 4], 0/1 booleans, the full range for quantized bytes)."""
+    BYTES = 0
+    FLOAT32 = 1
+    FLOAT16 = 2
+    INT32 = 3
+    UINT32 = 4
+    BOOL = 5
+    INT8 = 6
+    INT16 = 7
+    UINT16 = 8
+
+
+_T = OperandType
+ELEMENT_KIND_OF_TYPE: dict[int, ElementKind] = {
+    _T.FLOAT32: ElementKind.FLOAT32, _T.TENSOR_FLOAT32: ElementKind.FLOAT32,
+    _T.FLOAT16: ElementKind.FLOAT16, _T.TENSOR_FLOAT16: ElementKind.FLOAT16,
+    _T.INT32: ElementKind.INT32, _T.TENSOR_INT32: ElementKind.INT32,
+    _T.UINT32: ElementKind.UINT32,
+    _T.BOOL: ElementKind.BOOL, _T.TENSOR_BOOL8: ElementKind.BOOL,
+    _T.TENSOR_QUANT8_ASYMM: ElementKind.BYTES,
+    _T.TENSOR_QUANT8_ASYMM_SIGNED: ElementKind.INT8, _T.TENSOR_QUANT8_SYMM: ElementKind.INT8,
+    _T.TENSOR_QUANT8_SYMM_PER_CHANNEL: ElementKind.INT8,
+    _T.TENSOR_QUANT16_SYMM: ElementKind.INT16, _T.TENSOR_QUANT16_ASYMM: ElementKind.UINT16,
+}
+
+_ITEM_SIZE = {ElementKind.BYTES: 1, ElementKind.FLOAT32: 4, ElementKind.FLOAT16: 2,
+              ElementKind.INT32: 4, ElementKind.UINT32: 4, ElementKind.BOOL: 1,
+              ElementKind.INT8: 1, ElementKind.INT16: 2, ElementKind.UINT16: 2}
+
+_GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
+_MIX1 = np.uint64(0xBF58_476D_1CE4_E5B9)
+_MIX2 = np.uint64(0x94D0_49BB_1331_11EB)
+
+
+def element_kind(operand_type: int) -> ElementKind:
+    return ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES)
+
+
+def _generate(kind: ElementKind, seed: int, count: int) -> bytes:
+    """``count`` elements of a splitmix64 stream keyed by (kind, seed), shaped by kind."""
+    key = np.uint64((((int(kind) << 16) | seed) * 0xD1B5_4A32_D192_ED03 + 1) & ((1 << 64) - 1))
+    x = np.arange(count, dtype=np.uint64) * _GOLDEN + key
+    x ^= x >> np.uint64(30)
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    if kind in (ElementKind.FLOAT32, ElementKind.FLOAT16):
+        steps = (x >> np.uint64(11)) % np.uint64(2001)
+        values = (steps.astype(np.int32) - 1000) / 250.0
+        return values.astype("<f4" if kind == ElementKind.FLOAT32 else "<f2").tobytes()
+    if kind == ElementKind.INT32:
+        return (x % np.uint64(8)).astype("<i4").tobytes()
+    if kind == ElementKind.UINT32:
+        return (x % np.uint64(8)).astype("<u4").tobytes()
+    if kind == ElementKind.BOOL:
+        return (x & np.uint64(1)).astype(np.uint8).tobytes()
+    if kind in (ElementKind.INT16, ElementKind.UINT16):
+        return (x & np.uint64(0xFFFF)).astype("<u2").tobytes()
+    return (x & np.uint64(0xFF)).astype(np.uint8).tobytes()
+
+
+# Generated streams are cached per (kind, seed) and sliced: a value of n bytes is the first
+# n bytes of its stream, so a shape change keeps the values it already had.
+_stream_cache: dict[tuple[int, int], bytes] = {}
+_stream_cache_bytes = 0
+_STREAM_CACHE_LIMIT = 16 << 20
+_prefix_tables: dict[int, dict[bytes, list[int]]] = {}
+_PREFIX = 16
+
+
+def generated_bytes(kind: ElementKind, seed: int, nbytes: int) -> bytes:
+    """The first ``nbytes`` bytes of the value stream of (kind, seed)."""
+    global _stream_cache_bytes
+    if nbytes <= 0:
+        return b""
+    key = (kind, seed)
+    stream = _stream_cache.get(key)
+    if stream is None or len(stream) < nbytes:
+        want = max(nbytes, 256, 2 * len(stream) if stream else 0)
+        item = _ITEM_SIZE[kind]
+        stream = _generate(kind, seed, -(-want // item))
+        if _stream_cache_bytes + len(stream) > _STREAM_CACHE_LIMIT:
+            _stream_cache.clear()
+            _stream_cache_bytes = 0
+        _stream_cache[key] = stream
+        _stream_cache_bytes += len(stream)
+    return stream[:nbytes]
+
+
+def find_seed(kind: ElementKind, data: bytes) -> int | None:
+    """The smallest seed whose stream of ``kind`` starts with ``data``, or None."""
+    if not data:
+        return 0
+    table = _prefix_tables.get(kind)
+    if table is None:
+        table = {}
+        for seed in range(NUM_SEEDS):
+            table.setdefault(generated_bytes(kind, seed, _PREFIX), []).append(seed)
+        _prefix_tables[kind] = table
+    if len(data) >= _PREFIX:
+        candidates: Iterable[int] = table.get(bytes(data[:_PREFIX]), ())
+    else:
+        candidates = sorted(seed for prefix, seeds in table.items()
+                            if prefix.startswith(data) for seed in seeds)
+    for seed in candidates:
+        if generated_bytes(kind, seed, len(data)) == data:
+            return seed
+    return None
+
+
+# --- the spec ------------------------------------------------------------------------------
+
+class ValueKind(enum.IntEnum):
+    ZERO = 0
+    LITERAL = 1
+    GENERATED = 2
+
+
+@dataclass
+class ValueSpec:
+    """The content of a constant or request argument whose place the decoder chooses. Its
+    length follows from the operand type and dimensions (plus a request argument's
+    ``size_delta``), except for literals, which are exactly ``data``."""
+    kind: ValueKind = ValueKind.ZERO
+    seed: int = 0          # GENERATED: 0 .. NUM_SEEDS-1
+    data: bytes = b""      # LITERAL
+
+
+@dataclass
+class Segment:
+    """A run of explicitly laid-out pool content."""
+    kind: ValueKind = ValueKind.ZERO
+    length: int = 0                        # ZERO, GENERATED
+    element: ElementKind = ElementKind.BYTES   # GENERATED
+    seed: int = 0                          # GENERATED: 0..255
+    data: bytes = b""                      # LITERAL
+
+
+@dataclass
+class BlobSpec:
+    """A memory pool: explicit segments first, then the values placed by the decoder."""
+    name: str = "ashmem"
+    segments: list[Segment] = field(default_factory=list)
+
+
+@dataclass
+class OperandSpec:
+    type: OperandType | int
+    dimensions: list[int] = field(default_factory=list)
+    scale: float = 0.0
+    zeroPoint: int = 0
+    lifetime: OperandLifeTime | int = OperandLifeTime.TEMPORARY_VARIABLE
+    #: None: counted from the operations of the subgraph.
+    consumers: int | None = None
+    #: None: placed by the decoder. CONSTANT_COPY values go to operandValues,
+    #: CONSTANT_REFERENCE values to pool ``target``, SUBGRAPH operands refer to referenced
+    #: subgraph ``target``; any other lifetime gets the all-zero location.
+    location: DataLocation | None = None
+    target: int = 0
+    value: ValueSpec = field(default_factory=ValueSpec)
+    extraParams: OperandExtraParams = field(default_factory=OperandExtraParams)
+
+
+@dataclass
+class SubgraphSpec:
+    operands: list[OperandSpec] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+    inputIndexes: list[int] = field(default_factory=list)
+    outputIndexes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ModelSpec:
+    main: SubgraphSpec = field(default_factory=SubgraphSpec)
+    referenced: list[SubgraphSpec] = field(default_factory=list)
+    operandValues: list[Segment] = field(default_factory=list)
+    pools: list[BlobSpec] = field(default_factory=list)
+    relaxComputationFloat32toFloat16: bool = False
+    extensionNameToPrefix: list[ExtensionNameAndPrefix] = field(default_factory=list)
+
+    def subgraphs(self) -> list[SubgraphSpec]:
+        return [self.main, *self.referenced]
+
+
+@dataclass
+class ArgumentSpec:
+    hasNoValue: bool = False
+    dimensions: list[int] = field(default_factory=list)
+    #: None: placed by the decoder in request pool ``target`` (no location for hasNoValue).
+    location: DataLocation | None = None
+    target: int = 0
+    value: ValueSpec = field(default_factory=ValueSpec)
+    #: Added to the operand's storage size (not for literals): < 0 gives a too-small buffer.
+    size_delta: int = 0
+
+
+@dataclass
+class RequestPoolSpec:
+    """A hidl_memory pool (``token`` None) or a driver-allocated buffer's token."""
+    token: int | None = None
+    blob: BlobSpec = field(default_factory=BlobSpec)
+
+
+@dataclass
+class RequestSpec:
+    inputs: list[ArgumentSpec] = field(default_factory=list)
+    outputs: list[ArgumentSpec] = field(default_factory=list)
+    pools: list[RequestPoolSpec] = field(default_factory=list)
+
+
+@dataclass
+class CaseSpec:
+    model: ModelSpec = field(default_factory=ModelSpec)
+    request: RequestSpec = field(default_factory=RequestSpec)
+    choices: ExecutionChoices = field(default_factory=ExecutionChoices)
+
+
+# --- enum tables ---------------------------------------------------------------------------
+
+_OPERAND_TYPES = {int(t): t for t in OperandType}
+_OPERATION_TYPES = {int(t): t for t in OperationType}
+_LIFETIMES = {int(t): t for t in OperandLifeTime}
+_PATHS = tuple(ExecutionPath)
+_PRIORITIES = (Priority.LOW, Priority.MEDIUM, Priority.HIGH, Priority.MEDIUM)
+_PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_ANSWER,
+                ExecutionPreference.SUSTAINED_SPEED, ExecutionPreference.FAST_SINGLE_ANSWER)
+_KINDS = tuple(ElementKind)
+_MEASURE = (MeasureTiming.NO, MeasureTiming.YES)
+
+_COPY = OperandLifeTime.CONSTANT_COPY
+_REFERENCE = OperandLifeTime.CONSTANT_REFERENCE
+_SUBGRAPH = OperandLifeTime.SUBGRAPH
+_LIFETIME_ESCAPE = 7        # operand head lifetime bits: the raw lifetime follows
+
+# Operand head byte.
+_OP_QUANT = 0x08
+_OP_CONSUMERS = 0x10
+_OP_LOCATION = 0x20
+_OP_CHANNEL_QUANT = 0x40
+_OP_EXTENSION = 0x80
+# Request argument head byte.
+_ARG_NO_VALUE = 0x01
+_ARG_LOCATION = 0x02
+_ARG_DELTA = 0x04
+# Choices bytes.
+_CH_DEADLINE = 0x80
+_CH_FENCED_DURATION = 0x10
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_INF = float("inf")
+
+
+# --- reading -------------------------------------------------------------------------------
+# Parsing runs once per fuzz iteration (twice with the custom mutator), so the hot fields are
+# read inline with ``next(it, 0)`` on a bytes iterator: a builtin call per byte and no
+# per-field Python calls. Past the end of the input every field reads as zero.
+
+def _varint_tail(it: Iterator[int], first: int) -> int:
+    """The rest of a varint whose first byte had its continuation bit set (at most 10
+    bytes are read; a varint cut off by the end of the input ends there)."""
+    result = first & 0x7F
+    shift = 7
+    while shift < 70:
+        b = next(it, 0)
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    return result
+
+
+def _varint(it: Iterator[int]) -> int:
+    b = next(it, 0)
+    return b if b < 0x80 else _varint_tail(it, b)
+
+
+def _count(it: Iterator[int], cap: int) -> int:
+    b = next(it, 0)
+    if b >= 0x80:
+        b = _varint_tail(it, b)
+    return b if b <= cap else cap
+
+
+def _u32(it: Iterator[int]) -> int:
+    b = next(it, 0)
+    if b < 0x80:
+        return b
+    b = _varint_tail(it, b)
+    return b if b <= UINT32_MAX else UINT32_MAX
+
+
+def _i32(it: Iterator[int]) -> int:
+    value = _varint(it)
+    value = (value >> 1) ^ -(value & 1)
+    return min(max(value, INT32_MIN), INT32_MAX)
+
+
+def _take(it: Iterator[int], data: bytes, n: int) -> bytes:
+    """The next n bytes (fewer at the end of the input)."""
+    if n <= 0:
+        return b""
+    pos = len(data) - length_hint(it)
+    chunk = data[pos:pos + n]
+    if chunk:
+        deque(islice(it, len(chunk)), maxlen=0)     # advance at C speed
+    return chunk
+
+
+def _float(it: Iterator[int], wide: bool) -> float:
+    size = 8 if wide else 4
+    raw = bytes([next(it, 0) for _ in range(size)])
+    value = (_F64 if wide else _F32).unpack(raw)[0]
+    return _INF if value != value else value    # NaN never compares equal to itself
+
+
+def _text(it: Iterator[int], data: bytes) -> str:
+    return _take(it, data, _count(it, MAX_NAME_BYTES)).decode("utf-8", "surrogateescape")
+
+
+def _memory_name(it: Iterator[int], data: bytes) -> str:
+    # A memory's name becomes a memfd name, a C string: NUL bytes are dropped.
+    return _text(it, data).replace("\0", "")
+
+
+def _read_value(it: Iterator[int], data: bytes) -> ValueSpec:
+    tag = next(it, 0)
+    if tag == 0:
+        return ValueSpec()
+    if tag == 1:
+        return ValueSpec(ValueKind.LITERAL, 0, _take(it, data, _varint(it)))
+    return ValueSpec(ValueKind.GENERATED, tag - 2)
+
+
+def _read_segments(it: Iterator[int], data: bytes) -> list[Segment]:
+    segments = []
+    for _ in range(_count(it, MAX_SEGMENTS)):
+        tag = next(it, 0)
+        if tag == 0:
+            segments.append(Segment(ValueKind.ZERO, _count(it, FILL_BUDGET)))
+        elif tag == 1:
+            segments.append(Segment(ValueKind.LITERAL, data=_take(it, data, _varint(it))))
+        else:
+            kind = _KINDS[(tag - 2) % len(_KINDS)]
+            seed = next(it, 0)
+            segments.append(Segment(ValueKind.GENERATED, _count(it, MAX_GENERATED_VALUE),
+                                    kind, seed))
+    return segments
+
+
+def _read_blob(it: Iterator[int], data: bytes) -> BlobSpec:
+    code = next(it, 0)
+    name = MEMORY_NAMES[code] if code < len(MEMORY_NAMES) else _memory_name(it, data)
+    return BlobSpec(name, _read_segments(it, data))
+
+
+def _read_indexes(it: Iterator[int], cap: int) -> list[int]:
+    out = []
+    for _ in range(_count(it, cap)):
+        b = next(it, 0)
+        out.append(b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX))
+    return out
+
+
+def _read_operand(it: Iterator[int], data: bytes) -> OperandSpec:
+    nx = next
+    head = nx(it, 0)
+    operand_type = nx(it, 0)
+    if operand_type >= 0x80:
+        operand_type = min(_varint_tail(it, operand_type), UINT32_MAX)
+    operand_type = _OPERAND_TYPES.get(operand_type, operand_type)
+    rank = nx(it, 0)
+    if rank:
+        if rank > MAX_RANK:
+            rank = MAX_RANK if rank < 0x80 else min(_varint_tail(it, rank), MAX_RANK)
+        dims = []
+        for _ in range(rank):
+            d = nx(it, 0)
+            dims.append(d if d < 0x80 else min(_varint_tail(it, d), UINT32_MAX))
+    else:
+        dims = []
+    lifetime = head & 7
+    if lifetime == _LIFETIME_ESCAPE:
+        lifetime = _u32(it)
+    lifetime = _LIFETIMES.get(lifetime, lifetime)
+    if not head & 0xF8:
+        # The common case: no quantization, counted consumers, placed, no extra params.
+        if lifetime == _COPY:
+            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0,
+                               _read_value(it, data), OperandExtraParams())
+        if lifetime == _REFERENCE:
+            target = _u32(it)
+            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, target,
+                               _read_value(it, data), OperandExtraParams())
+        if lifetime == _SUBGRAPH:
+            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, _u32(it),
+                               ValueSpec(), OperandExtraParams())
+        return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0, ValueSpec(),
+                           OperandExtraParams())
+    spec = OperandSpec(operand_type, dims, lifetime=lifetime)
+    if head & _OP_QUANT:
+        wide = nx(it, 0) & 1
+        spec.scale = _float(it, bool(wide))
+        spec.zeroPoint = _i32(it)
+    if head & _OP_CONSUMERS:
+        spec.consumers = _u32(it)
+    if head & _OP_LOCATION:
+        spec.location = DataLocation(_u32(it), _u32(it), _u32(it))
+    else:
+        if lifetime == _REFERENCE or lifetime == _SUBGRAPH:
+            spec.target = _u32(it)
+        if lifetime == _COPY or lifetime == _REFERENCE:
+            spec.value = _read_value(it, data)
+    if head & (_OP_CHANNEL_QUANT | _OP_EXTENSION):
+        extra = spec.extraParams
+        if head & _OP_CHANNEL_QUANT:
+            wide = bool(nx(it, 0) & 1)
+            scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
+            extra.channelQuant = SymmPerChannelQuantParams(scales, _u32(it))
+        if head & _OP_EXTENSION:
+            extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
+    return spec
+
+
+def _read_subgraph(it: Iterator[int], data: bytes) -> SubgraphSpec:
+    operands = [_read_operand(it, data) for _ in range(_count(it, MAX_OPERANDS))]
+    operations = []
+    for _ in range(_count(it, MAX_OPERATIONS)):
+        operation_type = _u32(it)
+        operation_type = _OPERATION_TYPES.get(operation_type, operation_type)
+        inputs = _read_indexes(it, MAX_OPERATION_INPUTS)
+        operations.append(Operation(operation_type, inputs,
+                                    _read_indexes(it, MAX_OPERATION_OUTPUTS)))
+    inputs = _read_indexes(it, MAX_IO_INDEXES)
+    return SubgraphSpec(operands, operations, inputs, _read_indexes(it, MAX_IO_INDEXES))
+
+
+def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
+    flags = next(it, 0)
+    referenced_count = _count(it, MAX_REFERENCED)
+    main = _read_subgraph(it, data)
+    referenced = [_read_subgraph(it, data) for _ in range(referenced_count)]
+    values = _read_segments(it, data)
+    pools = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
+    extensions = []
+    if flags & 2:
+        for _ in range(_count(it, MAX_EXTENSIONS)):
+            name = _text(it, data)
+            extensions.append(ExtensionNameAndPrefix(name, min(_varint(it), UINT16_MAX)))
+    return ModelSpec(main, referenced, values, pools, bool(flags & 1), extensions)
+
+
+def _read_dims(it: Iterator[int]) -> list[int]:
+    return [_u32(it) for _ in range(_count(it, MAX_RANK))]
+
+
+def _read_argument(it: Iterator[int], data: bytes) -> ArgumentSpec:
+    head = next(it, 0)
+    spec = ArgumentSpec(bool(head & _ARG_NO_VALUE), _read_dims(it))
+    if head & _ARG_LOCATION:
+        spec.location = DataLocation(_u32(it), _u32(it), _u32(it))
+    elif not spec.hasNoValue:
+        spec.target = _u32(it)
+        spec.value = _read_value(it, data)
+    if head & _ARG_DELTA:
+        spec.size_delta = min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
+    return spec
+
+
+def _read_request(it: Iterator[int], data: bytes) -> RequestSpec:
+    inputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
+    outputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
+    pools = []
+    for _ in range(_count(it, MAX_POOLS)):
+        if next(it, 0) & 1:
+            pools.append(RequestPoolSpec(token=_u32(it)))
+        else:
+            pools.append(RequestPoolSpec(blob=_read_blob(it, data)))
+    return RequestSpec(inputs, outputs, pools)
+
+
+def _read_choices(it: Iterator[int]) -> ExecutionChoices:
+    a, b = next(it, 0), next(it, 0)
+    wait_fences = (b >> 2) & 3
+    loop = _varint(it)
+    deadline = min(_varint(it), DEADLINE_CAP_US) * 1000 if a & _CH_DEADLINE else None
+    delay = min(_varint(it), WAIT_FENCE_DELAY_CAP_US) * 1000 if wait_fences else 0
+    duration = (min(_varint(it), FENCED_DURATION_CAP_US) * 1000
+                if b & _CH_FENCED_DURATION else None)
+    return ExecutionChoices(
+        _PATHS[a & 3], _PATHS[(a >> 2) & 3], _MEASURE[(a >> 4) & 1], _PREFERENCES[b & 3],
+        _PRIORITIES[(a >> 5) & 3], deadline,
+        min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
+        wait_fences, delay, duration)
+
+
+def parse(data: bytes) -> CaseSpec:
+    """Any byte string -> its CaseSpec (never raises)."""
+    data = bytes(data)
+    it = iter(data)
+    choices = _read_choices(it)
+    model = _read_model(it, data)
+    return CaseSpec(model, _read_request(it, data), choices)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+def _is_float32(value: float) -> bool:
+    try:
+        return _F32.unpack(_F32.pack(value))[0] == value
+    except OverflowError:       # finite but beyond float32's range
+        return False
+
+
+class _Writer:
+    __slots__ = ("out",)
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def byte(self, value: int) -> None:
+        self.out.append(value)
+
+    def varint(self, value: int, what: str, cap: int) -> None:
+        if not 0 <= value <= cap:
+            raise CodecLimitError(f"{what} = {value} outside the encodable range [0, {cap}]")
+        while value >= 0x80:
+            self.out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        self.out.append(value)
+
+    def i32(self, value: int, what: str) -> None:
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise CodecLimitError(f"{what} = {value} is not an int32")
+        self.varint((value << 1) if value >= 0 else ((-value) << 1) - 1, what, UINT32_MAX)
+
+    def u32(self, value: int, what: str) -> None:
+        self.varint(value, what, UINT32_MAX)
+
+    def raw(self, data: bytes) -> None:
+        self.out += data
+
+    def floats(self, values: Sequence[float]) -> None:
+        """A width flag, then the values as float32 if all are exactly float32, else float64."""
+        narrow = all(_is_float32(v) for v in values)
+        self.byte(0 if narrow else 1)
+        for v in values:
+            self.raw((_F32 if narrow else _F64).pack(v))
+
+    def text(self, value: str, what: str) -> None:
+        raw = value.encode("utf-8", "surrogateescape")
+        self.varint(len(raw), f"{what} length", MAX_NAME_BYTES)
+        self.raw(raw)
+
+
+def _write_value(w: _Writer, value: ValueSpec) -> None:
+    if value.kind == ValueKind.GENERATED:
+        if not 0 <= value.seed < NUM_SEEDS:
+            raise CodecLimitError(f"value seed {value.seed} outside [0, {NUM_SEEDS})")
+        w.byte(2 + value.seed)
+    elif value.kind == ValueKind.LITERAL:
+        w.byte(1)
+        w.varint(len(value.data), "literal length", 1 << 62)
+        w.raw(value.data)
+    else:
+        w.byte(0)
+
+
+def _write_segments(w: _Writer, segments: Sequence[Segment]) -> None:
+    w.varint(len(segments), "segment count", MAX_SEGMENTS)
+    for segment in segments:
+        if segment.kind == ValueKind.ZERO:
+            w.byte(0)
+            w.varint(segment.length, "zero segment length", FILL_BUDGET)
+        elif segment.kind == ValueKind.LITERAL:
+            w.byte(1)
+            w.varint(len(segment.data), "literal length", 1 << 62)
+            w.raw(segment.data)
+        else:
+            if not 0 <= segment.seed <= 0xFF:
+                raise CodecLimitError(f"segment seed {segment.seed} outside [0, 255]")
+            w.byte(2 + int(segment.element))
+            w.byte(segment.seed)
+            w.varint(segment.length, "generated segment length", MAX_GENERATED_VALUE)
+
+
+def _write_blob(w: _Writer, blob: BlobSpec) -> None:
+    if blob.name in MEMORY_NAMES:
+        w.byte(MEMORY_NAMES.index(blob.name))
+    else:
+        w.byte(0xFF)
+        w.text(blob.name, "memory name")
+    _write_segments(w, blob.segments)
+
+
+def _write_dims(w: _Writer, dims: Sequence[int], what: str) -> None:
+    w.varint(len(dims), f"{what} rank", MAX_RANK)
+    for d in dims:
+        w.u32(d, f"{what} dimension")
+
+
+def _write_indexes(w: _Writer, indexes: Sequence[int], what: str, cap: int) -> None:
+    w.varint(len(indexes), f"{what} count", cap)
+    for i in indexes:
+        w.u32(i, what)
+
+
+def _write_operand(w: _Writer, o: OperandSpec, what: str) -> None:
+    lifetime = int(o.lifetime)
+    head = lifetime if 0 <= lifetime < _LIFETIME_ESCAPE else _LIFETIME_ESCAPE
+    quant = o.scale != 0 or o.zeroPoint != 0
+    extra = o.extraParams
+    head |= ((_OP_QUANT if quant else 0) | (_OP_CONSUMERS if o.consumers is not None else 0)
+             | (_OP_LOCATION if o.location is not None else 0)
+             | (_OP_CHANNEL_QUANT if extra.channelQuant is not None else 0)
+             | (_OP_EXTENSION if extra.extension is not None else 0))
+    w.byte(head)
+    w.u32(int(o.type), f"{what} type")
+    _write_dims(w, o.dimensions, what)
+    if head & 7 == _LIFETIME_ESCAPE:
+        w.u32(lifetime, f"{what} lifetime")
+    if quant:
+        w.floats([o.scale])
+        w.i32(o.zeroPoint, f"{what} zeroPoint")
+    if o.consumers is not None:
+        w.u32(o.consumers, f"{what} numberOfConsumers")
+    if o.location is not None:
+        _write_location(w, o.location, what)
+    else:
+        if lifetime in (_REFERENCE, _SUBGRAPH):
+            w.u32(o.target, f"{what} target")
+        if lifetime in (_COPY, _REFERENCE):
+            _write_value(w, o.value)
+    if extra.channelQuant is not None:
+        scales = extra.channelQuant.scales
+        if len(scales) > MAX_CHANNEL_SCALES:
+            raise CodecLimitError(f"{what}: {len(scales)} channel scales > {MAX_CHANNEL_SCALES}")
+        # floats() writes the width flag first; the count goes between flag and values.
+        sub = _Writer()
+        sub.floats(scales)
+        w.byte(sub.out[0])
+        w.varint(len(scales), f"{what} channel scale count", MAX_CHANNEL_SCALES)
+        w.raw(sub.out[1:])
+        w.u32(extra.channelQuant.channelDim, f"{what} channelDim")
+    if extra.extension is not None:
+        w.varint(len(extra.extension), f"{what} extension length", MAX_EXTENSION_BYTES)
+        w.raw(extra.extension)
+
+
+def _write_location(w: _Writer, location: DataLocation, what: str) -> None:
+    w.u32(location.poolIndex, f"{what} location.poolIndex")
+    w.u32(location.offset, f"{what} location.offset")
+    w.u32(location.length, f"{what} location.length")
+
+
+def _write_subgraph(w: _Writer, sg: SubgraphSpec, name: str) -> None:
+    w.varint(len(sg.operands), f"{name} operand count", MAX_OPERANDS)
+    for i, operand in enumerate(sg.operands):
+        _write_operand(w, operand, f"{name} operand {i}")
+    w.varint(len(sg.operations), f"{name} operation count", MAX_OPERATIONS)
+    for i, op in enumerate(sg.operations):
+        what = f"{name} operation {i}"
+        w.u32(int(op.type), f"{what} type")
+        _write_indexes(w, op.inputs, f"{what} input", MAX_OPERATION_INPUTS)
+        _write_indexes(w, op.outputs, f"{what} output", MAX_OPERATION_OUTPUTS)
+    _write_indexes(w, sg.inputIndexes, f"{name} inputIndexes", MAX_IO_INDEXES)
+    _write_indexes(w, sg.outputIndexes, f"{name} outputIndexes", MAX_IO_INDEXES)
+
+
+def _write_model(w: _Writer, m: ModelSpec) -> None:
+    w.byte((1 if m.relaxComputationFloat32toFloat16 else 0)
+           | (2 if m.extensionNameToPrefix else 0))
+    w.varint(len(m.referenced), "referenced subgraph count", MAX_REFERENCED)
+    _write_subgraph(w, m.main, "main")
+    for i, sg in enumerate(m.referenced):
+        _write_subgraph(w, sg, f"subgraph {i + 1}")
+    _write_segments(w, m.operandValues)
+    w.varint(len(m.pools), "model pool count", MAX_POOLS)
+    for pool in m.pools:
+        _write_blob(w, pool)
+    if m.extensionNameToPrefix:
+        w.varint(len(m.extensionNameToPrefix), "extension count", MAX_EXTENSIONS)
+        for ext in m.extensionNameToPrefix:
+            w.text(ext.name, "extension name")
+            w.varint(ext.prefix, "extension prefix", UINT16_MAX)
+
+
+def _write_argument(w: _Writer, a: ArgumentSpec, what: str) -> None:
+    head = ((_ARG_NO_VALUE if a.hasNoValue else 0)
+            | (_ARG_LOCATION if a.location is not None else 0)
+            | (_ARG_DELTA if a.size_delta else 0))
+    w.byte(head)
+    _write_dims(w, a.dimensions, what)
+    if a.location is not None:
+        _write_location(w, a.location, what)
+    elif not a.hasNoValue:
+        w.u32(a.target, f"{what} pool")
+        _write_value(w, a.value)
+    if a.size_delta:
+        if abs(a.size_delta) > MAX_SIZE_DELTA:
+            raise CodecLimitError(f"{what} size_delta {a.size_delta} beyond ±{MAX_SIZE_DELTA}")
+        w.i32(a.size_delta, f"{what} size_delta")
+
+
+def _write_request(w: _Writer, r: RequestSpec) -> None:
+    for role, args in (("input", r.inputs), ("output", r.outputs)):
+        w.varint(len(args), f"request {role} count", MAX_REQUEST_ARGUMENTS)
+        for i, arg in enumerate(args):
+            _write_argument(w, arg, f"request {role} {i}")
+    w.varint(len(r.pools), "request pool count", MAX_POOLS)
+    for pool in r.pools:
+        if pool.token is not None:
+            w.byte(1)
+            w.u32(pool.token, "request pool token")
+        else:
+            w.byte(0)
+            _write_blob(w, pool.blob)
+
+
+def _microseconds(ns: int, cap_us: int, what: str) -> int:
+    if ns % 1000 or not 0 <= ns // 1000 <= cap_us:
+        raise CodecLimitError(f"{what} = {ns} ns is not a whole number of microseconds"
+                              f" in [0, {cap_us}] µs")
+    return ns // 1000
+
+
+def _write_choices(w: _Writer, c: ExecutionChoices) -> None:
+    if not 0 <= c.wait_fences <= MAX_WAIT_FENCES:
+        raise CodecLimitError(f"wait_fences = {c.wait_fences} outside [0, {MAX_WAIT_FENCES}]")
+    w.byte(int(c.path) | int(c.second_path) << 2 | int(c.measureTiming) << 4
+           | int(c.priority) << 5 | (_CH_DEADLINE if c.deadline_ns is not None else 0))
+    w.byte(int(c.preference) | c.wait_fences << 2
+           | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0))
+    if c.loopTimeoutDuration_ns is None:
+        w.byte(0)
+    else:
+        us = _microseconds(c.loopTimeoutDuration_ns, LOOP_TIMEOUT_CAP_US, "loopTimeoutDuration")
+        w.varint(us + 1, "loopTimeoutDuration", LOOP_TIMEOUT_CAP_US + 1)
+    if c.deadline_ns is not None:
+        w.varint(_microseconds(c.deadline_ns, DEADLINE_CAP_US, "deadline"), "deadline",
+                 DEADLINE_CAP_US)
+    if c.wait_fences:
+        w.varint(_microseconds(c.wait_fence_delay_ns, WAIT_FENCE_DELAY_CAP_US,
+                               "wait_fence_delay"), "wait_fence_delay", WAIT_FENCE_DELAY_CAP_US)
+    elif c.wait_fence_delay_ns:
+        raise CodecLimitError("wait_fence_delay_ns without wait fences")
+    if c.fenced_duration_ns is not None:
+        w.varint(_microseconds(c.fenced_duration_ns, FENCED_DURATION_CAP_US, "fenced duration"),
+                 "fenced duration", FENCED_DURATION_CAP_US)
+
+
+def serialize(spec: CaseSpec) -> bytes:
+    """CaseSpec -> bytes; raises CodecLimitError for what the encoding cannot express."""
+    w = _Writer()
+    _write_choices(w, spec.choices)
+    _write_model(w, spec.model)
+    _write_request(w, spec.request)
+    return bytes(w.out)
+
+
+# --- lowering: spec -> HAL -----------------------------------------------------------------
+
+class _Fill:
+    """What is left of the per-case budget of bytes the decoder fills itself."""
+    __slots__ = ("fill", "generated")
+
+    def __init__(self) -> None:
+        self.fill = FILL_BUDGET
+        self.generated = GENERATED_BUDGET
+
+    def zeros(self, n: int) -> bytes:
+        n = min(n, self.fill)
+        self.fill -= n
+        return bytes(n)
+
+    def generate(self, kind: ElementKind, seed: int, n: int) -> bytes:
+        n = min(n, MAX_GENERATED_VALUE, self.generated, self.fill)
+        self.generated -= n
+        self.fill -= n
+        return generated_bytes(kind, seed, n)
+
+
+def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:
+    """Bytes a placed value takes before the budget applies."""
+    if value.kind == ValueKind.LITERAL:
+        return len(value.data)
+    size = max(0, (storage_size(operand_type, dims) or 0) + delta)
+    return min(size, MAX_GENERATED_VALUE if value.kind == ValueKind.GENERATED else FILL_BUDGET)
+
+
+def _value_bytes(operand_type: int, value: ValueSpec, size: int, fill: _Fill) -> bytes:
+    if value.kind == ValueKind.LITERAL:
+        return value.data
+    if value.kind == ValueKind.GENERATED:
+        return fill.generate(element_kind(operand_type), value.seed, size)
+    return fill.zeros(size)
+
+
+#: Placed values start at multiples of this, as the conformance loader and the NN runtime
+#: place them, so a driver may view any value as an aligned array of its element type.
+VALUE_ALIGNMENT = 4
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // VALUE_ALIGNMENT) * VALUE_ALIGNMENT
+
+
+def _append(blob: bytearray, data: bytes) -> int:
+    offset = _aligned(len(blob))
+    if offset > len(blob):
+        blob += bytes(offset - len(blob))
+    blob += data
+    return offset
+
+
+def _segment_bytes(segments: Sequence[Segment], fill: _Fill) -> bytearray:
+    blob = bytearray()
+    for segment in segments:
+        if segment.kind == ValueKind.LITERAL:
+            blob += segment.data
+        elif segment.kind == ValueKind.GENERATED:
+            blob += fill.generate(segment.element, segment.seed, segment.length)
+        else:
+            blob += fill.zeros(segment.length)
+    return blob
+
+
+def _lower_extra(extra: OperandExtraParams) -> OperandExtraParams:
+    quant = extra.channelQuant
+    if quant is None and extra.extension is None:
+        return OperandExtraParams()
+    return OperandExtraParams(
+        None if quant is None else SymmPerChannelQuantParams(list(quant.scales), quant.channelDim),
+        extra.extension)
+
+
+def _lower_subgraph(sg: SubgraphSpec, values: bytearray, blobs: list[bytearray],
+                    fill: _Fill) -> Subgraph:
+    n = len(sg.operands)
+    consumers = [0] * n
+    for op in sg.operations:
+        for i in op.inputs:
+            if i < n:
+                consumers[i] += 1
+    operands = []
+    for k, o in enumerate(sg.operands):
+        loc = o.location
+        lifetime = o.lifetime
+        if loc is not None:
+            location = DataLocation(loc.poolIndex, loc.offset, loc.length)
+        elif lifetime == _COPY:
+            data = _value_bytes(o.type, o.value, _value_size(o.type, o.dimensions, o.value, 0), fill)
+            location = DataLocation(0, _append(values, data), len(data))
+        elif lifetime == _REFERENCE:
+            size = _value_size(o.type, o.dimensions, o.value, 0)
+            if o.target < len(blobs):
+                data = _value_bytes(o.type, o.value, size, fill)
+                location = DataLocation(o.target, _append(blobs[o.target], data), len(data))
+            else:
+                location = DataLocation(o.target, 0, size)
+        elif lifetime == _SUBGRAPH:
+            location = DataLocation(0, o.target, 0)
+        else:
+            location = DataLocation()
+        operands.append(Operand(
+            o.type, list(o.dimensions), consumers[k] if o.consumers is None else o.consumers,
+            o.scale, o.zeroPoint, lifetime, location, _lower_extra(o.extraParams)))
+    operations = [Operation(op.type, list(op.inputs), list(op.outputs)) for op in sg.operations]
+    return Subgraph(operands, operations, list(sg.inputIndexes), list(sg.outputIndexes))
+
+
+def _lower_model(m: ModelSpec, fill: _Fill) -> Model:
+    values = _segment_bytes(m.operandValues, fill)
+    blobs = [_segment_bytes(pool.segments, fill) for pool in m.pools]
+    main = _lower_subgraph(m.main, values, blobs, fill)
+    referenced = [_lower_subgraph(sg, values, blobs, fill) for sg in m.referenced]
+    pools = [Memory.from_bytes(blob, pool.name) for blob, pool in zip(blobs, m.pools)]
+    extensions = [ExtensionNameAndPrefix(e.name, e.prefix) for e in m.extensionNameToPrefix]
+    return Model(main, referenced, bytes(values), pools, m.relaxComputationFloat32toFloat16,
+                 extensions)
+
+
+_NO_TYPE = -1   # an argument without a matching model operand: no storage size
+
+
+def _io_operand(main: Subgraph, indexes: Sequence[int], i: int) -> Operand | None:
+    if i < len(indexes) and indexes[i] < len(main.operands):
+        return main.operands[indexes[i]]
+    return None
+
+
+def _lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
+    blobs: list[bytearray | None] = [
+        None if pool.token is not None else _segment_bytes(pool.blob.segments, fill)
+        for pool in r.pools]
+    lowered: list[list[RequestArgument]] = [[], []]
+    for role, (args, indexes) in enumerate(((r.inputs, main.inputIndexes),
+                                            (r.outputs, main.outputIndexes))):
+        for i, a in enumerate(args):
+            if a.location is not None:
+                location = DataLocation(a.location.poolIndex, a.location.offset, a.location.length)
+            elif a.hasNoValue:
+                location = DataLocation()
+            else:
+                operand = _io_operand(main, indexes, i)
+                operand_type = _NO_TYPE if operand is None else operand.type
+                dims = a.dimensions or ([] if operand is None else operand.dimensions)
+                size = _value_size(operand_type, dims, a.value, a.size_delta)
+                target = a.target
+                if target >= len(blobs):
+                    location = DataLocation(target, 0, size)
+                elif blobs[target] is None:        # driver-allocated buffer: whole buffer
+                    location = DataLocation(target, 0, 0)
+                else:
+                    data = _value_bytes(operand_type, a.value, size, fill)
+                    location = DataLocation(target, _append(blobs[target], data), len(data))
+            lowered[role].append(RequestArgument(a.hasNoValue, location, list(a.dimensions)))
+    pools = [MemoryPool(token=pool.token) if blob is None
+             else MemoryPool(hidlMemory=Memory.from_bytes(blob, pool.blob.name))
+             for pool, blob in zip(r.pools, blobs)]
+    return Request(lowered[0], lowered[1], pools)
+
+
+def lower(spec: CaseSpec) -> FuzzCase:
+    """The FuzzCase a spec describes (fresh objects: later changes to the spec do not leak)."""
+    fill = _Fill()
+    model = _lower_model(spec.model, fill)
+    request = _lower_request(spec.request, model.main, fill)
+    return FuzzCase(model, request, replace(spec.choices))
+
+
+def decode(data: bytes) -> FuzzCase:
+    """Any byte string -> a FuzzCase, deterministically and without raising."""
+    return lower(parse(data))
+
+
+# --- lifting: HAL -> spec ------------------------------------------------------------------
+
+def _classify(data: bytes, operand_type: int, dims: Sequence[int], allow_delta: bool,
+              compact: bool) -> tuple[ValueSpec, int]:
+    """A placed-value recipe (and size delta) that reproduces ``data`` exactly."""
+    n = len(data)
+    if compact:
+        delta = n - (storage_size(operand_type, dims) or 0)
+        if delta == 0 or (allow_delta and abs(delta) <= MAX_SIZE_DELTA):
+            if n <= FILL_BUDGET and data.count(0) == n:
+                return ValueSpec(), delta
+            if n <= MAX_GENERATED_VALUE:
+                seed = find_seed(element_kind(operand_type), data)
+                if seed is not None:
+                    return ValueSpec(ValueKind.GENERATED, seed), delta
+    return ValueSpec(ValueKind.LITERAL, data=bytes(data)), 0
+
+
+@dataclass
+class _Placeable:
+    """One constant or request argument that lift tries to describe as placed."""
+    location: DataLocation
+    operand_type: int
+    dims: Sequence[int]
+    allow_delta: bool
+    value: ValueSpec | None = None
+    delta: int = 0
+
+
+def _chain(blob: bytes, items: Sequence[_Placeable], pool_index: int, compact: bool) -> bool:
+    """Whether the blob is exactly the items placed one after the other as the decoder
+    places them; on success each item gets its value recipe."""
+    offset = 0
+    for item in items:
+        loc = item.location
+        start = _aligned(offset)
+        end = start + loc.length
+        if loc.poolIndex != pool_index or loc.offset != start or end > len(blob):
+            return False
+        if blob.count(0, offset, start) != start - offset:
+            return False
+        item.value, item.delta = _classify(blob[start:end], item.operand_type, item.dims,
+                                           item.allow_delta, compact)
+        offset = end
+    return offset == len(blob)
+
+
+def _explicit_segments(blob: bytes, regions: Iterable[tuple[int, int, int]],
+                       compact: bool) -> list[Segment]:
+    """The blob as segments cut where the (offset, length, operand type) regions start and
+    end, each piece as zeros, generated values or literal bytes."""
+    if not blob:
+        return []
+    if not compact:
+        return [Segment(ValueKind.LITERAL, data=bytes(blob))]
+    size = len(blob)
+    cuts = {0, size}
+    kinds: dict[int, ElementKind] = {}
+    for offset, length, operand_type in regions:
+        if offset < size:
+            cuts.add(offset)
+            kinds.setdefault(offset, element_kind(operand_type))
+            if offset + length < size:
+                cuts.add(offset + length)
+    points = sorted(cuts)
+    segments: list[Segment] = []
+    for start, end in zip(points, points[1:]):
+        piece = bytes(blob[start:end])
+        seed = None
+        if piece.count(0) == len(piece):
+            segment = Segment(ValueKind.ZERO, len(piece))
+        else:
+            kind = kinds.get(start, ElementKind.BYTES)
+            if 4 <= len(piece) <= MAX_GENERATED_VALUE:
+                seed = find_seed(kind, piece)
+            segment = (Segment(ValueKind.LITERAL, data=piece) if seed is None
+                       else Segment(ValueKind.GENERATED, len(piece), kind, seed))
+        last = segments[-1] if segments else None
+        if last is not None and last.kind == segment.kind == ValueKind.ZERO:
+            last.length += segment.length
+        elif last is not None and last.kind == segment.kind == ValueKind.LITERAL:
+            last.data += segment.data
+        else:
+            segments.append(segment)
+    if len(segments) > MAX_SEGMENTS or any(s.kind == ValueKind.ZERO and s.length > FILL_BUDGET
+                                           for s in segments):
+        return [Segment(ValueKind.LITERAL, data=bytes(blob))]
+    return segments
+
+
+def _operand_base(o: Operand, counted: int) -> OperandSpec:
+    return OperandSpec(
+        o.type, list(o.dimensions), o.scale, o.zeroPoint, o.lifetime,
+        None if o.numberOfConsumers == counted else o.numberOfConsumers,
+        DataLocation(o.location.poolIndex, o.location.offset, o.location.length), 0,
+        ValueSpec(), _lower_extra(o.extraParams))
+
+
+def _counted_consumers(sg: Subgraph) -> list[int]:
+    counts = [0] * len(sg.operands)
+    for op in sg.operations:
+        for i in op.inputs:
+            if i < len(counts):
+                counts[i] += 1
+    return counts
+
+
+def _lift_model(model: Model, placed: bool, compact: bool) -> ModelSpec:
+    subgraphs = [model.main, *model.referenced]
+    pairs: list[tuple[OperandSpec, Operand]] = []
+    specs = []
+    for sg in subgraphs:
+        counted = _counted_consumers(sg)
+        operands = [_operand_base(o, counted[i]) for i, o in enumerate(sg.operands)]
+        pairs.extend(zip(operands, sg.operands))
+        specs.append(SubgraphSpec(
+            operands, [Operation(op.type, list(op.inputs), list(op.outputs)) for op in sg.operations],
+            list(sg.inputIndexes), list(sg.outputIndexes)))
+
+    def place(blob: bytes, members: list[tuple[OperandSpec, Operand]], pool_index: int,
+              target: int | None) -> list[Segment]:
+        items = [_Placeable(o.location, o.type, o.dimensions, False) for _, o in members]
+        if placed and _chain(blob, items, pool_index, compact):
+            for (spec, _), item in zip(members, items):
+                spec.location, spec.value = None, item.value
+                if target is not None:
+                    spec.target = target
+            return []
+        return _explicit_segments(
+            blob, [(o.location.offset, o.location.length, o.type) for _, o in members
+                   if o.location.poolIndex == pool_index], compact)
+
+    copies = [(s, o) for s, o in pairs if o.lifetime == _COPY]
+    values = place(model.operandValues, copies, 0, None)
+    pools = []
+    for j, memory in enumerate(model.pools):
+        members = [(s, o) for s, o in pairs
+                   if o.lifetime == _REFERENCE and o.location.poolIndex == j]
+        pools.append(BlobSpec(memory.name, place(memory.read(), members, j, j)))
+    if placed:
+        for spec, o in pairs:
+            loc = o.location
+            if o.lifetime == _SUBGRAPH:
+                if loc.poolIndex == 0 and loc.length == 0:
+                    spec.location, spec.target = None, loc.offset
+            elif (o.lifetime not in (_COPY, _REFERENCE)
+                  and loc.poolIndex == loc.offset == loc.length == 0):
+                spec.location = None
+    extensions = [ExtensionNameAndPrefix(e.name, e.prefix) for e in model.extensionNameToPrefix]
+    return ModelSpec(specs[0], specs[1:], values, pools, model.relaxComputationFloat32toFloat16,
+                     extensions)
+
+
+def _argument_base(a: RequestArgument) -> ArgumentSpec:
+    loc = a.location
+    return ArgumentSpec(a.hasNoValue, list(a.dimensions),
+                        DataLocation(loc.poolIndex, loc.offset, loc.length))
+
+
+def _lift_request(request: Request, main: Subgraph, placed: bool, compact: bool) -> RequestSpec:
+    inputs = [_argument_base(a) for a in request.inputs]
+    outputs = [_argument_base(a) for a in request.outputs]
+    args: list[tuple[ArgumentSpec, RequestArgument, Operand | None]] = []
+    for specs, hal_args, indexes in ((inputs, request.inputs, main.inputIndexes),
+                                     (outputs, request.outputs, main.outputIndexes)):
+        args.extend((s, a, _io_operand(main, indexes, i))
+                    for i, (s, a) in enumerate(zip(specs, hal_args)))
+    if placed:
+        for spec, a, _ in args:
+            loc = a.location
+            if a.hasNoValue and loc.poolIndex == loc.offset == loc.length == 0:
+                spec.location = None
+    pools = []
+    for j, pool in enumerate(request.pools):
+        members = [(s, a, o) for s, a, o in args if not a.hasNoValue and a.location.poolIndex == j]
+        if pool.token is not None and pool.hidlMemory is None:
+            pools.append(RequestPoolSpec(token=pool.token))
+            if placed:
+                for spec, a, _ in members:
+                    if a.location.offset == a.location.length == 0:
+                        spec.location, spec.target = None, j
+            continue
+        if pool.hidlMemory is None or pool.token is not None:
+            raise CodecLimitError(f"request pool {j} must hold exactly one of hidlMemory, token")
+        blob = pool.hidlMemory.read()
+        items = [_Placeable(a.location, _NO_TYPE if o is None else o.type,
+                            a.dimensions or ([] if o is None else o.dimensions), True)
+                 for _, a, o in members]
+        if placed and _chain(blob, items, j, compact):
+            for (spec, _, _), item in zip(members, items):
+                spec.location, spec.target = None, j
+                spec.value, spec.size_delta = item.value, item.delta
+            segments = []
+        else:
+            segments = _explicit_segments(
+                blob, [(a.location.offset, a.location.length, _NO_TYPE if o is None else o.type)
+                       for _, a, o in members], compact)
+        pools.append(RequestPoolSpec(blob=BlobSpec(pool.hidlMemory.name, segments)))
+    return RequestSpec(inputs, outputs, pools)
+
+
+def lift(case: FuzzCase, *, placed: bool = True, compact: bool = True) -> CaseSpec:
+    """A spec that lowers to ``case``, as compact as the options allow: ``placed`` lets the
+    decoder place constants and arguments where their layout is the one it would choose,
+    ``compact`` describes contents as zeros or generated values where they are."""
+    return CaseSpec(_lift_model(case.model, placed, compact),
+                    _lift_request(case.request, case.model.main, placed, compact),
+                    replace(case.choices))
+
+
+def encode(case: FuzzCase) -> bytes:
+    """FuzzCase -> bytes with ``decode(encode(case)) == case``, for every case ``decode`` can
+    produce. Tries the most compact description first and checks each by decoding it."""
+    for placed, compact in ((True, True), (True, False), (False, True), (False, False)):
+        data = serialize(lift(case, placed=placed, compact=compact))
+        if decode(data) == case:
+            return data
+    raise CodecLimitError("the case holds a value the encoding cannot reproduce exactly"
+                          " (a NaN scale?)")
+
+
+def encode_spec(spec: CaseSpec) -> bytes:
+    """Alias of serialize, for symmetry with decode/encode."""
+    return serialize(spec)

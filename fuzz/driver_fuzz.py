@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Coverage-guided fuzzing of an NN HAL 1.3 driver with atheris and libFuzzer.
+
+    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [CORPUS_DIR ...] [libFuzzer flags]
+
+``--driver`` names a callable returning an IDevice (default ``driver:SampleDriver``); the
+bundled driver package and the named driver's package are instrumented for coverage. Every
+other argument goes to libFuzzer unchanged (-max_total_time, -runs, -jobs, -fork, -timeout,
+-merge, -minimize_crash, -dict, ...). Artifacts go to the repository's crashes/ unless
+-artifact_prefix says otherwise; -timeout defaults to 60 s (the harness reports hangs
+itself, long before that). Harness statistics are printed when the process ends.
+
+libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
+it is executable and carries the driver choice in the environment.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, this file's folder would come first on sys.path, shadowing packages
+# with its module names; the repository root is the right root for `driver` and `fuzz`.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(REPO_ROOT)
+elif str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from fuzz.drivers import DRIVER_ENV, configured_spec, top_package  # noqa: E402
+
+DEFAULT_TIMEOUT_S = 60
+DRIVER_FLAG = "--driver"
+
+
+def split_driver_flag(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(``--driver`` value or None, the other arguments). libFuzzer would take the flag
+    for one of its own, misspelt, so it must not reach atheris.Setup."""
+    spec = None
+    rest: list[str] = []
+    arguments = iter(argv)
+    for argument in arguments:
+        if argument == DRIVER_FLAG:
+            spec = next(arguments, None)
+            if spec is None:
+                raise SystemExit(f"{DRIVER_FLAG} needs a value: MODULE:FACTORY")
+        elif argument.startswith(DRIVER_FLAG + "="):
+            spec = argument.split("=", 1)[1]
+        else:
+            rest.append(argument)
+    return spec, rest
+
+
+def has_flag(argv: list[str], name: str) -> bool:
+    return any(argument.startswith(f"-{name}=") for argument in argv[1:])
+
+
+def with_default_flags(argv: list[str]) -> list[str]:
+    argv = list(argv)
+    if not has_flag(argv, "artifact_prefix"):
+        crashes = REPO_ROOT / "crashes"
+        crashes.mkdir(exist_ok=True)
+        argv.append(f"-artifact_prefix={crashes}/")
+    if not has_flag(argv, "timeout"):
+        argv.append(f"-timeout={DEFAULT_TIMEOUT_S}")
+    return argv
+
+
+def keep_interpreter_for_children() -> None:
+    """Children start this script through its `#!/usr/bin/env python3` line; make that find
+    the interpreter running now (a virtualenv's, with atheris), not the system's."""
+    bin_dir = os.path.dirname(sys.executable)
+    if os.path.exists(os.path.join(bin_dir, "python3")):
+        path = os.environ.get("PATH", "")
+        if path.split(os.pathsep)[0] != bin_dir:
+            os.environ["PATH"] = bin_dir + os.pathsep + path
+
+
+def print_stats_at_exit(print_stats) -> None:
+    """libFuzzer ends the process with exit() from inside atheris.Fuzz(): Python's atexit
+    handlers never run, C ones do (the interpreter is still alive then)."""
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)(lambda _status, _arg: print_stats())
+    print_stats_at_exit.keepalive = callback   # the C side holds only a raw pointer
+    ctypes.CDLL(None).on_exit(callback, None)
+
+
+def main() -> None:
+    spec, argv = split_driver_flag(sys.argv)
+    if spec:
+        os.environ[DRIVER_ENV] = spec   # inherited by -fork / -jobs / -minimize_crash children
+    spec = configured_spec()
+    keep_interpreter_for_children()
+    argv = with_default_flags(argv)
+
+    import atheris
+    with atheris.instrument_imports(include=sorted({"driver", top_package(spec)})):
+        from driver.operations.registry import supported_types
+        from fuzz import harness
+        from fuzz.drivers import make_device
+        from fuzz.watchdog import WATCHDOG
+        supported_types()            # operation modules load lazily: load them instrumented
+        device = make_device(spec)
+
+    def print_stats() -> None:
+        if harness.STATS.inputs:
+            print(harness.STATS.summary(), file=sys.stderr, flush=True)
+
+    def test_one_input(data: bytes) -> None:
+        try:
+            harness.run_one(data, device)
+        except BaseException:
+            print_stats()
+            raise
+
+    WATCHDOG.before_abort = lambda _report: print_stats()
+    mutators = {}
+    try:
+        from fuzz import mutator
+    except ImportError:
+        mutator = None
+    if mutator is not None:
+        mutators["custom_mutator"] = mutator.mutate
+        if hasattr(mutator, "crossover"):
+            mutators["custom_crossover"] = mutator.crossover
+    atheris.Setup(argv, test_one_input, **mutators)
+    print_stats_at_exit(print_stats)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

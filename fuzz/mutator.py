@@ -1,0 +1,1016 @@
+"""The custom mutator: structural mutations of a decoded case, for libFuzzer through atheris.
+
+``mutate(data, max_size, seed)`` parses the input into a :class:`fuzz.codec.CaseSpec`,
+applies one to three mutations drawn by weight, and serializes the result; some of the time
+(and whenever the result would not fit) it leaves the input to libFuzzer's own byte
+mutation instead. ``crossover(data1, data2, max_out_size, seed)`` combines two inputs.
+
+Most mutations keep a valid case valid, so that the fuzzer spends its time past validation:
+changing a loop bound or another constant, resizing one dimension everywhere it occurs,
+converting all float32 operands to float16, appending an operation to an output, turning a
+constant into a model input and back, changing execution choices. A minority breaks one
+thing on purpose (a type, a lifetime, an index, a location, a buffer size), which is what
+validation needs to be fuzzed with. Every mutation is a plain function of (spec, rng) that
+returns whether it applied, so tests can drive each one.
+"""
+from __future__ import annotations
+
+import random
+import sys
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from driver.hal import (DataLocation, ExecutionPreference, MeasureTiming, OperandExtraParams,
+                        OperandLifeTime as L, OperandType as T, Operation,
+                        OperationType as Op, Priority, SymmPerChannelQuantParams)
+
+from .case import ExecutionChoices, ExecutionPath
+from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS,
+                    MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
+                    CodecLimitError, ElementKind, OperandSpec, RequestPoolSpec, SubgraphSpec,
+                    ValueKind, ValueSpec, _Fill, _value_bytes, _value_size, element_kind,
+                    parse, serialize)
+from driver.operands import storage_size
+
+#: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
+#: structure in ways no structural mutation would).
+BYTE_MUTATION_SHARE = 0.15
+#: Output buffer for an output of unknown shape created by a mutation.
+UNKNOWN_OUTPUT_BYTES = 1024
+
+Rng = random.Random
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+_NUMPY_DTYPE = {ElementKind.BYTES: np.dtype("u1"), ElementKind.FLOAT32: np.dtype("<f4"),
+                ElementKind.FLOAT16: np.dtype("<f2"), ElementKind.INT32: np.dtype("<i4"),
+                ElementKind.UINT32: np.dtype("<u4"), ElementKind.BOOL: np.dtype("u1"),
+                ElementKind.INT8: np.dtype("i1"), ElementKind.INT16: np.dtype("<i2"),
+                ElementKind.UINT16: np.dtype("<u2")}
+
+FLOAT_TENSORS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+QUANT8_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
+
+
+def subgraphs(spec: CaseSpec) -> list[SubgraphSpec]:
+    return spec.model.subgraphs()
+
+
+def is_tensor(operand_type: int) -> bool:
+    return operand_type in _TENSOR_TYPES
+
+
+_TENSOR_TYPES = frozenset(t for t in T if t.name.startswith("TENSOR_"))
+
+
+def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int = 0) -> bytes:
+    """The bytes a placed value stands for (ignoring the per-case budget)."""
+    return _value_bytes(operand_type, value, _value_size(operand_type, dims, value, delta), _Fill())
+
+
+def as_array(operand_type: int, data: bytes) -> np.ndarray | None:
+    dtype = _NUMPY_DTYPE[element_kind(operand_type)]
+    if len(data) % dtype.itemsize:
+        return None
+    return np.frombuffer(data, dtype=dtype).copy()
+
+
+def literal_of(array: np.ndarray) -> ValueSpec:
+    return ValueSpec(ValueKind.LITERAL, data=array.tobytes())
+
+
+def random_seed(rng: Rng) -> ValueSpec:
+    return ValueSpec(ValueKind.GENERATED, rng.randrange(NUM_SEEDS))
+
+
+def main_io_operand(spec: CaseSpec, role: str, i: int) -> OperandSpec | None:
+    main = spec.model.main
+    indexes = main.inputIndexes if role == "input" else main.outputIndexes
+    if i < len(indexes) and indexes[i] < len(main.operands):
+        return main.operands[indexes[i]]
+    return None
+
+
+def placed_constants(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, OperandSpec]]:
+    return [(sg, i, o) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
+            if o.lifetime in CONSTANT_LIFETIMES and o.location is None and o.type != T.SUBGRAPH]
+
+
+def valued_inputs(spec: CaseSpec) -> list[tuple[int, ArgumentSpec, OperandSpec]]:
+    out = []
+    for i, arg in enumerate(spec.request.inputs):
+        operand = main_io_operand(spec, "input", i)
+        if operand is not None and arg.location is None and not arg.hasNoValue:
+            out.append((i, arg, operand))
+    return out
+
+
+def effective_dims(arg: ArgumentSpec, operand: OperandSpec) -> list[int]:
+    return arg.dimensions or operand.dimensions
+
+
+def new_operand(sg: SubgraphSpec, operand: OperandSpec) -> int | None:
+    if len(sg.operands) >= MAX_OPERANDS:
+        return None
+    sg.operands.append(operand)
+    return len(sg.operands) - 1
+
+
+def int32_constant(sg: SubgraphSpec, value: int) -> int | None:
+    return new_operand(sg, OperandSpec(T.INT32, [], lifetime=L.CONSTANT_COPY,
+                                       value=literal_of(np.array([value], "<i4"))))
+
+
+def scalar_constant(sg: SubgraphSpec, operand_type: int, value: float) -> int | None:
+    dtype = "<f2" if operand_type == T.FLOAT16 else "<f4"
+    return new_operand(sg, OperandSpec(operand_type, [], lifetime=L.CONSTANT_COPY,
+                                       value=literal_of(np.array([value], dtype))))
+
+
+def output_pool(spec: CaseSpec) -> int:
+    """The pool the existing outputs are placed in (a new output goes there too)."""
+    for arg in spec.request.outputs:
+        if arg.location is None and not arg.hasNoValue:
+            return arg.target
+    return 0
+
+
+def input_pool(spec: CaseSpec) -> int:
+    for arg in spec.request.inputs:
+        if arg.location is None and not arg.hasNoValue:
+            return arg.target
+    return 0
+
+
+def output_argument(spec: CaseSpec, operand: OperandSpec) -> ArgumentSpec:
+    size = storage_size(operand.type, operand.dimensions)
+    return ArgumentSpec(target=output_pool(spec),
+                        size_delta=0 if size is not None else UNKNOWN_OUTPUT_BYTES)
+
+
+def ensure_request_pool(spec: CaseSpec) -> None:
+    if not spec.request.pools:
+        spec.request.pools.append(RequestPoolSpec())
+
+
+# --- value mutations --------------------------------------------------------------------------
+
+def tweaked(array: np.ndarray, kind: ElementKind, rng: Rng) -> np.ndarray:
+    """One element changed a little (most of the time) or a lot."""
+    if array.size == 0:
+        return array
+    i = rng.randrange(array.size)
+    v = array[i].item()
+    if kind == ElementKind.BOOL:
+        array[i] = 0 if v else 1
+    elif kind in (ElementKind.FLOAT32, ElementKind.FLOAT16):
+        array[i] = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
+                               rng.choice([1e4, -1e4, 1e-3])])
+    else:
+        info = np.iinfo(array.dtype)
+        step = rng.choice([1, -1, 1, -1, 2, rng.randint(-8, 8), rng.randint(0, 8)])
+        new = v + step if rng.random() < 0.85 else rng.choice([info.min, info.max, 0, 100])
+        array[i] = min(max(new, info.min), info.max)
+    return array
+
+
+def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
+    """Change one element of a constant; small integer constants (loop bounds, counters,
+    scalar parameters) are picked more often, as their values steer control flow."""
+    constants = placed_constants(spec)
+    if not constants:
+        return False
+    small = [c for c in constants if element_kind(c[2].type) == ElementKind.INT32
+             and len(c[2].dimensions) <= 1 and (not c[2].dimensions or c[2].dimensions[0] <= 4)]
+    _, _, operand = rng.choice(small if small and rng.random() < 0.6 else constants)
+    data = value_bytes(operand.type, operand.dimensions, operand.value)
+    array = as_array(operand.type, data)
+    if array is None or array.size == 0:
+        operand.value = random_seed(rng)
+        return True
+    operand.value = literal_of(tweaked(array, element_kind(operand.type), rng))
+    return True
+
+
+def tweak_input(spec: CaseSpec, rng: Rng) -> bool:
+    """Change one element of a request input (a loop count fed by the request, an IF
+    condition, ...)."""
+    inputs = valued_inputs(spec)
+    if not inputs:
+        return False
+    small = [x for x in inputs if element_kind(x[2].type) in (ElementKind.INT32, ElementKind.BOOL)]
+    _, arg, operand = rng.choice(small if small and rng.random() < 0.7 else inputs)
+    data = value_bytes(operand.type, effective_dims(arg, operand), arg.value, arg.size_delta)
+    array = as_array(operand.type, data)
+    if array is None or array.size == 0:
+        arg.value = random_seed(rng)
+        return True
+    arg.value = literal_of(tweaked(array, element_kind(operand.type), rng))
+    arg.size_delta = 0
+    return True
+
+
+def reseed_value(spec: CaseSpec, rng: Rng) -> bool:
+    """New generated contents for a constant or an input."""
+    targets: list[OperandSpec | ArgumentSpec] = [o for _, _, o in placed_constants(spec)]
+    targets += [arg for _, arg, _ in valued_inputs(spec) if arg.value.kind != ValueKind.LITERAL
+                or not arg.size_delta]
+    if not targets:
+        return False
+    target = rng.choice(targets)
+    target.value = random_seed(rng) if rng.random() < 0.9 else ValueSpec()
+    if isinstance(target, ArgumentSpec):
+        target.size_delta = 0
+    return True
+
+
+# --- shape mutations --------------------------------------------------------------------------
+
+def _regenerate_literals(spec: CaseSpec, changed: set[int], rng: Rng) -> None:
+    """Literal values of resized operands no longer fit: give them generated values."""
+    for sg in subgraphs(spec):
+        for o in sg.operands:
+            if id(o) in changed and o.value.kind == ValueKind.LITERAL:
+                o.value = random_seed(rng)
+    for i, arg in enumerate(spec.request.inputs):
+        operand = main_io_operand(spec, "input", i)
+        if operand is not None and id(operand) in changed and arg.value.kind == ValueKind.LITERAL:
+            arg.value = random_seed(rng)
+
+
+def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
+    """Change one dimension value consistently: every operand of the same type whose
+    dimension at the same position from the end has that value gets the new one (that
+    keeps element-wise and broadcasting graphs valid), request dimensions included."""
+    candidates = [o for sg in subgraphs(spec) for o in sg.operands
+                  if is_tensor(o.type) and any(d > 0 for d in o.dimensions)]
+    if not candidates:
+        return False
+    picked = rng.choice(candidates)
+    axis = rng.choice([i for i, d in enumerate(picked.dimensions) if d > 0])
+    from_end = len(picked.dimensions) - 1 - axis
+    old = picked.dimensions[axis]
+    new = rng.choice([1, 2, 3, 4, 5, 8, old + 1, max(1, old - 1), old * 2])
+    if new == old:
+        new = old + 1
+    changed: set[int] = set()
+
+    def resize(dims: list[int]) -> bool:
+        k = len(dims) - 1 - from_end
+        if k >= 0 and dims[k] == old:
+            dims[k] = new
+            return True
+        return False
+
+    for sg in subgraphs(spec):
+        for o in sg.operands:
+            if o.type == picked.type and resize(o.dimensions):
+                changed.add(id(o))
+    for role, args in (("input", spec.request.inputs), ("output", spec.request.outputs)):
+        for i, arg in enumerate(args):
+            operand = main_io_operand(spec, role, i)
+            if operand is not None and operand.type == picked.type and arg.dimensions:
+                if resize(arg.dimensions):
+                    changed.add(id(operand))
+    _regenerate_literals(spec, changed, rng)
+    return True
+
+
+def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
+    """Leave a temporary's or an output's shape (partly) unknown: the driver must infer it
+    (dynamic output shapes). Main outputs keep a buffer of the size they had."""
+    candidates = [(sg, i, o) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
+                  if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
+                  and is_tensor(o.type) and o.dimensions]
+    if not candidates:
+        return False
+    sg, index, operand = rng.choice(candidates)
+    old_size = storage_size(operand.type, operand.dimensions) or 0
+    if rng.random() < 0.2:
+        operand.dimensions = []
+    else:
+        operand.dimensions[rng.randrange(len(operand.dimensions))] = 0
+    if sg is spec.model.main and index in sg.outputIndexes:
+        position = sg.outputIndexes.index(index)
+        if position < len(spec.request.outputs):
+            arg = spec.request.outputs[position]
+            if arg.location is None and not arg.dimensions:
+                arg.size_delta = max(arg.size_delta + old_size, 1)
+    return True
+
+
+def request_dimensions(spec: CaseSpec, rng: Rng) -> bool:
+    """Spell out (or drop) the dimensions of a request argument."""
+    args = [(role, i, a) for role, args in (("input", spec.request.inputs),
+                                            ("output", spec.request.outputs))
+            for i, a in enumerate(args)]
+    if not args:
+        return False
+    role, i, arg = rng.choice(args)
+    operand = main_io_operand(spec, role, i)
+    if arg.dimensions:
+        arg.dimensions = [] if rng.random() < 0.7 else [d + 1 for d in arg.dimensions]
+    elif operand is not None and operand.dimensions:
+        arg.dimensions = [d if d else rng.randint(1, 4) for d in operand.dimensions]
+    else:
+        return False
+    return True
+
+
+# --- type mutations ---------------------------------------------------------------------------
+
+_RETYPE_FAMILIES = [
+    {T.TENSOR_FLOAT32: T.TENSOR_FLOAT16, T.FLOAT32: T.FLOAT16},
+    {T.TENSOR_FLOAT16: T.TENSOR_FLOAT32, T.FLOAT16: T.FLOAT32},
+    {T.TENSOR_QUANT8_ASYMM: T.TENSOR_QUANT8_ASYMM_SIGNED},
+    {T.TENSOR_QUANT8_ASYMM_SIGNED: T.TENSOR_QUANT8_ASYMM},
+]
+
+
+def _converted_literal(value: ValueSpec, old: int, new: int) -> ValueSpec:
+    array = as_array(old, value.data)
+    if array is None:
+        return value
+    if new in (T.TENSOR_QUANT8_ASYMM_SIGNED,):
+        return literal_of((array.astype(np.int16) - 128).astype("i1"))
+    if new in (T.TENSOR_QUANT8_ASYMM,):
+        return literal_of((array.astype(np.int16) + 128).astype("u1"))
+    return literal_of(array.astype(_NUMPY_DTYPE[element_kind(new)]))
+
+
+def retype_all(spec: CaseSpec, rng: Rng) -> bool:
+    """Convert every operand of one type to its sibling (float32 <-> float16 with their
+    scalars, quant8 asymm <-> signed with the zero point shifted), values included."""
+    present = {o.type for sg in subgraphs(spec) for o in sg.operands}
+    families = [f for f in _RETYPE_FAMILIES if present & set(f)]
+    if not families:
+        return False
+    family = rng.choice(families)
+    old_types: dict[int, int] = {}
+    for sg in subgraphs(spec):
+        for o in sg.operands:
+            new = family.get(o.type)
+            if new is None:
+                continue
+            if o.value.kind == ValueKind.LITERAL:
+                o.value = _converted_literal(o.value, o.type, new)
+            if new == T.TENSOR_QUANT8_ASYMM_SIGNED:
+                o.zeroPoint -= 128
+            elif new == T.TENSOR_QUANT8_ASYMM:
+                o.zeroPoint += 128
+            old_types[id(o)] = o.type
+            o.type = new
+    for role, args in (("input", spec.request.inputs), ("output", spec.request.outputs)):
+        for i, arg in enumerate(args):
+            operand = main_io_operand(spec, role, i)
+            if operand is None or id(operand) not in old_types:
+                continue
+            old = old_types[id(operand)]
+            if arg.value.kind == ValueKind.LITERAL:
+                arg.value = _converted_literal(arg.value, old, operand.type)
+            if arg.size_delta:     # a buffer for an unknown shape: scale it with the element
+                arg.size_delta = (arg.size_delta * (storage_size(operand.type, [1]) or 1)
+                                  // (storage_size(old, [1]) or 1))
+    return True
+
+
+def quantization(spec: CaseSpec, rng: Rng) -> bool:
+    """Nudge the scale or zero point of a quantized operand."""
+    candidates = [o for sg in subgraphs(spec) for o in sg.operands if o.scale > 0]
+    if not candidates:
+        return False
+    o = rng.choice(candidates)
+    if rng.random() < 0.6:
+        o.scale = float(np.float32(o.scale * rng.choice([0.5, 2.0, 0.9, 1.1])))
+    else:
+        o.zeroPoint += rng.choice([-1, 1, -10, 10])
+    return True
+
+
+def toggle_relaxed(spec: CaseSpec, rng: Rng) -> bool:
+    spec.model.relaxComputationFloat32toFloat16 = not spec.model.relaxComputationFloat32toFloat16
+    return True
+
+
+# --- graph mutations --------------------------------------------------------------------------
+
+_UNARY_FLOAT = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ABS, Op.FLOOR, Op.NEG,
+                Op.EXP, Op.SQRT, Op.RSQRT, Op.SIN, Op.LOG, Op.HARD_SWISH)
+_UNARY_QUANT = (Op.RELU, Op.RELU1, Op.RELU6, Op.HARD_SWISH, Op.LOGISTIC, Op.TANH)
+#: Output quantization LOGISTIC and TANH require: (scale, zero point) per type.
+_FIXED_OUTPUT_QUANT = {
+    (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM): (1 / 256, 0),
+    (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM_SIGNED): (1 / 256, -128),
+    (Op.TANH, T.TENSOR_QUANT8_ASYMM): (1 / 128, 128),
+    (Op.TANH, T.TENSOR_QUANT8_ASYMM_SIGNED): (1 / 128, 0),
+}
+_BINARY_WITH_ACTIVATION = (Op.ADD, Op.SUB, Op.MUL)
+_BINARY_PLAIN = (Op.MAXIMUM, Op.MINIMUM)
+
+
+def _output_candidates(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, int]]:
+    """(subgraph, position in outputIndexes, operand index) of tensor outputs."""
+    out = []
+    for sg in subgraphs(spec):
+        for position, index in enumerate(sg.outputIndexes):
+            if index < len(sg.operands) and is_tensor(sg.operands[index].type) \
+                    and sg.operands[index].lifetime == L.SUBGRAPH_OUTPUT:
+                out.append((sg, position, index))
+    return out
+
+
+def _extend_output(spec: CaseSpec, rng: Rng, build: Callable) -> bool:
+    """Replace an output o by op(o, ...): o becomes a temporary, the new operand the output."""
+    candidates = _output_candidates(spec)
+    rng.shuffle(candidates)
+    for sg, position, index in candidates:
+        if len(sg.operations) >= MAX_OPERATIONS or len(sg.operands) + 3 > MAX_OPERANDS:
+            continue
+        old = sg.operands[index]
+        planned = build(sg, index, old, rng)
+        if planned is None:
+            continue
+        operation_type, inputs, out_scale, out_zero_point = planned
+        result = new_operand(sg, OperandSpec(old.type, list(old.dimensions), out_scale,
+                                             out_zero_point, L.SUBGRAPH_OUTPUT))
+        old.lifetime = L.TEMPORARY_VARIABLE
+        sg.outputIndexes[position] = result
+        sg.operations.append(Operation(operation_type, inputs, [result]))
+        return True
+    return False
+
+
+def append_unary(spec: CaseSpec, rng: Rng) -> bool:
+    """o -> UNARY(o) on an output (any subgraph: shapes and types are kept, so IF/WHILE
+    signatures still match)."""
+    def build(sg, index, o, rng):
+        if o.type in FLOAT_TENSORS:
+            choice = rng.choice(_UNARY_FLOAT + (Op.ELU, Op.SOFTMAX))
+            if choice == Op.ELU:
+                alpha = scalar_constant(sg, T.FLOAT16 if o.type == T.TENSOR_FLOAT16 else T.FLOAT32,
+                                        rng.choice([1.0, 0.5]))
+                return choice, [index, alpha], o.scale, o.zeroPoint
+            if choice == Op.SOFTMAX:
+                if not o.dimensions:
+                    return None
+                beta = scalar_constant(sg, T.FLOAT16 if o.type == T.TENSOR_FLOAT16 else T.FLOAT32,
+                                       1.0)
+                return choice, [index, beta], o.scale, o.zeroPoint
+            return choice, [index], o.scale, o.zeroPoint
+        if o.type in QUANT8_TENSORS:
+            choice = rng.choice(_UNARY_QUANT)
+            scale, zero_point = _FIXED_OUTPUT_QUANT.get((choice, o.type), (o.scale, o.zeroPoint))
+            return choice, [index], scale, zero_point
+        if o.type == T.TENSOR_INT32:
+            return rng.choice((Op.ABS, Op.NEG)), [index], o.scale, o.zeroPoint
+        if o.type == T.TENSOR_BOOL8:
+            return Op.LOGICAL_NOT, [index], o.scale, o.zeroPoint
+        return None
+    return _extend_output(spec, rng, build)
+
+
+def append_binary(spec: CaseSpec, rng: Rng) -> bool:
+    """o -> BINARY(o, o) on an output."""
+    def build(sg, index, o, rng):
+        if o.type == T.TENSOR_BOOL8:
+            return rng.choice((Op.LOGICAL_AND, Op.LOGICAL_OR)), [index, index], 0.0, 0
+        if o.type not in FLOAT_TENSORS + QUANT8_TENSORS + (T.TENSOR_INT32,):
+            return None
+        if rng.random() < 0.3:
+            return rng.choice(_BINARY_PLAIN), [index, index], o.scale, o.zeroPoint
+        choice = rng.choice(_BINARY_WITH_ACTIVATION + ((Op.DIV,) if o.type in FLOAT_TENSORS else ()))
+        activation = 0 if o.type == T.TENSOR_INT32 else rng.randrange(4)
+        act = int32_constant(sg, activation)
+        return choice, [index, index, act], o.scale, o.zeroPoint
+    return _extend_output(spec, rng, build)
+
+
+def duplicate_operation(spec: CaseSpec, rng: Rng) -> bool:
+    """Run an operation of main twice: the copy's results become new model outputs, so they
+    are computed and compared too."""
+    main = spec.model.main
+    ops = [op for op in main.operations
+           if all(i < len(main.operands) for i in op.inputs + op.outputs)]
+    if not ops or len(main.operations) >= MAX_OPERATIONS:
+        return False
+    op = rng.choice(ops)
+    if (len(main.operands) + len(op.outputs) > MAX_OPERANDS
+            or len(main.outputIndexes) + len(op.outputs) > MAX_IO_INDEXES
+            or len(spec.request.outputs) + len(op.outputs) > MAX_REQUEST_ARGUMENTS):
+        return False
+    ensure_request_pool(spec)
+    outputs = []
+    for index in op.outputs:
+        old = main.operands[index]
+        copy = OperandSpec(old.type, list(old.dimensions), old.scale, old.zeroPoint,
+                           L.SUBGRAPH_OUTPUT, extraParams=_copy_extra(old.extraParams))
+        new_index = new_operand(main, copy)
+        main.outputIndexes.append(new_index)
+        spec.request.outputs.append(output_argument(spec, copy))
+        outputs.append(new_index)
+    main.operations.append(Operation(op.type, list(op.inputs), outputs))
+    return True
+
+
+def cut_operation(spec: CaseSpec, rng: Rng) -> bool:
+    """Remove an operation of main; its results become model inputs fed by the request."""
+    main = spec.model.main
+    if not main.operations:
+        return False
+    k = rng.randrange(len(main.operations))
+    op = main.operations[k]
+    outputs = [i for i in op.outputs if i < len(main.operands)]
+    removed_outputs = [i for i in outputs if i in main.outputIndexes]
+    if len(main.outputIndexes) - len(removed_outputs) < 1:
+        return False
+    if len(main.inputIndexes) + len(outputs) > MAX_IO_INDEXES:
+        return False
+    ensure_request_pool(spec)
+    del main.operations[k]
+    for index in outputs:
+        operand = main.operands[index]
+        if index in main.outputIndexes:
+            position = main.outputIndexes.index(index)
+            del main.outputIndexes[position]
+            if position < len(spec.request.outputs):
+                del spec.request.outputs[position]
+        if operand.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT):
+            operand.lifetime = L.SUBGRAPH_INPUT
+            main.inputIndexes.append(index)
+            dims = [d if d else rng.randint(1, 3) for d in operand.dimensions]
+            spec.request.inputs.append(ArgumentSpec(
+                dimensions=dims if 0 in operand.dimensions else [], target=input_pool(spec),
+                value=random_seed(rng)))
+    return True
+
+
+_SIMILAR_OPERATIONS = [
+    (Op.ADD, Op.SUB, Op.MUL, Op.DIV),
+    (Op.MAXIMUM, Op.MINIMUM, Op.POW),
+    (Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL),
+    (Op.LOGICAL_AND, Op.LOGICAL_OR),
+    (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ABS, Op.FLOOR, Op.NEG, Op.EXP,
+     Op.SQRT, Op.RSQRT, Op.SIN, Op.LOG, Op.HARD_SWISH, Op.DEQUANTIZE, Op.QUANTIZE, Op.CAST),
+    (Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_PROD, Op.REDUCE_SUM, Op.MEAN),
+    (Op.REDUCE_ALL, Op.REDUCE_ANY),
+    (Op.ARGMAX, Op.ARGMIN),
+    (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D),
+    (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR),
+    (Op.SPACE_TO_DEPTH, Op.DEPTH_TO_SPACE),
+    (Op.SPACE_TO_BATCH_ND, Op.BATCH_TO_SPACE_ND),
+    (Op.PAD, Op.PAD_V2),
+    (Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D, Op.TRANSPOSE_CONV_2D),
+    (Op.SQUEEZE, Op.EXPAND_DIMS, Op.RESHAPE),
+    (Op.SLICE, Op.STRIDED_SLICE),
+    (Op.GATHER, Op.TILE),
+    (Op.SOFTMAX, Op.LOG_SOFTMAX, Op.L2_NORMALIZATION),
+    (Op.IF, Op.WHILE),
+]
+_SIMILAR = {t: group for group in _SIMILAR_OPERATIONS for t in group}
+
+
+def change_operation_type(spec: CaseSpec, rng: Rng) -> bool:
+    """An operation becomes another of its family (mostly one taking the same operands)."""
+    ops = [op for sg in subgraphs(spec) for op in sg.operations if op.type in _SIMILAR]
+    if not ops:
+        return False
+    op = rng.choice(ops)
+    others = [t for t in _SIMILAR[op.type] if t != op.type]
+    if not others:
+        return False
+    op.type = rng.choice(others)
+    return True
+
+
+def swap_operation_inputs(spec: CaseSpec, rng: Rng) -> bool:
+    """Swap two inputs of an operation, preferring two of the same type (ADD's operands,
+    IF's branches, WHILE's state)."""
+    ops = [(sg, op) for sg in subgraphs(spec) for op in sg.operations if len(op.inputs) >= 2]
+    if not ops:
+        return False
+    sg, op = rng.choice(ops)
+
+    def type_of(i: int) -> int:
+        return sg.operands[i].type if i < len(sg.operands) else -1
+    pairs = [(a, b) for a in range(len(op.inputs)) for b in range(a + 1, len(op.inputs))
+             if type_of(op.inputs[a]) == type_of(op.inputs[b]) and op.inputs[a] != op.inputs[b]]
+    if pairs and rng.random() < 0.9:
+        a, b = rng.choice(pairs)
+    else:
+        a, b = rng.sample(range(len(op.inputs)), 2)
+    op.inputs[a], op.inputs[b] = op.inputs[b], op.inputs[a]
+    return True
+
+
+def _signature(spec: CaseSpec, sg: SubgraphSpec) -> tuple:
+    def types(indexes):
+        return tuple(sg.operands[i].type if i < len(sg.operands) else None for i in indexes)
+    return types(sg.inputIndexes), types(sg.outputIndexes)
+
+
+def retarget_subgraph(spec: CaseSpec, rng: Rng) -> bool:
+    """Point an IF/WHILE subgraph operand at another referenced subgraph (one with the same
+    signature when there is one)."""
+    referenced = spec.model.referenced
+    refs = [o for sg in subgraphs(spec) for o in sg.operands
+            if o.lifetime == L.SUBGRAPH and o.location is None]
+    if not refs or len(referenced) < 2:
+        return False
+    o = rng.choice(refs)
+    current = (_signature(spec, referenced[o.target]) if o.target < len(referenced) else None)
+    same = [k for k, sg in enumerate(referenced)
+            if k != o.target and _signature(spec, sg) == current]
+    if same and rng.random() < 0.85:
+        o.target = rng.choice(same)
+    else:
+        o.target = rng.choice([k for k in range(len(referenced)) if k != o.target])
+    return True
+
+
+def constant_to_input(spec: CaseSpec, rng: Rng) -> bool:
+    """A constant of main becomes a model input fed the same value by the request."""
+    main = spec.model.main
+    constants = [(i, o) for i, o in enumerate(main.operands)
+                 if o.lifetime in CONSTANT_LIFETIMES and o.location is None]
+    if not constants or len(main.inputIndexes) >= MAX_IO_INDEXES \
+            or len(spec.request.inputs) >= MAX_REQUEST_ARGUMENTS:
+        return False
+    if len(spec.request.inputs) != len(main.inputIndexes):
+        return False
+    ensure_request_pool(spec)
+    index, o = rng.choice(constants)
+    o.lifetime = L.SUBGRAPH_INPUT
+    main.inputIndexes.append(index)
+    spec.request.inputs.append(ArgumentSpec(target=input_pool(spec), value=o.value))
+    o.value = ValueSpec()
+    return True
+
+
+def input_to_constant(spec: CaseSpec, rng: Rng) -> bool:
+    """A model input of main becomes a constant holding the value the request fed it."""
+    main = spec.model.main
+    if len(spec.request.inputs) != len(main.inputIndexes):
+        return False
+    candidates = [(position, arg) for position, arg in enumerate(spec.request.inputs)
+                  if arg.location is None and not arg.hasNoValue and not arg.dimensions
+                  and not arg.size_delta and main.inputIndexes[position] < len(main.operands)
+                  and main.inputIndexes.count(main.inputIndexes[position]) == 1]
+    if not candidates:
+        return False
+    position, arg = rng.choice(candidates)
+    operand = main.operands[main.inputIndexes[position]]
+    if 0 in operand.dimensions or (is_tensor(operand.type) and not operand.dimensions):
+        return False
+    operand.lifetime = L.CONSTANT_COPY if rng.random() < 0.8 else L.CONSTANT_REFERENCE
+    operand.value = arg.value
+    if operand.lifetime == L.CONSTANT_REFERENCE:
+        _ensure_model_pool(spec)
+        operand.target = 0
+    del main.inputIndexes[position]
+    del spec.request.inputs[position]
+    return True
+
+
+def _ensure_model_pool(spec: CaseSpec) -> None:
+    if not spec.model.pools:
+        spec.model.pools.append(BlobSpec())
+
+
+def switch_constant_storage(spec: CaseSpec, rng: Rng) -> bool:
+    """CONSTANT_COPY <-> CONSTANT_REFERENCE (in a model memory pool)."""
+    constants = placed_constants(spec)
+    if not constants:
+        return False
+    _, _, o = rng.choice(constants)
+    if o.lifetime == L.CONSTANT_COPY:
+        _ensure_model_pool(spec)
+        o.lifetime = L.CONSTANT_REFERENCE
+        o.target = rng.randrange(len(spec.model.pools))
+    else:
+        o.lifetime = L.CONSTANT_COPY
+        o.target = 0
+    return True
+
+
+def _copy_extra(extra: OperandExtraParams) -> OperandExtraParams:
+    quant = extra.channelQuant
+    return OperandExtraParams(
+        None if quant is None else SymmPerChannelQuantParams(list(quant.scales), quant.channelDim),
+        extra.extension)
+
+
+# --- request mutations ------------------------------------------------------------------------
+
+def output_buffer_size(spec: CaseSpec, rng: Rng) -> bool:
+    """Make an output buffer too small (OUTPUT_INSUFFICIENT_SIZE) or larger than needed."""
+    outputs = [a for a in spec.request.outputs if a.location is None and not a.hasNoValue]
+    if not outputs:
+        return False
+    arg = rng.choice(outputs)
+    arg.size_delta += rng.choice([-1, -1, -4, 1, 4, 64])
+    return True
+
+
+def toggle_no_value(spec: CaseSpec, rng: Rng) -> bool:
+    args = spec.request.inputs + spec.request.outputs
+    if not args:
+        return False
+    arg = rng.choice(args)
+    arg.hasNoValue = not arg.hasNoValue
+    if not arg.hasNoValue and arg.location is None:
+        arg.value = random_seed(rng)
+    return True
+
+
+def split_pools(spec: CaseSpec, rng: Rng) -> bool:
+    """Move a request argument to another (possibly new) pool."""
+    args = [a for a in spec.request.inputs + spec.request.outputs if a.location is None]
+    if not args:
+        return False
+    arg = rng.choice(args)
+    pools = spec.request.pools
+    if len(pools) < MAX_POOLS and rng.random() < 0.5:
+        pools.append(RequestPoolSpec(blob=BlobSpec(rng.choice(["ashmem", "mmap_fd"]))))
+        arg.target = len(pools) - 1
+    elif pools:
+        arg.target = rng.randrange(len(pools))
+    else:
+        return False
+    return True
+
+
+# --- execution choices ------------------------------------------------------------------------
+
+def loop_timeout_ns(rng: Rng) -> int | None:
+    """Mostly 1-50 ms; sometimes under a millisecond; rarely omitted (the 2 s default)."""
+    r = rng.random()
+    if r < 0.04:
+        return None
+    if r < 0.14:
+        return rng.randrange(0, 1000) * 1000
+    return rng.randint(1, 50) * 1_000_000
+
+
+def deadline_ns(rng: Rng) -> int | None:
+    """Mostly none; sometimes generous; rarely so short it must be missed."""
+    r = rng.random()
+    if r < 0.9:
+        return None
+    if r < 0.97:
+        return 1_000_000_000
+    return rng.randrange(0, 2000) * 1000
+
+
+def random_choices(rng: Rng) -> ExecutionChoices:
+    wait = rng.choice([0, 0, 0, 1, 2, 3])
+    return ExecutionChoices(
+        path=rng.choice(list(ExecutionPath)), second_path=rng.choice(list(ExecutionPath)),
+        measureTiming=MeasureTiming.YES if rng.random() < 0.3 else MeasureTiming.NO,
+        preference=rng.choice(list(ExecutionPreference)), priority=rng.choice(list(Priority)),
+        deadline_ns=deadline_ns(rng), loopTimeoutDuration_ns=loop_timeout_ns(rng),
+        wait_fences=wait, wait_fence_delay_ns=rng.randrange(0, 5001) * 1000 if wait else 0,
+        fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
+            [1_000_000_000, rng.randrange(0, 2000) * 1000]))
+
+
+def change_choice(spec: CaseSpec, rng: Rng) -> bool:
+    """Redraw one execution choice."""
+    fresh = random_choices(rng)
+    name = rng.choice(["path", "path", "second_path", "measureTiming", "preference", "priority",
+                       "deadline_ns", "loopTimeoutDuration_ns", "loopTimeoutDuration_ns",
+                       "wait_fences", "fenced_duration_ns"])
+    choices = spec.choices
+    setattr(choices, name, getattr(fresh, name))
+    if name == "wait_fences":
+        choices.wait_fence_delay_ns = fresh.wait_fence_delay_ns
+    if choices.wait_fences == 0:
+        choices.wait_fence_delay_ns = 0
+    return True
+
+
+# --- breaking one thing -----------------------------------------------------------------------
+
+def _any_operand(spec: CaseSpec, rng: Rng) -> tuple[SubgraphSpec, OperandSpec] | None:
+    pairs = [(sg, o) for sg in subgraphs(spec) for o in sg.operands]
+    return rng.choice(pairs) if pairs else None
+
+
+def break_something(spec: CaseSpec, rng: Rng) -> bool:
+    """One field set to a value validation must reject (or at least survive)."""
+    picked = _any_operand(spec, rng)
+    kind = rng.randrange(14)
+    if picked is None and kind < 9:
+        return False
+    if picked is not None:
+        sg, o = picked
+    if kind == 0:
+        o.type = rng.choice([*T, rng.randrange(16, 200), 0x10000 | rng.randrange(4)])
+    elif kind == 1:
+        o.lifetime = rng.choice([*L, 7, 0xFFFF])
+        o.location = None if rng.random() < 0.5 else o.location
+    elif kind == 2:
+        if o.dimensions:
+            o.dimensions[rng.randrange(len(o.dimensions))] = rng.choice(
+                [0, 1 << 16, (1 << 31) - 1, (1 << 32) - 1])
+        else:
+            o.dimensions = [rng.randint(1, 4)]
+    elif kind == 3:
+        o.dimensions = o.dimensions + [rng.randint(1, 3)] if rng.random() < 0.5 else o.dimensions[:-1]
+    elif kind == 4:
+        o.location = DataLocation(rng.randrange(3), rng.choice([0, 2, 4, 1 << 20, (1 << 32) - 1]),
+                                  rng.choice([0, 1, 4, 16, (1 << 32) - 1]))
+    elif kind == 5:
+        o.consumers = rng.randrange(4)
+    elif kind == 6:
+        o.scale = rng.choice([0.0, -1.0, float("inf"), 1e-45, 1e38])
+    elif kind == 7:
+        o.zeroPoint = rng.choice([-129, 256, 1 << 20, -(1 << 31)])
+    elif kind == 8:
+        if rng.random() < 0.5:
+            o.extraParams.channelQuant = SymmPerChannelQuantParams(
+                [rng.choice([0.5, 0.0, -1.0]) for _ in range(rng.randint(0, 4))], rng.randrange(5))
+        else:
+            o.extraParams.extension = bytes(rng.randrange(256) for _ in range(rng.randrange(5)))
+    elif kind == 9:
+        ops = [op for sg in subgraphs(spec) for op in sg.operations]
+        if not ops:
+            return False
+        op = rng.choice(ops)
+        lst = op.inputs if (rng.random() < 0.7 or not op.outputs) and op.inputs else op.outputs
+        if not lst:
+            return False
+        lst[rng.randrange(len(lst))] = rng.choice([rng.randrange(8), 1 << 20, (1 << 32) - 1])
+    elif kind == 10:
+        ops = [op for sg in subgraphs(spec) for op in sg.operations]
+        if not ops:
+            return False
+        rng.choice(ops).type = rng.choice([rng.randrange(102), 10000, rng.randrange(1 << 20)])
+    elif kind == 11:
+        sg = rng.choice(subgraphs(spec))
+        lst = sg.inputIndexes if rng.random() < 0.5 else sg.outputIndexes
+        if lst and rng.random() < 0.5:
+            del lst[rng.randrange(len(lst))]
+        elif len(lst) < MAX_IO_INDEXES:
+            lst.append(rng.randrange(max(1, len(sg.operands) + 1)))
+    elif kind == 12:
+        args = spec.request.inputs + spec.request.outputs
+        if not args:
+            return False
+        rng.choice(args).location = DataLocation(
+            rng.randrange(3), rng.choice([0, 3, 1 << 20]), rng.choice([0, 1, 7, 1 << 20]))
+    else:
+        pools = spec.request.pools
+        if pools:
+            pools[rng.randrange(len(pools))] = RequestPoolSpec(token=rng.randrange(4))
+        else:
+            return False
+    return True
+
+
+# --- the table --------------------------------------------------------------------------------
+
+Mutation = Callable[[CaseSpec, Rng], bool]
+
+
+@dataclass(frozen=True)
+class WeightedMutation:
+    name: str
+    weight: float
+    apply: Mutation
+
+
+MUTATIONS: tuple[WeightedMutation, ...] = tuple(WeightedMutation(f.__name__, w, f) for f, w in (
+    (tweak_constant, 12), (tweak_input, 10), (reseed_value, 5),
+    (resize_dimension, 8), (unknown_dimensions, 3), (request_dimensions, 2),
+    (retype_all, 4), (quantization, 2), (toggle_relaxed, 1),
+    (append_unary, 6), (append_binary, 4), (duplicate_operation, 3), (cut_operation, 2),
+    (change_operation_type, 5), (swap_operation_inputs, 2), (retarget_subgraph, 3),
+    (constant_to_input, 3), (input_to_constant, 2), (switch_constant_storage, 2),
+    (output_buffer_size, 2), (toggle_no_value, 1), (split_pools, 1),
+    (change_choice, 8),
+    (break_something, 5),
+))
+_WEIGHTS = [m.weight for m in MUTATIONS]
+
+
+def mutate_spec(spec: CaseSpec, rng: Rng, count: int | None = None) -> list[str]:
+    """Apply ``count`` (default: 1-3) mutations in place; the names of those that applied."""
+    if count is None:
+        count = rng.choice((1, 1, 1, 2, 2, 3))
+    applied = []
+    for _ in range(count * 4):          # some mutations do not apply to every case
+        mutation = rng.choices(MUTATIONS, _WEIGHTS)[0]
+        if mutation.apply(spec, rng):
+            applied.append(mutation.name)
+            if len(applied) == count:
+                break
+    return applied
+
+
+# --- byte mutation ----------------------------------------------------------------------------
+
+def builtin_byte_mutate(data: bytes, max_size: int, rng: Rng) -> bytes:
+    """A small stand-in for libFuzzer's mutation outside a fuzzing session (tests, tools):
+    flip, set, insert or erase a few bytes."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        action = rng.randrange(4)
+        if action == 0 and out:
+            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+        elif action == 1 and out:
+            out[rng.randrange(len(out))] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+        elif action == 2:
+            out.insert(rng.randrange(len(out) + 1), rng.randrange(256))
+        elif out:
+            del out[rng.randrange(len(out))]
+    return bytes(out[:max_size])
+
+
+def libfuzzer_byte_mutate(data: bytes, max_size: int, rng: Rng) -> bytes:
+    import atheris
+    return atheris.Mutate(data, max_size)
+
+
+def _under_libfuzzer() -> bool:
+    """atheris.Mutate only works inside atheris.Fuzz() (it ends the process otherwise);
+    the fuzz entry point is the script that runs it."""
+    main = sys.modules.get("__main__")
+    return "atheris" in sys.modules and getattr(main, "__file__", "").endswith("driver_fuzz.py")
+
+
+#: The byte-level mutation used; None: libFuzzer's inside a fuzzing session, else builtin.
+BYTE_MUTATE: Callable[[bytes, int, Rng], bytes] | None = None
+
+
+def byte_mutate(data: bytes, max_size: int, rng: Rng) -> bytes:
+    global BYTE_MUTATE
+    if BYTE_MUTATE is None:
+        BYTE_MUTATE = libfuzzer_byte_mutate if _under_libfuzzer() else builtin_byte_mutate
+    return BYTE_MUTATE(data, max_size, rng)
+
+
+# --- the libFuzzer entry points ---------------------------------------------------------------
+
+def mutate(data: bytes, max_size: int, seed: int) -> bytes:
+    """libFuzzer's custom mutator (atheris ``custom_mutator``)."""
+    rng = random.Random(seed)
+    if rng.random() < BYTE_MUTATION_SHARE:
+        return byte_mutate(data, max_size, rng)
+    spec = parse(data)
+    mutate_spec(spec, rng)
+    try:
+        out = serialize(spec)
+    except CodecLimitError:
+        return byte_mutate(data, max_size, rng)
+    if len(out) > max_size:
+        return byte_mutate(data, max_size, rng)
+    return out
+
+
+def default_request(spec: CaseSpec, rng: Rng) -> None:
+    """A request matching main's inputs and outputs: generated inputs, outputs sized by
+    their operands, all in one pool."""
+    main = spec.model.main
+    inputs, outputs = [], []
+    for index in main.inputIndexes:
+        operand = main.operands[index] if index < len(main.operands) else None
+        dims = [] if operand is None else [d if d else rng.randint(1, 3) for d in operand.dimensions]
+        inputs.append(ArgumentSpec(dimensions=dims if operand is not None and 0 in operand.dimensions
+                                   else [], value=random_seed(rng)))
+    for index in main.outputIndexes:
+        operand = main.operands[index] if index < len(main.operands) else None
+        outputs.append(ArgumentSpec() if operand is None else output_argument(spec, operand))
+    spec.request.inputs, spec.request.outputs = inputs, outputs
+    spec.request.pools = [RequestPoolSpec()]
+
+
+def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes:
+    """libFuzzer's custom crossover: the first case with the second's referenced subgraphs
+    grafted in (and an IF/WHILE operand pointed at one of a matching signature), or with
+    the second's execution choices, or the second's model with a request rebuilt for it."""
+    rng = random.Random(seed)
+    first, second = parse(data1), parse(data2)
+    r = rng.random()
+    if r < 0.5 and second.model.referenced:
+        base = len(first.model.referenced)
+        room = max(0, 8 - base)
+        first.model.referenced.extend(second.model.referenced[:room])
+        for sg in second.model.referenced[:room]:
+            for o in sg.operands:
+                if o.lifetime == L.SUBGRAPH and o.location is None:
+                    o.target += base
+        retarget_subgraph(first, rng)
+    elif r < 0.75:
+        first.choices = second.choices
+    else:
+        first.model = second.model
+        default_request(first, rng)
+    try:
+        out = serialize(first)
+    except CodecLimitError:
+        return data1[:max_out_size]
+    return out if len(out) <= max_out_size else data1[:max_out_size]

@@ -1,0 +1,159 @@
+"""Hang detection for driver calls, cheap enough to wrap every HAL call of every input.
+
+One daemon thread serves the whole process. Guarding a call only records a deadline for the
+calling thread (no thread is created per input); the watchdog thread polls those deadlines.
+When a guarded call outlives its deadline the watchdog captures the stack of the thread
+that made it (where the driver is stuck) and raises :class:`HangInterrupt` inside that
+thread, asynchronously. The guard turns it into a :class:`~fuzz.oracles.HangViolation`, an
+ordinary exception: atheris records the input as a crash, pytest reports a failure.
+
+An asynchronous exception is only delivered when the stuck thread runs Python bytecode. A
+thread blocked inside C code (a lock without timeout, a kernel wait) never sees it; after
+a grace period the watchdog prints every thread's stack and aborts the process, which
+libFuzzer records as a deadly signal.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, TypeVar
+
+from .oracles import HangViolation
+
+R = TypeVar("R")
+
+#: How often the watchdog looks at the armed deadlines. Hang limits are >= 1 s above the
+#: driver's own timeouts, so a coarse poll costs nothing in precision that matters.
+POLL_INTERVAL_S = 0.05
+#: After the interrupt was sent, how long to wait for the stuck thread to take it before
+#: giving up on the process.
+ABORT_GRACE_S = 5.0
+
+
+class HangInterrupt(BaseException):
+    """Raised inside a thread stuck in a guarded call. A BaseException so that a driver's
+    ``except Exception`` cannot swallow it."""
+
+
+@dataclass
+class _Guard:
+    thread_id: int
+    deadline: float
+    limit_s: float
+    what: str
+    fired_at: float | None = None
+    stack: list[traceback.FrameSummary] = field(default_factory=list)
+
+
+def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> int:
+    return ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None)
+
+
+def thread_stacks(exclude: tuple[int, ...] = ()) -> dict[int, list[traceback.FrameSummary]]:
+    """The current stack of every thread but the excluded ones, innermost frame last."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return {tid: traceback.extract_stack(frame)
+            for tid, frame in sys._current_frames().items()
+            if tid not in exclude and names.get(tid) != Watchdog.THREAD_NAME}
+
+
+def format_stacks(stacks: dict[int, list[traceback.FrameSummary]]) -> str:
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(f"thread {names.get(tid, tid)}:\n" + "".join(traceback.format_list(stack))
+                     for tid, stack in stacks.items())
+
+
+class Watchdog:
+    """Bounds the duration of calls made by any thread; see the module docstring."""
+
+    THREAD_NAME = "hang-watchdog"
+
+    def __init__(self, poll_interval_s: float = POLL_INTERVAL_S,
+                 abort_grace_s: float = ABORT_GRACE_S) -> None:
+        self._poll_interval_s = poll_interval_s
+        self._abort_grace_s = abort_grace_s
+        self._guards: dict[int, _Guard] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        #: Called (with the report) just before the watchdog aborts the process.
+        self.before_abort: Callable[[str], None] | None = None
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name=self.THREAD_NAME, daemon=True)
+            self._thread.start()
+
+    def call(self, limit_s: float, what: str, function: Callable[..., R], *args) -> R:
+        """``function(*args)``, raising HangViolation if it runs longer than ``limit_s``."""
+        thread_id = threading.get_ident()
+        guard = _Guard(thread_id, time.monotonic() + limit_s, limit_s, what)
+        if self._thread is None:
+            self._ensure_thread()
+        try:
+            with self._lock:
+                self._guards[thread_id] = guard
+            try:
+                return function(*args)
+            finally:
+                self._disarm(guard)
+        except HangInterrupt:
+            self._forget(guard)
+            if guard.fired_at is None:   # not ours: someone else's interrupt, pass it on
+                raise
+            raise HangViolation(
+                f"{what} still running {guard.fired_at:.1f} s after it started "
+                f"(limit {limit_s:.1f} s); stuck at:\n{''.join(traceback.format_list(guard.stack))}",
+                key=what, frames=guard.stack) from None
+
+    def _disarm(self, guard: _Guard) -> None:
+        with self._lock:
+            self._forget_locked(guard)
+            if guard.fired_at is not None:
+                # Withdraw an interrupt that was not delivered yet, so that it cannot hit
+                # the harness after the call returned; the call did overrun, so report it.
+                _set_async_exception(guard.thread_id, None)
+                raise HangInterrupt
+
+    def _forget(self, guard: _Guard) -> None:
+        # The interrupt can land anywhere in _disarm, even before it took the lock.
+        with self._lock:
+            self._forget_locked(guard)
+
+    def _forget_locked(self, guard: _Guard) -> None:
+        if self._guards.get(guard.thread_id) is guard:
+            del self._guards[guard.thread_id]
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._poll_interval_s)
+            now = time.monotonic()
+            with self._lock:
+                expired = [g for g in self._guards.values() if g.fired_at is None and now > g.deadline]
+                for guard in expired:
+                    frame = sys._current_frames().get(guard.thread_id)
+                    guard.stack = traceback.extract_stack(frame) if frame is not None else []
+                    guard.fired_at = now - (guard.deadline - guard.limit_s)
+                    _set_async_exception(guard.thread_id, HangInterrupt)
+                stuck = [g for g in self._guards.values()
+                         if g.fired_at is not None and now > g.deadline + self._abort_grace_s]
+            if stuck:
+                self._abort(stuck[0])
+
+    def _abort(self, guard: _Guard) -> None:
+        report = (f"hang: {guard.what} exceeded its limit of {guard.limit_s:.1f} s and does not "
+                  f"respond to interruption (blocked outside Python); stacks:\n"
+                  + format_stacks(thread_stacks()))
+        print(report, file=sys.stderr, flush=True)
+        if self.before_abort is not None:
+            self.before_abort(report)
+        os.abort()
+
+
+#: The process-wide watchdog used by the harness.
+WATCHDOG = Watchdog()

@@ -1,0 +1,814 @@
+"""Invalid variants of the valid models in tests/models.py, one field at a time, in the
+manner of the VTS ValidateModel/ValidateRequest tests.
+
+A mutation is (id, build, mutate): ``build()`` returns a fresh valid ModelCase and
+``mutate`` turns its model (or request) invalid in place. Ids read like
+"add/main/operand 1/scale=1.0". Both the validator tests and the device tests use them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
+
+import numpy as np
+
+from driver.hal import (DataLocation, ExtensionNameAndPrefix, MemoryPool, Model, Operand,
+                        OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
+                        OperationType as Op, Request, RequestArgument, Subgraph,
+                        SymmPerChannelQuantParams)
+from driver.memory import Memory
+from driver.operations.common import STORAGE_DTYPE
+from driver.operations.registry import lookup
+from tests import models
+from tests.models import ModelCase
+
+Build = Callable[[], ModelCase]
+Select = Callable[[Model], Subgraph]
+
+
+@dataclass(frozen=True)
+class ModelMutation:
+    id: str
+    build: Build
+    mutate: Callable[[Model], None]
+
+    def invalid_model(self) -> Model:
+        model = self.build().model
+        self.mutate(model)
+        return model
+
+
+@dataclass(frozen=True)
+class RequestMutation:
+    id: str
+    build: Build
+    mutate: Callable[[Request, Model], None]
+
+    def invalid_request(self) -> tuple[Request, Model]:
+        case = self.build()
+        request = case.request()
+        self.mutate(request, case.model)
+        return request, case.model
+
+
+#: Valid models whose every part gets mutated.
+MODEL_BUILDERS: dict[str, Build] = {
+    "add": models.add_model,
+    "quant8_add": models.quant8_add_model,
+    "constant_reference": models.constant_reference_model,
+    "per_channel": models.per_channel_model,
+    "if": models.if_model,
+    "while_counter": models.while_counter_model,
+    "fibonacci_while": models.fibonacci_while_model,
+    "nested": models.nested_model,
+    "extension": models.extension_model,
+}
+
+
+def _selectors(model: Model) -> list[tuple[str, Select]]:
+    selectors: list[tuple[str, Select]] = [("main", lambda m: m.main)]
+    for i in range(len(model.referenced)):
+        selectors.append((f"ref{i}", lambda m, i=i: m.referenced[i]))
+    return selectors
+
+
+def is_validated_operation(type_code: int) -> bool:
+    """Operations whose signature the validator checks: IF, WHILE and registered ones."""
+    if type_code > 0xFFFF:
+        return False
+    return type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None
+
+
+# --- helpers that keep the rest of a model consistent -----------------------------------
+
+def _byte_size(operand: Operand) -> int:
+    dtype = STORAGE_DTYPE.get(operand.type)
+    if dtype is None or any(d == 0 for d in operand.dimensions):
+        return 0
+    if operand.type in (T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.FLOAT16, T.OEM):
+        return dtype.itemsize
+    return dtype.itemsize * int(np.prod(operand.dimensions)) if operand.dimensions else 0
+
+
+def _become_constant_copy(model: Model, operand: Operand) -> None:
+    size = _byte_size(operand)
+    operand.location = DataLocation(0, len(model.operandValues), size)
+    model.operandValues = bytes(model.operandValues) + bytes(size)
+
+
+def _append_operand(subgraph: Subgraph, operand: Operand) -> int:
+    subgraph.operands.append(operand)
+    return len(subgraph.operands) - 1
+
+
+def _remove_operand(subgraph: Subgraph, index: int) -> None:
+    """Drop operand ``index`` from the subgraph and every list naming it; later indexes
+    shift down by one."""
+    def remap(indexes: list[int]) -> list[int]:
+        return [i - (i > index) for i in indexes if i != index]
+    del subgraph.operands[index]
+    for operation in subgraph.operations:
+        operation.inputs = remap(operation.inputs)
+        operation.outputs = remap(operation.outputs)
+    subgraph.inputIndexes = remap(subgraph.inputIndexes)
+    subgraph.outputIndexes = remap(subgraph.outputIndexes)
+
+
+def _set(select: Select, index: int, **fields) -> Callable[[Model], None]:
+    def mutate(model: Model) -> None:
+        operand = select(model).operands[index]
+        for name, value in fields.items():
+            setattr(operand, name, value)
+    return mutate
+
+
+# --- operand mutations (VTS: type, rank, scale, zeroPoint, lifetime, consumers...) ------
+
+#: Past the fundamental types, past the OEM types, an extension type of unknown prefix.
+_INVALID_OPERAND_TYPES = (16, 10002, 0xFFFF_0001)
+_SCALARS = (T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.FLOAT16)
+_NO_SCALE = (*_SCALARS, T.SUBGRAPH, T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_BOOL8,
+             T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+_POSITIVE_SCALE = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
+                   T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM)
+_INVALID_ZERO_POINTS = {
+    T.TENSOR_QUANT8_ASYMM: (-1, 256), T.TENSOR_QUANT8_ASYMM_SIGNED: (-129, 128),
+    T.TENSOR_QUANT8_SYMM: (-1, 1), T.TENSOR_QUANT16_ASYMM: (-1, 65536),
+    T.TENSOR_QUANT16_SYMM: (-1, 1),
+}
+
+
+def _invalid_scales(type_code: int) -> tuple[float, ...]:
+    if type_code in _NO_SCALE or type_code > 0xFFFF:
+        return (1.0,)
+    if type_code == T.TENSOR_INT32:
+        return (-1.0,)
+    if type_code in _POSITIVE_SCALE:
+        return (0.0, math.nan)
+    return ()   # OEM types: any scale
+
+
+def _invalid_zero_points(type_code: int) -> tuple[int, ...]:
+    if type_code in _INVALID_ZERO_POINTS:
+        return _INVALID_ZERO_POINTS[type_code]
+    if type_code in (T.OEM, T.TENSOR_OEM_BYTE):
+        return ()
+    return (1,)
+
+
+def _lifetime_mutations(model: Model, subgraph: Subgraph, index: int) -> list[L]:
+    """VTS getInvalidLifeTimes: change whether the operand should have a writer."""
+    operand = subgraph.operands[index]
+    if operand.lifetime in (L.SUBGRAPH_OUTPUT, L.TEMPORARY_VARIABLE):
+        targets = [L.SUBGRAPH_INPUT, L.CONSTANT_COPY]
+    elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.SUBGRAPH_INPUT):
+        targets = [L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT]
+    else:
+        return []
+    if _byte_size(operand) == 0:
+        targets = [t for t in targets if t != L.CONSTANT_COPY]
+    return targets
+
+
+def _change_lifetime(select: Select, index: int, lifetime: L) -> Callable[[Model], None]:
+    def mutate(model: Model) -> None:
+        subgraph = select(model)
+        operand = subgraph.operands[index]
+        if operand.lifetime == L.SUBGRAPH_INPUT:
+            subgraph.inputIndexes.remove(index)
+        elif operand.lifetime == L.SUBGRAPH_OUTPUT:
+            subgraph.outputIndexes.remove(index)
+        operand.lifetime = lifetime
+        operand.location = DataLocation()
+        if lifetime == L.CONSTANT_COPY:
+            _become_constant_copy(model, operand)
+        elif lifetime == L.SUBGRAPH_INPUT:
+            subgraph.inputIndexes.append(index)
+        elif lifetime == L.SUBGRAPH_OUTPUT:
+            subgraph.outputIndexes.append(index)
+    return mutate
+
+
+def _input_output_swap(operand: Operand) -> L | None:
+    """VTS getInputOutputLifeTime: keep writer-ness, change input/output-ness, without
+    touching inputIndexes/outputIndexes."""
+    return {L.CONSTANT_COPY: L.SUBGRAPH_INPUT, L.CONSTANT_REFERENCE: L.SUBGRAPH_INPUT,
+            L.SUBGRAPH_INPUT: L.CONSTANT_COPY if _byte_size(operand) else None,
+            L.SUBGRAPH_OUTPUT: L.TEMPORARY_VARIABLE,
+            L.TEMPORARY_VARIABLE: L.SUBGRAPH_OUTPUT}.get(operand.lifetime)
+
+
+def _swap_lifetime(select: Select, index: int, lifetime: L) -> Callable[[Model], None]:
+    def mutate(model: Model) -> None:
+        operand = select(model).operands[index]
+        operand.lifetime = lifetime
+        operand.location = DataLocation()
+        if lifetime == L.CONSTANT_COPY:
+            _become_constant_copy(model, operand)
+    return mutate
+
+
+def _location_mutations(model: Model, operand: Operand) -> list[tuple[str, DataLocation]]:
+    loc = operand.location
+    if operand.lifetime == L.CONSTANT_COPY:
+        return [("poolIndex=1", replace(loc, poolIndex=1)),
+                ("offset past end", replace(loc, offset=len(model.operandValues))),
+                ("length+1", replace(loc, length=loc.length + 1)),
+                ("length-1", replace(loc, length=loc.length - 1))]
+    if operand.lifetime == L.CONSTANT_REFERENCE:
+        pool_size = model.pools[loc.poolIndex].size
+        return [("poolIndex out of range", replace(loc, poolIndex=len(model.pools))),
+                ("offset past pool", replace(loc, offset=pool_size)),
+                ("length-1", replace(loc, length=loc.length - 1)),
+                ("offset 2**32", replace(loc, offset=2 ** 32))]
+    if operand.lifetime == L.SUBGRAPH:
+        return [("poolIndex=1", replace(loc, poolIndex=1)),
+                ("reference out of range", replace(loc, offset=len(model.referenced))),
+                ("length=1", replace(loc, length=1))]
+    return [("poolIndex=1", replace(loc, poolIndex=1)), ("offset=1", replace(loc, offset=1)),
+            ("length=1", replace(loc, length=1)), ("offset=-1", replace(loc, offset=-1))]
+
+
+def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
+    model = build().model
+    for sg_name, select in _selectors(model):
+        subgraph = select(model)
+        for index, operand in enumerate(subgraph.operands):
+            prefix = f"{name}/{sg_name}/operand {index}"
+
+            def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
+                return ModelMutation(f"{prefix}/{what}", build, mutate)
+
+            for bad_type in _INVALID_OPERAND_TYPES:
+                yield mutation(f"type={bad_type:#x}", _set(select, index, type=bad_type))
+            if operand.type in (*_SCALARS, T.SUBGRAPH, T.OEM):
+                yield mutation("scalar rank 1", _set(select, index, dimensions=[0]))
+                yield mutation("scalar dims [1]", _set(select, index, dimensions=[1]))
+            elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+                yield mutation("constant rank 0", _set(select, index, dimensions=[]))
+                dims = list(operand.dimensions)
+                yield mutation("constant unknown dim",
+                               _set(select, index, dimensions=[0] + dims[1:]))
+            if operand.type <= 0xFFFF and STORAGE_DTYPE.get(operand.type) is not None \
+                    and operand.type not in (*_SCALARS, T.OEM):
+                yield mutation("dims overflow", _set(select, index, dimensions=[0xFFFF_FFFF, 2]))
+                yield mutation("dims product overflow",
+                               _set(select, index, dimensions=[65536, 65536]))
+            for scale in _invalid_scales(operand.type):
+                yield mutation(f"scale={scale}", _set(select, index, scale=scale))
+            for zero_point in _invalid_zero_points(operand.type):
+                yield mutation(f"zeroPoint={zero_point}", _set(select, index, zeroPoint=zero_point))
+            for lifetime in _lifetime_mutations(model, subgraph, index):
+                yield mutation(f"lifetime={lifetime.name}",
+                               _change_lifetime(select, index, lifetime))
+            swapped = _input_output_swap(operand)
+            if swapped is not None:
+                yield mutation(f"io lifetime={swapped.name}",
+                               _swap_lifetime(select, index, swapped))
+            if operand.type == T.SUBGRAPH:
+                yield mutation("SUBGRAPH type as TEMPORARY",
+                               _set(select, index, lifetime=L.TEMPORARY_VARIABLE,
+                                    location=DataLocation()))
+            else:
+                yield mutation("lifetime SUBGRAPH", _set(select, index, lifetime=L.SUBGRAPH,
+                                                         location=DataLocation()))
+            consumers = operand.numberOfConsumers
+            for bad in ((1,) if consumers == 0 else (consumers - 1, consumers + 1)):
+                yield mutation(f"numberOfConsumers={bad}",
+                               _set(select, index, numberOfConsumers=bad))
+            for what, location in _location_mutations(model, operand):
+                yield mutation(f"location {what}", _set(select, index, location=location))
+            if operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+                quant = SymmPerChannelQuantParams(scales=[1.0], channelDim=0)
+                params = OperandExtraParams(channelQuant=quant)
+                yield mutation("channelQuant on non-per-channel",
+                               _set(select, index, extraParams=params))
+            if operand.type <= 0xFFFF:
+                yield mutation("extension params on base type",
+                               _set(select, index, extraParams=OperandExtraParams(extension=b"x")))
+            if operand.numberOfConsumers > 0 and all(
+                    is_validated_operation(op.type) for op in subgraph.operations
+                    if index in op.inputs):
+                # Without its operand, a validated operation has a wrong signature.
+                yield mutation("removed", lambda m, s=select, i=index: _remove_operand(s(m), i))
+
+
+# --- operation mutations ----------------------------------------------------------------
+
+#: Past the fundamental operations, past OEM_OPERATION, an extension of unknown prefix.
+_INVALID_OPERATION_TYPES = (102, 10001, 0xFFFF_0003)
+
+
+def _new_operand_like(subgraph: Subgraph, index: int, lifetime: L) -> int:
+    source = subgraph.operands[index]
+    copy = replace(source, numberOfConsumers=0, lifetime=lifetime, location=DataLocation(),
+                   dimensions=list(source.dimensions))
+    return _append_operand(subgraph, copy)
+
+
+def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
+    model = build().model
+    for sg_name, select in _selectors(model):
+        subgraph = select(model)
+        count = len(subgraph.operands)
+        for p, operation in enumerate(subgraph.operations):
+            prefix = f"{name}/{sg_name}/operation {p}"
+
+            def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
+                return ModelMutation(f"{prefix}/{what}", build, mutate)
+
+            def op(m: Model, s=select, p=p) -> Operation:
+                return s(m).operations[p]
+
+            for bad_type in _INVALID_OPERATION_TYPES:
+                yield mutation(f"type={bad_type:#x}",
+                               lambda m, t=bad_type, op=op: setattr(op(m), "type", t))
+            for j in range(len(operation.inputs)):
+                yield mutation(f"input {j} index out of range",
+                               lambda m, j=j, op=op, n=count: op(m).inputs.__setitem__(j, n))
+            for j in range(len(operation.outputs)):
+                yield mutation(f"output {j} index out of range",
+                               lambda m, j=j, op=op, n=count: op(m).outputs.__setitem__(j, n))
+            yield from _execution_order_mutations(prefix, build, select, subgraph, p)
+            for j, index in enumerate(operation.outputs):
+                yield mutation(f"second writer of output {j}",
+                               lambda m, j=j, s=select, p=p: _add_writer(s(m), p, j))
+                if subgraph.operands[index].numberOfConsumers > 0:
+                    yield mutation(f"output {j} no longer written",
+                                   lambda m, j=j, s=select, p=p: _remove_write(s(m), p, j))
+            yield mutation("removed", lambda m, s=select, p=p: _remove_operation(s(m), p))
+            if not is_validated_operation(operation.type):
+                continue   # an unimplemented type's signature is not checked
+            for j in range(len(operation.inputs)):
+                yield mutation(f"input {j} removed",
+                               lambda m, j=j, s=select, p=p: _remove_input(s(m), p, j))
+            for j in range(len(operation.outputs)):
+                yield mutation(f"output {j} removed",
+                               lambda m, j=j, op=op: op(m).outputs.pop(j))
+            yield mutation("extra input", lambda m, s=select, p=p: _add_input(s(m), p))
+            yield mutation("extra output", lambda m, s=select, p=p: _add_output(s(m), p))
+
+
+def _execution_order_mutations(prefix, build, select, subgraph, p) -> Iterator[ModelMutation]:
+    """VTS mutateExecutionOrderTest: move a reader before its writer, a writer after its
+    reader."""
+    operation = subgraph.operations[p]
+    if any(subgraph.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
+           for i in operation.inputs):
+        def reader_first(m: Model, s=select, p=p) -> None:
+            ops = s(m).operations
+            ops.insert(0, ops.pop(p))
+        yield ModelMutation(f"{prefix}/reader moved first", build, reader_first)
+    if any(subgraph.operands[i].numberOfConsumers > 0 for i in operation.outputs):
+        def writer_last(m: Model, s=select, p=p) -> None:
+            ops = s(m).operations
+            ops.append(ops.pop(p))
+        yield ModelMutation(f"{prefix}/writer moved last", build, writer_last)
+
+
+def _add_writer(subgraph: Subgraph, p: int, output: int) -> None:
+    """A copy of operation p appended, writing output ``output`` again (its other outputs
+    are fresh temporaries)."""
+    copy = Operation(subgraph.operations[p].type, list(subgraph.operations[p].inputs),
+                     list(subgraph.operations[p].outputs))
+    for i in copy.inputs:
+        subgraph.operands[i].numberOfConsumers += 1
+    for j, index in enumerate(copy.outputs):
+        if j != output:
+            copy.outputs[j] = _new_operand_like(subgraph, index, L.TEMPORARY_VARIABLE)
+    subgraph.operations.append(copy)
+
+
+def _remove_write(subgraph: Subgraph, p: int, output: int) -> None:
+    """Operation p writes a fresh temporary instead, so its former output is unwritten."""
+    operation = subgraph.operations[p]
+    operation.outputs[output] = _new_operand_like(subgraph, operation.outputs[output],
+                                                  L.TEMPORARY_VARIABLE)
+
+
+def _remove_operation(subgraph: Subgraph, p: int) -> None:
+    for i in subgraph.operations[p].inputs:
+        subgraph.operands[i].numberOfConsumers -= 1
+    del subgraph.operations[p]
+
+
+def _remove_input(subgraph: Subgraph, p: int, j: int) -> None:
+    operation = subgraph.operations[p]
+    subgraph.operands[operation.inputs[j]].numberOfConsumers -= 1
+    del operation.inputs[j]
+
+
+def _replace_input(subgraph: Subgraph, p: int, j: int, index: int) -> None:
+    """Operation p reads operand ``index`` as input j (consumer counts kept right)."""
+    operation = subgraph.operations[p]
+    subgraph.operands[operation.inputs[j]].numberOfConsumers -= 1
+    subgraph.operands[index].numberOfConsumers += 1
+    operation.inputs[j] = index
+
+
+def _remove_output_operand(subgraph: Subgraph, p: int, j: int) -> None:
+    """Operation p loses output j, and the subgraph that operand (so nothing is left
+    unwritten)."""
+    _remove_operand(subgraph, subgraph.operations[p].outputs[j])
+
+
+def _add_input(subgraph: Subgraph, p: int) -> None:
+    index = _append_operand(subgraph, Operand(T.TENSOR_FLOAT32, [1], numberOfConsumers=1,
+                                              lifetime=L.SUBGRAPH_INPUT))
+    subgraph.operations[p].inputs.append(index)
+    subgraph.inputIndexes.append(index)
+
+
+def _add_output(subgraph: Subgraph, p: int) -> None:
+    index = _append_operand(subgraph, Operand(T.TENSOR_FLOAT32, [1],
+                                              lifetime=L.SUBGRAPH_OUTPUT))
+    subgraph.operations[p].outputs.append(index)
+    subgraph.outputIndexes.append(index)
+
+
+# --- model-level and model-specific mutations -------------------------------------------
+
+def _closed_memory() -> Memory:
+    memory = Memory.create(8)
+    memory.close()
+    return memory
+
+
+#: Models whose model-wide fields (pools, extension table...) get mutated: one each of a
+#: plain model, a model with referenced subgraphs and a model with extensions suffice.
+MODEL_LEVEL_MUTATED = ("add", "constant_reference", "nested", "extension")
+
+
+def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
+    model = build().model
+
+    def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
+        return ModelMutation(f"{name}/model/{what}", build, mutate)
+
+    for i in range(len(model.referenced)):
+        yield mutation(f"referenced {i} empty",
+                       lambda m, i=i: m.referenced.__setitem__(i, Subgraph()))
+        yield mutation(f"referenced {i} without operations",
+                       lambda m, i=i: setattr(m.referenced[i], "operations", []))
+    if name not in MODEL_LEVEL_MUTATED:
+        return
+    yield mutation("main without operations", lambda m: setattr(m.main, "operations", []))
+    yield mutation("main without operands", lambda m: setattr(m, "main", Subgraph()))
+    yield mutation("relax is an int", lambda m: setattr(m, "relaxComputationFloat32toFloat16", 1))
+    yield mutation("pool closed", lambda m: m.pools.append(_closed_memory()))
+    yield mutation("pool of size 0", lambda m: m.pools.append(Memory.create(0)))
+    yield mutation("pool of unknown kind", lambda m: m.pools.append(Memory.create(8, name="bogus")))
+    yield mutation("pool is None", lambda m: m.pools.append(None))
+    yield mutation("operandValues is a list", lambda m: setattr(m, "operandValues", [0]))
+    yield mutation("extension name invalid", lambda m: m.extensionNameToPrefix.append(
+        ExtensionNameAndPrefix("NoPeriod", 40)))
+    yield mutation("extension name repeated", lambda m: m.extensionNameToPrefix.extend(
+        [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.b", 41)]))
+    yield mutation("extension prefix repeated", lambda m: m.extensionNameToPrefix.extend(
+        [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.c", 40)]))
+    yield mutation("extension prefix 2**16", lambda m: m.extensionNameToPrefix.append(
+        ExtensionNameAndPrefix("com.a.b", 0x10000)))
+    yield mutation("main input listed twice",
+                   lambda m: m.main.inputIndexes.append(m.main.inputIndexes[0]))
+    yield mutation("main output index out of range", lambda m: m.main.outputIndexes.append(
+        len(m.main.operands)))
+    yield mutation("main is not a Subgraph", lambda m: setattr(m, "main", None))
+    main = lambda m: m.main   # noqa: E731
+    for what, fields in {
+        "operand type -1": {"type": -1}, "operand type 9999": {"type": 9999},
+        "operand type 1.0": {"type": 1.0}, "dims negative": {"dimensions": [-1, 2]},
+        "dims not ints": {"dimensions": [2, 1.5]},
+        "dims a tuple of bools": {"dimensions": (True, True)},
+        "dims 2**32": {"dimensions": [2 ** 32, 1]}, "zeroPoint 2**31": {"zeroPoint": 2 ** 31},
+        "scale inf": {"scale": math.inf}, "scale -inf": {"scale": -math.inf},
+        "scale a string": {"scale": "0"}, "lifetime 7": {"lifetime": 7},
+        "lifetime -1": {"lifetime": -1}, "numberOfConsumers -1": {"numberOfConsumers": -1},
+        "location None": {"location": None}, "extraParams None": {"extraParams": None},
+    }.items():
+        yield mutation(f"operand 0 {what}", _set(main, 0, **fields))
+    yield mutation("operation type -1", lambda m: setattr(m.main.operations[0], "type", -1))
+    yield mutation("operation type 9999", lambda m: setattr(m.main.operations[0], "type", 9999))
+    yield mutation("operation inputs None", lambda m: setattr(m.main.operations[0], "inputs", None))
+    yield mutation("operand not an Operand", lambda m: m.main.operands.append(None))
+    yield mutation("operands a tuple", lambda m: setattr(m.main, "operands", tuple(m.main.operands)))
+    yield mutation("operations None", lambda m: setattr(m.main, "operations", None))
+    yield mutation("operation not an Operation", lambda m: m.main.operations.append(None))
+    yield mutation("referenced is a tuple", lambda m: setattr(m, "referenced", tuple(m.referenced)))
+
+
+def _reference(subgraph: Subgraph, target: int) -> None:
+    """An unused SUBGRAPH operand naming referenced subgraph ``target``."""
+    _append_operand(subgraph, Operand(T.SUBGRAPH, [], lifetime=L.SUBGRAPH,
+                                      location=DataLocation(offset=target)))
+
+
+def _specific(name: str, build: Build, cases: dict[str, Callable[[Model], None]]
+              ) -> Iterator[ModelMutation]:
+    for what, mutate in cases.items():
+        yield ModelMutation(f"{name}/{what}", build, mutate)
+
+
+def _channel_quant(m: Model) -> SymmPerChannelQuantParams:
+    return m.main.operands[0].extraParams.channelQuant
+
+
+def specific_mutations() -> Iterator[ModelMutation]:
+    yield from _specific("per_channel", models.per_channel_model, {
+        "channelDim = rank": lambda m: setattr(_channel_quant(m), "channelDim", 2),
+        "too few scales": lambda m: setattr(_channel_quant(m), "scales", [0.5, 0.25]),
+        "scale 0": lambda m: _channel_quant(m).scales.__setitem__(1, 0.0),
+        "scale negative": lambda m: _channel_quant(m).scales.__setitem__(2, -1.0),
+        "scale nan": lambda m: _channel_quant(m).scales.__setitem__(0, math.nan),
+        "no channelQuant": _set(lambda m: m.main, 0, extraParams=OperandExtraParams()),
+        "channel dimension unknown": lambda m: setattr(m.main.operands[0], "dimensions", [2, 0]),
+        "channelQuant and extension": lambda m: setattr(
+            m.main.operands[0].extraParams, "extension", b"\x01"),
+    })
+    yield from _specific("if", models.if_model, {
+        "condition dims [2]": _set(lambda m: m.main, 0, dimensions=[2]),
+        "condition dims unknown": _set(lambda m: m.main, 0, dimensions=[0]),
+        "condition rank unknown": _set(lambda m: m.main, 0, dimensions=[]),
+        "condition TENSOR_INT32": _set(lambda m: m.main, 0, type=T.TENSOR_INT32),
+        "then branch not a subgraph": lambda m: _replace_input(m.main, 0, 1, 1),
+        "else branch output dims [3]": lambda m: setattr(
+            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [3]),
+        "then branch input dims [3]": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [3]),
+        "then branch input rank 2": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [2, 1]),
+        "then branch output TENSOR_INT32": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "type", T.TENSOR_INT32),
+        "no data input": lambda m: _remove_input(m.main, 0, 3),
+        "only 2 inputs": lambda m: (_remove_input(m.main, 0, 3), _remove_input(m.main, 0, 2)),
+        "no output": lambda m: _remove_output_operand(m.main, 0, 0),
+        "branch references itself": lambda m: _reference(m.referenced[0], 0),
+    })
+    yield from _specific("while_counter", models.while_counter_model, {
+        "condition output TENSOR_INT32": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "type", T.TENSOR_INT32),
+        "condition output dims [2]": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "dimensions", [2]),
+        "condition used as body": lambda m: setattr(m.main.operands[2].location, "offset", 0),
+        "body used as condition": lambda m: setattr(m.main.operands[1].location, "offset", 1),
+        "body output dims [2]": lambda m: setattr(
+            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [2]),
+        "outer output of unknown size": _set(lambda m: m.main, 3, dimensions=[0]),
+        "outer input of unknown rank": _set(lambda m: m.main, 0, dimensions=[]),
+        "body references itself": lambda m: _reference(m.referenced[1], 1),
+        "condition references body, body condition": lambda m: (
+            _reference(m.referenced[0], 1), _reference(m.referenced[1], 0)),
+    })
+    yield from _specific("fibonacci_while", models.fibonacci_while_model, {
+        "state-only body input dims [2]": lambda m: setattr(
+            m.referenced[1].operands[m.referenced[1].inputIndexes[2]], "dimensions", [2]),
+        "input-only condition input TENSOR_FLOAT32": lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].inputIndexes[3]], "type", T.TENSOR_FLOAT32),
+        "input-only operand dropped": lambda m: _remove_input(m.main, 0, 5),
+        "body output count > input count": lambda m: _remove_body_input(m),
+    })
+    yield from _specific("nested", models.nested_model, {
+        "loop body references the IF branch (cycle)": lambda m: _reference(m.referenced[3], 0),
+        "unreferenced subgraphs form a cycle": lambda m: _append_cycle(m),
+    })
+    yield from _specific("extension", models.extension_model, {
+        "prefix no longer declared": lambda m: m.extensionNameToPrefix.clear(),
+        "operation prefix unknown": lambda m: setattr(
+            m.main.operations[0], "type", (models.EXTENSION_PREFIX + 1) << 16),
+        "extension operand with channelQuant": _set(
+            lambda m: m.main, 0, extraParams=OperandExtraParams(
+                channelQuant=SymmPerChannelQuantParams([1.0] * 4, 0))),
+        "extension operand with scale": _set(lambda m: m.main, 0, scale=0.5),
+    })
+
+
+def _remove_body_input(m: Model) -> None:
+    """The fibonacci body loses its (unused) input-only operand: 3 inputs, 3 outputs,
+    while the WHILE passes 4 values."""
+    body = m.referenced[1]
+    _remove_operand(body, body.inputIndexes[3])
+
+
+def _append_cycle(m: Model) -> None:
+    base = len(m.referenced)
+    for target in (base + 1, base):
+        subgraph = models.add_model().model.main
+        _reference(subgraph, target)
+        m.referenced.append(subgraph)
+
+
+def all_model_mutations() -> list[ModelMutation]:
+    mutations: list[ModelMutation] = []
+    for name, build in MODEL_BUILDERS.items():
+        mutations += operand_mutations(name, build)
+        mutations += operation_mutations(name, build)
+        mutations += model_level_mutations(name, build)
+    mutations += specific_mutations()
+    return mutations
+
+
+# --- valid variants ---------------------------------------------------------------------
+
+def _oem_model() -> Model:
+    builder = models.ModelBuilder()
+    g = models.GraphBuilder(builder)
+    x = g.input(T.TENSOR_OEM_BYTE, [4], scale=0.5, zero_point=7)   # OEM: any quantization
+    k = g.constant(T.TENSOR_OEM_BYTE, [1, 2, 3, 4])
+    y = g.output(T.TENSOR_OEM_BYTE, [4])
+    g.operation(Op.OEM_OPERATION, [x, k], [y])
+    return builder.build(g.build())
+
+
+def valid_variants() -> dict[str, Callable[[], Model]]:
+    """Models built by editing a valid one that must still be valid."""
+    def edited(build: Build, edit: Callable[[Model], None]) -> Callable[[], Model]:
+        def make() -> Model:
+            model = build().model
+            edit(model)
+            return model
+        return make
+
+    return {
+        "unreferenced subgraph": edited(models.add_model, lambda m: m.referenced.append(
+            models.add_model().model.main)),
+        "if branch input of unknown dimension": edited(models.if_model, lambda m: setattr(
+            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [0])),
+        "if branch output of unknown rank": edited(models.if_model, lambda m: setattr(
+            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [])),
+        "if outer output of unknown dimension": edited(models.if_model, _set(
+            lambda m: m.main, 4, dimensions=[0])),
+        "main output of unknown dimension": edited(models.add_model, _set(
+            lambda m: m.main, 3, dimensions=[2, 0])),
+        "main input of unknown rank": edited(models.add_model, _set(
+            lambda m: m.main, 0, dimensions=[])),
+        "TENSOR_INT32 with a scale": edited(models.add_model, lambda m: m.main.inputIndexes.append(
+            _append_operand(m.main, Operand(T.TENSOR_INT32, [3], scale=0.5,
+                                            lifetime=L.SUBGRAPH_INPUT)))),
+        "OEM operation": _oem_model,
+        "relaxed": edited(models.add_model, lambda m: setattr(
+            m, "relaxComputationFloat32toFloat16", True)),
+        "two extension entries": edited(models.extension_model, lambda m: (
+            m.extensionNameToPrefix.append(ExtensionNameAndPrefix("com.example.other", 8)))),
+        "extension operand with extension params": edited(models.extension_model, _set(
+            lambda m: m.main, 0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
+    }
+
+
+# --- request mutations ------------------------------------------------------------------
+
+REQUEST_BUILDERS: dict[str, Build] = {
+    "add": models.add_model,
+    "quant8_add": models.quant8_add_model,
+    "constant_reference": models.constant_reference_model,
+    "per_channel": models.per_channel_model,
+    "if": models.if_model,
+    "fibonacci_while": models.fibonacci_while_model,
+}
+
+
+def _argument(kind: str, position: int) -> Callable[[Request], RequestArgument]:
+    return lambda r: getattr(r, kind)[position]
+
+
+def request_mutations() -> list[RequestMutation]:
+    mutations: list[RequestMutation] = []
+    for name, build in REQUEST_BUILDERS.items():
+        case = build()
+        request = case.request()
+        main = case.model.main
+
+        def add(what: str, mutate: Callable[[Request, Model], None]) -> None:
+            mutations.append(RequestMutation(f"{name}/{what}", build, mutate))
+
+        for kind, indexes in (("inputs", main.inputIndexes), ("outputs", main.outputIndexes)):
+            for k, index in enumerate(indexes):
+                arg = _argument(kind, k)
+                where = f"{kind[:-1]} {k}"
+                rank = len(main.operands[index].dimensions)
+                pool = getattr(request, kind)[k].location.poolIndex
+                pool_size = request.pools[pool].hidlMemory.size
+                add(f"{where} removed", lambda r, m, kind=kind, k=k: getattr(r, kind).pop(k))
+                add(f"{where} poolIndex out of range",
+                    lambda r, m, arg=arg: setattr(arg(r).location, "poolIndex", 2))
+                add(f"{where} offset past pool",
+                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "offset", s))
+                add(f"{where} length past pool",
+                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "length", s + 1))
+                add(f"{where} offset 2**32",
+                    lambda r, m, arg=arg: setattr(arg(r).location, "offset", 2 ** 32))
+                add(f"{where} no value with a location",
+                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", True))
+                add(f"{where} no value with dimensions", lambda r, m, arg=arg: (
+                    setattr(arg(r), "hasNoValue", True),
+                    setattr(arg(r), "location", DataLocation()),
+                    setattr(arg(r), "dimensions", [1])))
+                add(f"{where} hasNoValue is an int",
+                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", 0))
+                if rank > 0:
+                    dims = list(main.operands[index].dimensions)
+                    add(f"{where} rank + 1",
+                        lambda r, m, arg=arg, d=dims: setattr(arg(r), "dimensions", d + [1]))
+                    add(f"{where} dimension 0 differs", lambda r, m, arg=arg, d=dims: setattr(
+                        arg(r), "dimensions", [d[0] + 1] + d[1:]))
+                    add(f"{where} negative dimension", lambda r, m, arg=arg, d=dims: setattr(
+                        arg(r), "dimensions", [-1] + d[1:]))
+                if kind == "inputs":
+                    add(f"{where} length - 1", lambda r, m, arg=arg: setattr(
+                        arg(r).location, "length", arg(r).location.length - 1))
+                    add(f"{where} length + 1", lambda r, m, arg=arg: setattr(
+                        arg(r).location, "length", arg(r).location.length + 1))
+                    if rank > 0:
+                        add(f"{where} dimension 0 unknown", lambda r, m, arg=arg, d=dims: setattr(
+                            arg(r), "dimensions", [0] + d[1:]))
+        add("extra input", lambda r, m: r.inputs.append(RequestArgument(hasNoValue=True)))
+        add("extra output", lambda r, m: r.outputs.append(RequestArgument(hasNoValue=True)))
+        add("pool 0 is a token", lambda r, m: r.pools.__setitem__(0, MemoryPool(token=1)))
+        add("pool 0 has memory and token", lambda r, m: setattr(r.pools[0], "token", 1))
+        add("pool 0 is empty", lambda r, m: r.pools.__setitem__(0, MemoryPool()))
+        add("pool 0 closed", lambda r, m: r.pools[0].hidlMemory.close())
+        add("pool 0 of size 0", lambda r, m: setattr(r.pools[0], "hidlMemory", Memory.create(0)))
+        add("pool 0 of unknown kind", lambda r, m: setattr(
+            r.pools[0], "hidlMemory", Memory.create(r.pools[0].hidlMemory.size, name="bogus")))
+        add("pool 0 a bare Memory", lambda r, m: r.pools.__setitem__(0, r.pools[0].hidlMemory))
+        add("pools removed", lambda r, m: r.pools.clear())
+    mutations += _shape_request_mutations()
+    return mutations
+
+
+def unknown_input_dims_model() -> ModelCase:
+    """add_model with input 0 of dimensions [0, 2]: the request must give them."""
+    case = models.add_model()
+    case.model.main.operands[0].dimensions = [0, 2]
+    return case
+
+
+def scalar_input_model() -> ModelCase:
+    """add_model with the activation as a request input (an INT32 scalar)."""
+    case = models.add_model()
+    main = case.model.main
+    act = main.operands[2]
+    act.lifetime, act.location = L.SUBGRAPH_INPUT, DataLocation()
+    main.inputIndexes.append(2)
+    case.inputs.append(np.array(0, np.int32))
+    return case
+
+
+def unknown_output_dims_model() -> ModelCase:
+    case = models.add_model()
+    case.model.main.operands[3].dimensions = [0, 0]
+    case.output_lengths = [16]
+    return case
+
+
+def _shape_request_mutations() -> list[RequestMutation]:
+    return [
+        RequestMutation("unknown input dims/not given", unknown_input_dims_model,
+                        lambda r, m: None),
+        RequestMutation("unknown input dims/given wrong", unknown_input_dims_model,
+                        lambda r, m: setattr(r.inputs[0], "dimensions", [2, 3])),
+        RequestMutation("unknown input dims/given as unknown", unknown_input_dims_model,
+                        lambda r, m: setattr(r.inputs[0], "dimensions", [0, 2])),
+        RequestMutation("unknown input dims/overflowing", unknown_input_dims_model,
+                        lambda r, m: setattr(r.inputs[0], "dimensions", [2 ** 30, 2])),
+        RequestMutation("scalar input/given dimensions", scalar_input_model,
+                        lambda r, m: setattr(r.inputs[2], "dimensions", [1])),
+        RequestMutation("unknown output dims/overflowing", unknown_output_dims_model,
+                        lambda r, m: setattr(r.outputs[0], "dimensions", [2 ** 20, 2 ** 20])),
+    ]
+
+
+def valid_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None], dict]]:
+    """Requests edited from valid ones that must stay valid: (build, edit, kwargs)."""
+    def set_input_dims(r: Request, m: Model) -> None:
+        r.inputs[0].dimensions = [2, 2]
+    return {
+        "output buffer too small": (models.add_model, lambda r, m: setattr(
+            r.outputs[0].location, "length", 4), {}),
+        "output omitted": (models.add_model, lambda r, m: r.outputs.__setitem__(
+            0, RequestArgument(hasNoValue=True)), {}),
+        "input omitted": (models.add_model, lambda r, m: r.inputs.__setitem__(
+            1, RequestArgument(hasNoValue=True)), {}),
+        "dimensions equal to the model's": (models.add_model, set_input_dims, {}),
+        "unknown input dims given": (unknown_input_dims_model, set_input_dims, {}),
+        "scalar input": (scalar_input_model, lambda r, m: None, {}),
+        "unknown output dims": (unknown_output_dims_model, lambda r, m: None, {}),
+        "unknown output dims given in request, fenced": (
+            unknown_output_dims_model,
+            lambda r, m: setattr(r.outputs[0], "dimensions", [2, 2]),
+            {"allow_unspecified_output": False}),
+        "larger output buffer": (models.add_model, lambda r, m: (
+            r.pools.__setitem__(1, MemoryPool(hidlMemory=Memory.create(32))),
+            setattr(r.outputs[0].location, "length", 17)), {}),
+    }
+
+
+def invalid_fenced_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None]]]:
+    """Valid for executions that report output shapes, invalid when outputs cannot
+    report them (allow_unspecified_output=False)."""
+    return {
+        "unknown output dims": (unknown_output_dims_model, lambda r, m: None),
+        "output dims given with an unknown one": (
+            unknown_output_dims_model, lambda r, m: setattr(r.outputs[0], "dimensions", [2, 0])),
+        "output of unknown rank": (models.add_model, lambda r, m: setattr(
+            m.main.operands[3], "dimensions", [])),
+    }

@@ -1,0 +1,106 @@
+"""Through the HAL surface: every invalid model mutation makes getSupportedOperations_1_3
+and prepareModel_1_3 answer INVALID_ARGUMENT (and notify it), and every invalid request
+mutation makes each execution path answer INVALID_ARGUMENT, without raising."""
+from __future__ import annotations
+
+import pytest
+
+from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, MeasureTiming,
+                        NO_TIMING, OptionalTimePoint, OptionalTimeoutDuration,
+                        PreparedModelCallback, Priority)
+from tests.validation.mutations import (REQUEST_BUILDERS, RequestMutation, all_model_mutations,
+                                        request_mutations)
+
+device_module = pytest.importorskip("driver.device")
+
+MODEL_MUTATIONS = all_model_mutations()
+REQUEST_MUTATIONS = [m for m in request_mutations() if m.build in REQUEST_BUILDERS.values()]
+CALLBACK_TIMEOUT_S = 10
+
+
+@pytest.fixture(scope="module")
+def device():
+    return device_module.SampleDriver()
+
+
+def prepare(device, model):
+    callback = PreparedModelCallback()
+    status = device.prepareModel_1_3(model, ExecutionPreference.FAST_SINGLE_ANSWER,
+                                     Priority.MEDIUM, OptionalTimePoint(), [], [], bytes(32),
+                                     callback)
+    return status, callback
+
+
+def model_answers(device, mutation) -> list:
+    """What the device said about the mutated model, where that was not INVALID_ARGUMENT."""
+    wrong = []
+    status, _ = device.getSupportedOperations_1_3(mutation.invalid_model())
+    if status != ErrorStatus.INVALID_ARGUMENT:
+        wrong.append(("getSupportedOperations_1_3", status))
+    status, callback = prepare(device, mutation.invalid_model())
+    notified = callback.wait(CALLBACK_TIMEOUT_S)
+    if status != ErrorStatus.INVALID_ARGUMENT or notified != (ErrorStatus.INVALID_ARGUMENT, None):
+        wrong.append(("prepareModel_1_3", status, notified))
+    if callback.notify_count != 1:
+        wrong.append(("notify_1_3 calls", callback.notify_count))
+    return wrong
+
+
+# The validator tests run each model mutation as its own case; here they are grouped by
+# model (one case each) to keep the suite fast, and a failure lists every mutation at fault.
+MODEL_GROUPS = sorted({m.id.split("/")[0] for m in MODEL_MUTATIONS})
+
+
+@pytest.mark.parametrize("group", MODEL_GROUPS)
+def test_invalid_models(device, group):
+    failures = {m.id: wrong for m in MODEL_MUTATIONS if m.id.split("/")[0] == group
+                for wrong in [model_answers(device, m)] if wrong}
+    assert not failures, "\n".join(f"{id}: {wrong}" for id, wrong in failures.items())
+
+
+_prepared: dict[str, object] = {}
+
+
+def prepared_model(device, name: str):
+    """The prepared valid model, or a skip when the driver cannot run it (yet)."""
+    if name not in _prepared:
+        status, callback = prepare(device, REQUEST_BUILDERS[name]().model)
+        ok = status == ErrorStatus.NONE
+        _prepared[name] = callback.wait(CALLBACK_TIMEOUT_S)[1] if ok else status
+    prepared = _prepared[name]
+    if isinstance(prepared, ErrorStatus):
+        pytest.skip(f"the driver does not prepare the {name} model: {prepared.name}")
+    return prepared
+
+
+def builder_name(mutation: RequestMutation) -> str:
+    return next(name for name, build in REQUEST_BUILDERS.items() if build is mutation.build)
+
+
+@pytest.mark.parametrize("name", sorted(REQUEST_BUILDERS))
+def test_sample_request_executes(device, name):
+    """Precondition of the request cases: the unmutated request runs."""
+    status, shapes, _ = prepared_model(device, name).executeSynchronously_1_3(
+        REQUEST_BUILDERS[name]().request(), MeasureTiming.NO, OptionalTimePoint(),
+        OptionalTimeoutDuration())
+    assert status == ErrorStatus.NONE
+
+
+@pytest.mark.parametrize("mutation", REQUEST_MUTATIONS, ids=[m.id for m in REQUEST_MUTATIONS])
+def test_invalid_request(device, mutation):
+    prepared = prepared_model(device, builder_name(mutation))
+    no_time, no_timeout = OptionalTimePoint(), OptionalTimeoutDuration()
+
+    request, _ = mutation.invalid_request()
+    assert prepared.executeSynchronously_1_3(request, MeasureTiming.NO, no_time, no_timeout) \
+        == (ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
+
+    request, _ = mutation.invalid_request()
+    callback = ExecutionCallback()
+    assert prepared.execute_1_3(request, MeasureTiming.YES, no_time, no_timeout, callback) \
+        == ErrorStatus.INVALID_ARGUMENT
+    assert callback.wait(CALLBACK_TIMEOUT_S) == (ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
+
+    request, _ = mutation.invalid_request()
+    assert prepared.executeFenced(request, [], MeasureTiming.NO, no_time, no_timeout,
+                                  no_timeout) == (ErrorStatus.INVALID_ARGUMENT, None, None)
