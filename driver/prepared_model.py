@@ -115,7 +115,8 @@ class SamplePreparedModel:
             measure, ctx = self._checked(request, measure, deadline, loopTimeoutDuration)
             duration_ns = arguments.duration(duration, "duration")
             fences = arguments.sync_fences(waitFor)
-            validate_request(request, self._model)
+            # A fenced execution cannot report output shapes: every output must be known.
+            validate_request(request, self._model, allow_unspecified_output=False)
         except ValidationError:
             return ErrorStatus.INVALID_ARGUMENT, None, None
         done = SyncFence()

@@ -423,8 +423,10 @@ def _text(it: Iterator[int], data: bytes) -> str:
 
 
 def _memory_name(it: Iterator[int], data: bytes) -> str:
-    # A memory's name becomes a memfd name, a C string: NUL bytes are dropped.
-    return _text(it, data).replace("\0", "")
+    # A memory's name becomes a memfd name, a C string: NUL bytes are dropped (before
+    # decoding, so that the name encodes back to the same bytes).
+    raw = _take(it, data, _count(it, MAX_NAME_BYTES)).replace(b"\0", b"")
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _read_value(it: Iterator[int], data: bytes) -> ValueSpec:
@@ -542,10 +544,10 @@ def _read_subgraph(it: Iterator[int], data: bytes) -> SubgraphSpec:
 def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
     flags = next(it, 0)
     referenced_count = _count(it, MAX_REFERENCED)
-    main = _read_subgraph(it, data)
-    referenced = [_read_subgraph(it, data) for _ in range(referenced_count)]
     values = _read_segments(it, data)
     pools = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
+    main = _read_subgraph(it, data)
+    referenced = [_read_subgraph(it, data) for _ in range(referenced_count)]
     extensions = []
     if flags & 2:
         for _ in range(_count(it, MAX_EXTENSIONS)):
@@ -572,14 +574,14 @@ def _read_argument(it: Iterator[int], data: bytes) -> ArgumentSpec:
 
 
 def _read_request(it: Iterator[int], data: bytes) -> RequestSpec:
-    inputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
-    outputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
     pools = []
     for _ in range(_count(it, MAX_POOLS)):
         if next(it, 0) & 1:
             pools.append(RequestPoolSpec(token=_u32(it)))
         else:
             pools.append(RequestPoolSpec(blob=_read_blob(it, data)))
+    inputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
+    outputs = [_read_argument(it, data) for _ in range(_count(it, MAX_REQUEST_ARGUMENTS))]
     return RequestSpec(inputs, outputs, pools)
 
 
@@ -775,13 +777,13 @@ def _write_model(w: _Writer, m: ModelSpec) -> None:
     w.byte((1 if m.relaxComputationFloat32toFloat16 else 0)
            | (2 if m.extensionNameToPrefix else 0))
     w.varint(len(m.referenced), "referenced subgraph count", MAX_REFERENCED)
-    _write_subgraph(w, m.main, "main")
-    for i, sg in enumerate(m.referenced):
-        _write_subgraph(w, sg, f"subgraph {i + 1}")
     _write_segments(w, m.operandValues)
     w.varint(len(m.pools), "model pool count", MAX_POOLS)
     for pool in m.pools:
         _write_blob(w, pool)
+    _write_subgraph(w, m.main, "main")
+    for i, sg in enumerate(m.referenced):
+        _write_subgraph(w, sg, f"subgraph {i + 1}")
     if m.extensionNameToPrefix:
         w.varint(len(m.extensionNameToPrefix), "extension count", MAX_EXTENSIONS)
         for ext in m.extensionNameToPrefix:
@@ -807,10 +809,6 @@ def _write_argument(w: _Writer, a: ArgumentSpec, what: str) -> None:
 
 
 def _write_request(w: _Writer, r: RequestSpec) -> None:
-    for role, args in (("input", r.inputs), ("output", r.outputs)):
-        w.varint(len(args), f"request {role} count", MAX_REQUEST_ARGUMENTS)
-        for i, arg in enumerate(args):
-            _write_argument(w, arg, f"request {role} {i}")
     w.varint(len(r.pools), "request pool count", MAX_POOLS)
     for pool in r.pools:
         if pool.token is not None:
@@ -819,6 +817,10 @@ def _write_request(w: _Writer, r: RequestSpec) -> None:
         else:
             w.byte(0)
             _write_blob(w, pool.blob)
+    for role, args in (("input", r.inputs), ("output", r.outputs)):
+        w.varint(len(args), f"request {role} count", MAX_REQUEST_ARGUMENTS)
+        for i, arg in enumerate(args):
+            _write_argument(w, arg, f"request {role} {i}")
 
 
 def _microseconds(ns: int, cap_us: int, what: str) -> int:
@@ -1030,12 +1032,178 @@ def lower(spec: CaseSpec) -> FuzzCase:
     fill = _Fill()
     model = _lower_model(spec.model, fill)
     request = _lower_request(spec.request, model.main, fill)
-    return FuzzCase(model, request, replace(spec.choices))
+    return FuzzCase(model, request, _copy_choices(spec.choices))
+
+
+def _copy_choices(c: ExecutionChoices) -> ExecutionChoices:
+    return ExecutionChoices(c.path, c.second_path, c.measureTiming, c.preference, c.priority,
+                            c.deadline_ns, c.loopTimeoutDuration_ns, c.wait_fences,
+                            c.wait_fence_delay_ns, c.fenced_duration_ns)
+
+
+# --- decoding: bytes -> HAL in one pass ------------------------------------------------------
+# decode(data) == lower(parse(data)), without building the spec first: decoding runs once per
+# fuzz iteration, and skipping the intermediate objects roughly halves its cost. The wire
+# order makes this possible: pools come before the operands and arguments placed in them.
+
+def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> bytearray:
+    return _segment_bytes(_read_segments(it, data), fill)
+
+
+def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
+                     blobs: list[bytearray], fill: _Fill) -> Subgraph:
+    nx = next
+    operands: list[Operand] = []
+    counted: list[int] = []         # operands whose consumers the decoder counts
+    append = operands.append
+    for k in range(_count(it, MAX_OPERANDS)):
+        head = nx(it, 0)
+        operand_type = nx(it, 0)
+        if operand_type >= 0x80:
+            operand_type = min(_varint_tail(it, operand_type), UINT32_MAX)
+        operand_type = _OPERAND_TYPES.get(operand_type, operand_type)
+        rank = nx(it, 0)
+        dims = []
+        if rank:
+            if rank > MAX_RANK:
+                rank = MAX_RANK if rank < 0x80 else min(_varint_tail(it, rank), MAX_RANK)
+            for _ in range(rank):
+                d = nx(it, 0)
+                dims.append(d if d < 0x80 else min(_varint_tail(it, d), UINT32_MAX))
+        lifetime = head & 7
+        if lifetime == _LIFETIME_ESCAPE:
+            lifetime = _u32(it)
+        lifetime = _LIFETIMES.get(lifetime, lifetime)
+        scale = 0.0
+        zero_point = consumers = 0
+        if head & _OP_QUANT:
+            scale = _float(it, bool(nx(it, 0) & 1))
+            zero_point = _i32(it)
+        if head & _OP_CONSUMERS:
+            consumers = _u32(it)
+        else:
+            counted.append(k)
+        if head & _OP_LOCATION:
+            location = DataLocation(_u32(it), _u32(it), _u32(it))
+        elif lifetime == _COPY:
+            value = _read_value(it, data)
+            raw = _value_bytes(operand_type, value, _value_size(operand_type, dims, value, 0), fill)
+            location = DataLocation(0, _append(values, raw), len(raw))
+        elif lifetime == _REFERENCE:
+            target = _u32(it)
+            value = _read_value(it, data)
+            size = _value_size(operand_type, dims, value, 0)
+            if target < len(blobs):
+                raw = _value_bytes(operand_type, value, size, fill)
+                location = DataLocation(target, _append(blobs[target], raw), len(raw))
+            else:
+                location = DataLocation(target, 0, size)
+        elif lifetime == _SUBGRAPH:
+            location = DataLocation(0, _u32(it), 0)
+        else:
+            location = DataLocation()
+        extra = OperandExtraParams()
+        if head & _OP_CHANNEL_QUANT:
+            wide = bool(nx(it, 0) & 1)
+            scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
+            extra.channelQuant = SymmPerChannelQuantParams(scales, _u32(it))
+        if head & _OP_EXTENSION:
+            extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
+        append(Operand(operand_type, dims, consumers, scale, zero_point, lifetime, location, extra))
+    operations = []
+    n = len(operands)
+    uses = [0] * n
+    for _ in range(_count(it, MAX_OPERATIONS)):
+        operation_type = _u32(it)
+        operation_type = _OPERATION_TYPES.get(operation_type, operation_type)
+        inputs = _read_indexes(it, MAX_OPERATION_INPUTS)
+        for i in inputs:
+            if i < n:
+                uses[i] += 1
+        operations.append(Operation(operation_type, inputs,
+                                    _read_indexes(it, MAX_OPERATION_OUTPUTS)))
+    for k in counted:
+        operands[k].numberOfConsumers = uses[k]
+    inputs = _read_indexes(it, MAX_IO_INDEXES)
+    return Subgraph(operands, operations, inputs, _read_indexes(it, MAX_IO_INDEXES))
+
+
+def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
+    flags = next(it, 0)
+    referenced_count = _count(it, MAX_REFERENCED)
+    values = _decode_segments(it, data, fill)
+    pool_specs = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
+    blobs = [_segment_bytes(pool.segments, fill) for pool in pool_specs]
+    main = _decode_subgraph(it, data, values, blobs, fill)
+    referenced = [_decode_subgraph(it, data, values, blobs, fill)
+                  for _ in range(referenced_count)]
+    extensions = []
+    if flags & 2:
+        for _ in range(_count(it, MAX_EXTENSIONS)):
+            name = _text(it, data)
+            extensions.append(ExtensionNameAndPrefix(name, min(_varint(it), UINT16_MAX)))
+    pools = [Memory.from_bytes(blob, pool.name) for blob, pool in zip(blobs, pool_specs)]
+    return Model(main, referenced, bytes(values), pools, bool(flags & 1), extensions)
+
+
+def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill) -> Request:
+    names: list[str | None] = []
+    blobs: list[bytearray | None] = []
+    tokens: list[int] = []
+    for _ in range(_count(it, MAX_POOLS)):
+        if next(it, 0) & 1:
+            tokens.append(_u32(it))
+            names.append(None)
+            blobs.append(None)
+        else:
+            pool = _read_blob(it, data)
+            tokens.append(0)
+            names.append(pool.name)
+            blobs.append(_segment_bytes(pool.segments, fill))
+    lowered: list[list[RequestArgument]] = [[], []]
+    for role, indexes in enumerate((main.inputIndexes, main.outputIndexes)):
+        out = lowered[role]
+        for i in range(_count(it, MAX_REQUEST_ARGUMENTS)):
+            head = next(it, 0)
+            dims = _read_dims(it)
+            value = None
+            if head & _ARG_LOCATION:
+                location = DataLocation(_u32(it), _u32(it), _u32(it))
+            elif head & _ARG_NO_VALUE:
+                location = DataLocation()
+            else:
+                target = _u32(it)
+                value = _read_value(it, data)
+            delta = (min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
+                     if head & _ARG_DELTA else 0)
+            if value is not None:
+                operand = _io_operand(main, indexes, i)
+                operand_type = _NO_TYPE if operand is None else operand.type
+                size = _value_size(operand_type, dims or ([] if operand is None
+                                                          else operand.dimensions), value, delta)
+                if target >= len(blobs):
+                    location = DataLocation(target, 0, size)
+                elif blobs[target] is None:        # driver-allocated buffer: whole buffer
+                    location = DataLocation(target, 0, 0)
+                else:
+                    raw = _value_bytes(operand_type, value, size, fill)
+                    location = DataLocation(target, _append(blobs[target], raw), len(raw))
+            out.append(RequestArgument(bool(head & _ARG_NO_VALUE), location, dims))
+    pools = [MemoryPool(token=token) if blob is None
+             else MemoryPool(hidlMemory=Memory.from_bytes(blob, name))
+             for token, name, blob in zip(tokens, names, blobs)]
+    return Request(lowered[0], lowered[1], pools)
 
 
 def decode(data: bytes) -> FuzzCase:
-    """Any byte string -> a FuzzCase, deterministically and without raising."""
-    return lower(parse(data))
+    """Any byte string -> a FuzzCase, deterministically and without raising; the same as
+    ``lower(parse(data))``."""
+    data = bytes(data)
+    it = iter(data)
+    fill = _Fill()
+    choices = _read_choices(it)
+    model = _decode_model(it, data, fill)
+    return FuzzCase(model, _decode_request(it, data, model.main, fill), choices)
 
 
 # --- lifting: HAL -> spec ------------------------------------------------------------------

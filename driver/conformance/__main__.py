@@ -75,13 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if arguments.list:
         return list_examples(files, arguments.name_filter)
-    if arguments.jobs <= 1:
-        # Fail on a bad --driver before any work, with a message rather than a traceback.
-        try:
-            make_device(arguments.driver)
-        except (ImportError, ValueError) as error:
-            print(f"ERROR cannot make the device: {error}", file=sys.stderr)
-            return 2
+    # Fail on a bad --driver before any work (and before any worker process starts), with
+    # a message rather than a traceback.
+    try:
+        make_device(arguments.driver)
+    except (ImportError, ValueError) as error:
+        print(f"ERROR cannot make the device: {error}", file=sys.stderr)
+        return 2
     options = RunOptions(paths=arguments.execution_paths, variants=arguments.variants,
                          call_timeout=arguments.timeout)
     counts = {verdict: 0 for verdict in Verdict}

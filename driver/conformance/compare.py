@@ -110,7 +110,8 @@ def check_multinomial(example: Example, raw_outputs: Sequence[bytes]) -> list[st
     row, the frequency of every class among the samples must be within the tolerance of
     that class's probability, softmax(logits)."""
     main = example.main
-    if not (len(main.operations) == 1 and main.operations[0].type == OperationType.RANDOM_MULTINOMIAL
+    if not (len(main.operations) == 1
+            and main.operations[0].type == OperationType.RANDOM_MULTINOMIAL
             and len(main.inputs) >= 1 and len(main.outputs) == 1
             and len(main.inputs[0].dimensions) == 2 and len(main.outputs[0].dimensions) == 2):
         return ["a multinomial tolerance is given, but the model is not one RANDOM_MULTINOMIAL "

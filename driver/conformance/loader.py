@@ -249,7 +249,7 @@ def parse_operand(entry: Any, where: str, referenced_count: int) -> OperandSpec:
     return OperandSpec(
         name=name, type=operand_type, dimensions=dimensions,
         scale=float(_optional_number(entry, "scale", 0.0, where)),
-        zeroPoint=int(_optional_number(entry, "zeroPoint", 0, where)),
+        zeroPoint=_optional_field(entry, "zeroPoint", int, 0, where),
         lifetime=lifetime,
         numberOfConsumers=_field(entry, "numberOfConsumers", int, where),
         isIgnored=_optional_field(entry, "isIgnored", bool, False, where),
@@ -313,6 +313,8 @@ def _channel_quant(entry: Any, where: str) -> SymmPerChannelQuantParams | None:
 
 
 def _require(condition: object, message: str) -> None:
+    # The message is built before the call: fine once per object, too slow once per value
+    # (per-value checks raise directly).
     if not condition:
         raise LoadError(message)
 
@@ -430,15 +432,19 @@ def _operand_location(spec: OperandSpec, copies: _Packer, references: _Packer) -
 
 
 def output_buffer_size(spec: OperandSpec) -> int:
-    """A zero-sized output still gets one byte: a request cannot declare a zero-sized
-    output (it would read as "no value" or "unknown size")."""
+    """The reference's size, or the declared shape's when there is no reference. A
+    zero-sized output still gets one byte: a request cannot declare a zero-sized output
+    (it would read as "no value" or "unknown size")."""
+    if spec.values is None and (spec.is_scalar or (spec.dimensions and 0 not in spec.dimensions)):
+        return OPERAND_DTYPE[spec.type].itemsize * math.prod(spec.dimensions)
     return max(spec.byte_size, 1)
 
 
 def shrinkable_output(example: Example) -> int | None:
     """The first main output whose buffer can be made one byte too small and still be a
     buffer (more than one byte): the target of the insufficient-output variant."""
-    return next((i for i, output in enumerate(example.main.outputs) if output.byte_size > 1), None)
+    return next((i for i, output in enumerate(example.main.outputs)
+                 if output_buffer_size(output) > 1), None)
 
 
 def build_request(example: Example, *, shrink_output: int | None = None) -> Request:

@@ -198,7 +198,8 @@ def unknown_size_while_operand(model: Model) -> str | None:
                         + [cond.operands[i] for i in cond.inputIndexes]
                         + [body.operands[i] for i in body.inputIndexes + body.outputIndexes])
             if any(not has_known_size(operand) for operand in operands):
-                return f"{label} subgraph, operation {op_index} (WHILE) has an operand of unknown size"
+                return (f"{label} subgraph, operation {op_index} (WHILE) has an operand of "
+                        f"unknown size")
     return None
 
 
@@ -449,7 +450,8 @@ class ExampleRun:
         example = self.example
         status = outcome.status
         problems = []
-        if outcome.shapes and status not in (ErrorStatus.NONE, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE):
+        if outcome.shapes and status not in (ErrorStatus.NONE,
+                                             ErrorStatus.OUTPUT_INSUFFICIENT_SIZE):
             problems.append(f"output shapes reported with status {status.name}")
         if example.expectFailure:
             if example.is_infinite_loop_test:
@@ -520,8 +522,11 @@ def timing_problems(outcome: _Outcome, measure: MeasureTiming) -> list[str]:
 def describe_exception(error: BaseException) -> str:
     """An exception out of the driver, with where it was raised."""
     frames = traceback.extract_tb(error.__traceback__)
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"raised {type(error).__name__}: {error}{where}"
+    if not frames:
+        return f"raised {type(error).__name__}: {error}"
+    origin = frames[-1]
+    return (f"raised {type(error).__name__}: {error} "
+            f"(at {origin.filename}:{origin.lineno} in {origin.name})")
 
 
 def summarize(example: Example, checks: list[Check]) -> ExampleResult:

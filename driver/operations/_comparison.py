@@ -3,8 +3,9 @@ broadcast tensors of one type compared element-wise into a TENSOR_BOOL8.
 
 Quantized operands compare their real values, (q - zeroPoint) * scale in single precision
 as the reference computes them; the two inputs may have different scales and zero points.
-Every other type compares stored values directly: one numpy call per run, since loop
-conditions (``i < n`` on TENSOR_INT32 [1]) run once per WHILE iteration.
+TENSOR_BOOL8 compares stored bytes. Every other type compares stored values directly: one
+numpy call per run, since loop conditions (``i < n`` on TENSOR_INT32 [1]) run once per
+WHILE iteration.
 """
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def build_comparison(ctx: OperationContext, compare: Comparison) -> Kernel:
             except ValueError:
                 broadcast_failure(ctx, a, b)
         return quant_kernel
+
+    if in0.type == T.TENSOR_BOOL8:
+        # The reference compares the stored bytes, and a client may store any nonzero
+        # byte as true: compare bytes too (numpy would treat 2 and 1 as equal booleans).
+        def bool_kernel(a, b):
+            try:
+                return (compare(a.view(np.uint8), b.view(np.uint8)),)
+            except ValueError:
+                broadcast_failure(ctx, a, b)
+        return bool_kernel
 
     # NaN compares false (and unequal), as in C; numpy emits no warning for it.
     def kernel(a, b):

@@ -31,10 +31,10 @@ def build(ctx: OperationContext) -> Kernel:
 
     def kernel(x, alpha):
         x32 = x.astype(np.float32, copy=False)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):     # IEEE overflow, also when rounding to float16
             result = (np.maximum(x32, np.float32(0))
                       + np.minimum(np.float32(0), np.float32(alpha) * np.expm1(x32)))
-        return (result.astype(dtype, copy=False),)
+            return (result.astype(dtype, copy=False),)
     return kernel
 
 

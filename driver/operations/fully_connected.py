@@ -116,7 +116,8 @@ def _build_float(ctx: OperationContext) -> Kernel:
                      activation_bounds(activation_value(ctx, ACTIVATION, (x, w, b, activation))))
         if low != -np.inf or high != np.inf:
             np.clip(result, low, high, out=result)
-        return (result.astype(dtype, copy=False),)
+        with np.errstate(over="ignore"):     # float16 results may round to inf
+            return (result.astype(dtype, copy=False),)
     return kernel
 
 

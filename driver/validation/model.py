@@ -35,12 +35,13 @@ from .operand import check_operand, storage_of
 _EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
 
 
-def validate_model(model: Model, *, allow_unknown_size_while: bool = False) -> None:
+def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> None:
     """Raise ValidationError, naming the subgraph / operand / operation at fault, unless
     ``model`` is a valid HAL 1.3 model.
 
-    ``allow_unknown_size_while`` lifts the HAL 1.3 rule that every operand of a WHILE
-    (and of the subgraphs it calls) has a known size."""
+    ``allow_unknown_size_while`` (the default) lifts the HAL 1.3 reference rule that every
+    operand of a WHILE (and of the subgraphs it calls) has a known size: this driver runs
+    loops whose state changes shape between iterations. Pass False for the strict rule."""
     check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
     check(isinstance(model.relaxComputationFloat32toFloat16, bool),
           f"model: relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r}"

@@ -159,8 +159,9 @@ class FakePreparedModel:
                 argument.location.offset, argument.location.length)
             inputs.append(np.frombuffer(raw, _storage_dtype(operand.type)).reshape(
                 operand.dimensions))
-        results = [np.asarray(r + mistakes.value_offset).astype(_storage_dtype(
-            main.operands[i].type)) for r, i in zip(self.device.compute(inputs), main.outputIndexes)]
+        results = [np.asarray(result + mistakes.value_offset).astype(
+                       _storage_dtype(main.operands[index].type))
+                   for result, index in zip(self.device.compute(inputs), main.outputIndexes)]
         shapes, sufficient = [], True
         for argument, result, index in zip(request.outputs, results, main.outputIndexes):
             fits = argument.location.length >= result.nbytes or mistakes.ignore_insufficient

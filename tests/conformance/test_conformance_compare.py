@@ -32,7 +32,8 @@ def raw(values, dtype) -> bytes:
 def test_float32_boundary():
     expected = np.array([0.0, 100.0])
     limit = FLOAT32_TOLERANCE.atol + FLOAT32_TOLERANCE.rtol * 100.0
-    assert compare_values(expected, np.array([0.9e-5, 100.0 + 0.9 * limit]), FLOAT32_TOLERANCE) is None
+    within = np.array([0.9e-5, 100.0 + 0.9 * limit])
+    assert compare_values(expected, within, FLOAT32_TOLERANCE) is None
     message = compare_values(expected, np.array([0.0, 100.0 + 1.1 * limit]), FLOAT32_TOLERANCE)
     assert message.startswith("1 of 2 values outside atol=1e-05")
     assert "index 1: expected 100" in message

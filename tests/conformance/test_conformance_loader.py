@@ -137,6 +137,14 @@ def test_insufficient_request_shrinks_one_output_by_one_byte(rich):
         build_request(rich, shrink_output=1)   # the zero-sized output has a 1-byte buffer
 
 
+def test_output_without_reference_gets_its_declared_size(tmp_path):
+    entry = add_model()
+    entry["main"]["operands"][3]["data"] = None
+    example = next(load_examples(write_models(tmp_path / "noref.json", [entry])))
+    assert build_request(example).outputs[0].location.length == 16
+    assert shrinkable_output(example) == 0
+
+
 def test_request_with_only_omitted_inputs_still_has_a_mapped_pool(tmp_path):
     entry = add_model()
     for spec in entry["main"]["operands"][:2]:

@@ -39,7 +39,8 @@ def test_a_correct_driver_passes_every_path_and_variant(tmp_path):
     assert steps == sorted(
         [(p.value, "normal") for p in ExecutionPath] + [(p.value, "dynamic") for p in ExecutionPath]
         + [(p.value, "insufficient") for p in ExecutionPath if p is not ExecutionPath.FENCED])
-    fenced_dynamic = next(c for c in result.checks if (c.step, c.variant.value) == ("fenced", "dynamic"))
+    fenced_dynamic = next(c for c in result.checks
+                          if (c.step, c.variant) == ("fenced", Variant.DYNAMIC))
     assert fenced_dynamic.status == ErrorStatus.INVALID_ARGUMENT
 
 
@@ -47,7 +48,8 @@ def test_wrong_values_fail_every_path(tmp_path):
     result = run(tmp_path, value_offset=0.01)
     assert result.verdict is Verdict.FAILED
     failures = failed_steps(result)
-    assert {step for step, variant in failures if variant == "normal"} == {p.value for p in ExecutionPath}
+    normal_failures = {step for step, variant in failures if variant == "normal"}
+    assert normal_failures == {path.value for path in ExecutionPath}
     assert "output 0 (out): 4 of 4 values outside atol=1e-05" in failures[("sync", "normal")]
     assert result.failure_line().startswith("FAIL add_float [")
     assert "more failing steps" in result.failure_line()
@@ -100,25 +102,33 @@ def failing_model():
     return add_model("must_fail", expectFailure=True)
 
 
-def infinite_loop_model():
-    graph = {"operands": [operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"),
-                          operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT", consumers=0)],
-             "operations": [], "inputIndexes": [0], "outputIndexes": [1]}
+def loop_model(name: str = "loop", body_dims=(1,), **fields):
+    """A WHILE whose output is the model's output; ``body_dims`` of the body's operands."""
+    cond = {"operands": [operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"),
+                         operand("TENSOR_BOOL8", [1], "SUBGRAPH_OUTPUT", consumers=0)],
+            "operations": [], "inputIndexes": [0], "outputIndexes": [1]}
+    body = {"operands": [operand("TENSOR_FLOAT32", list(body_dims), "SUBGRAPH_INPUT"),
+                         operand("TENSOR_FLOAT32", list(body_dims), "SUBGRAPH_OUTPUT",
+                                 consumers=0)],
+            "operations": [], "inputIndexes": [0], "outputIndexes": [1]}
     main = {"operands": [operand("SUBGRAPH", [], "SUBGRAPH", [0]),
                          operand("SUBGRAPH", [], "SUBGRAPH", [1]),
                          operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT", [0.0]),
-                         operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT", [0.0], consumers=0)],
+                         operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT", [3.0], consumers=0)],
             "operations": [{"type": "WHILE", "inputs": [0, 1, 2], "outputs": [3]}],
             "inputIndexes": [2], "outputIndexes": [3]}
-    return model_entry("endless", main, [graph, graph], expectFailure=True)
+    return model_entry(name, main, [cond, body], **fields)
+
+
+ENDLESS_LOOP = loop_model("endless", expectFailure=True)   # the fake decides it never ends
 
 
 @pytest.mark.parametrize("entry, status, verdict, reason", [
     (failing_model(), None, Verdict.FAILED, "status NONE, expected an error (the model must fail)"),
     (failing_model(), ErrorStatus.GENERAL_FAILURE, Verdict.PASSED, ""),
-    (infinite_loop_model(), ErrorStatus.GENERAL_FAILURE, Verdict.FAILED,
+    (ENDLESS_LOOP, ErrorStatus.GENERAL_FAILURE, Verdict.FAILED,
      "status GENERAL_FAILURE, expected MISSED_DEADLINE_TRANSIENT (the loop never ends)"),
-    (infinite_loop_model(), ErrorStatus.MISSED_DEADLINE_TRANSIENT, Verdict.PASSED, ""),
+    (ENDLESS_LOOP, ErrorStatus.MISSED_DEADLINE_TRANSIENT, Verdict.PASSED, ""),
 ], ids=["fail-none", "fail-error", "loop-wrong-status", "loop-timeout"])
 def test_models_that_must_fail(tmp_path, entry, status, verdict, reason):
     result = run(tmp_path, entry, execution_status=status)
@@ -179,32 +189,15 @@ def test_cli_rejects_bad_arguments(suite, capsys):
         main([str(suite), "--paths", "sync,teleport"])
 
 
-def counting_loop_model(body_dims=(1,)):
-    """A WHILE whose output is the model's output; ``body_dims`` of the body's operands."""
-    cond = {"operands": [operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"),
-                         operand("TENSOR_BOOL8", [1], "SUBGRAPH_OUTPUT", consumers=0)],
-            "operations": [], "inputIndexes": [0], "outputIndexes": [1]}
-    body = {"operands": [operand("TENSOR_FLOAT32", list(body_dims), "SUBGRAPH_INPUT"),
-                         operand("TENSOR_FLOAT32", list(body_dims), "SUBGRAPH_OUTPUT", consumers=0)],
-            "operations": [], "inputIndexes": [0], "outputIndexes": [1]}
-    main = {"operands": [operand("SUBGRAPH", [], "SUBGRAPH", [0]),
-                         operand("SUBGRAPH", [], "SUBGRAPH", [1]),
-                         operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT", [0.0]),
-                         operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT", [3.0], consumers=0)],
-            "operations": [{"type": "WHILE", "inputs": [0, 1, 2], "outputs": [3]}],
-            "inputIndexes": [2], "outputIndexes": [3]}
-    return model_entry("loop", main, [cond, body])
-
-
 def test_no_unknown_shape_variants_where_a_while_would_get_an_unknown_size(tmp_path):
-    example = load(tmp_path, counting_loop_model())
+    example = load(tmp_path, loop_model())
     assert applicable_variants(example, RunOptions()) == [Variant.NORMAL]
     assert applicable_variants(load(tmp_path, add_model()), RunOptions()) == list(Variant)
 
 
 @pytest.mark.parametrize("body_dims, verdict", [((), Verdict.SKIPPED), ((1,), Verdict.FAILED)])
 def test_rejecting_a_while_of_unknown_size_is_a_skip(tmp_path, body_dims, verdict):
-    result = run(tmp_path, counting_loop_model(body_dims),
+    result = run(tmp_path, loop_model(body_dims=body_dims),
                  supported_status=ErrorStatus.INVALID_ARGUMENT)
     assert result.verdict is verdict
     if verdict is Verdict.SKIPPED:

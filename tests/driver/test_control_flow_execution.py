@@ -12,22 +12,24 @@ from driver.device import SampleDriver
 from driver.errors import ValidationError
 from driver.executor import ExecutionContext, compile_model
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.hal.structs import OutputShape
 from driver.validation import validate_model
 from tests.driver.builders import ModelBuilder, make_request, out_like
-from tests.driver.execution import ALL_PATHS, Path, execute, prepare, prepare_status
+from tests.driver.execution import (ALL_PATHS, SHAPE_PATHS, Path, execute, prepare,
+                                    prepare_status)
 from tests.driver.sample_models import (F32, I32, fibonacci_model, fibonacci_reference, if_model,
                                         mkn_model, mkn_reference)
 
 
-def run(prepared, inputs, output_shapes_and_dtypes, path=Path.SYNC):
-    """Execute and return the outputs (read with the shapes the driver reported)."""
-    io = make_request(inputs, [out_like(dtype, shape) for shape, dtype in output_shapes_and_dtypes])
+def run(prepared, inputs, expected_outputs, path=Path.SYNC):
+    """Execute, expecting success; ``expected_outputs`` lists (shape, dtype) per output. The
+    paths that report shapes must report these. Returns the outputs as written."""
+    io = make_request(inputs, [out_like(dtype, shape) for shape, dtype in expected_outputs])
     outcome = execute(prepared, io.request, path)
     assert outcome.status == ErrorStatus.NONE, outcome
-    shapes = ([s.dimensions for s in outcome.output_shapes] if outcome.output_shapes
-              else [shape for shape, _ in output_shapes_and_dtypes])
-    if outcome.output_shapes:
-        assert shapes == [list(shape) for shape, _ in output_shapes_and_dtypes]
+    shapes = [list(shape) for shape, _ in expected_outputs]
+    if path in SHAPE_PATHS:
+        assert outcome.output_shapes == [OutputShape(shape, True) for shape in shapes]
     return [io.output(k, shape) for k, shape in enumerate(shapes)]
 
 
@@ -268,25 +270,91 @@ def growing_while_model():
     return mb.build()
 
 
+@pytest.mark.parametrize("path", SHAPE_PATHS, ids=lambda p: p.value)
 @pytest.mark.parametrize("n", [0, 1, 5])
-def test_while_state_growing_each_iteration_executor(n):
-    """The executor runs loops whose state changes shape (validated with the HAL 1.3 rule
-    on WHILE operand sizes lifted)."""
-    model = growing_while_model()
-    validate_model(model, allow_unknown_size_while=True)
-    plan = compile_model(model).plans[0]
+def test_while_state_growing_each_iteration(n, path):
     x = np.array([1.5, 2.5], F32)
-    (result,) = plan.run_outputs([x, np.array([n], I32)], ExecutionContext())
+    (result,) = run(prepare(growing_while_model()), [x, np.array([n], I32)], [([2 + n], F32)], path)
     assert_exact(result, np.concatenate([x, np.full(n, 7, F32)]))
 
 
-def test_while_over_operands_of_unknown_size_is_refused_at_the_hal():
-    """HAL 1.3 drivers require WHILE operands of known size: the model is invalid there."""
+def test_while_state_growing_each_iteration_fenced():
+    """A fenced execution needs every output shape known: the request states it."""
+    prepared = prepare(growing_while_model())
+    x = np.array([1.5, 2.5], F32)
+    io = make_request([x, np.array([3], I32)], [out_like(F32, [5], state_dims=True)])
+    assert execute(prepared, io.request, Path.FENCED).status == ErrorStatus.NONE
+    assert_exact(io.output(0, [5]), np.array([1.5, 2.5, 7, 7, 7], F32))
+
+
+def test_growing_state_in_the_executor():
+    """The executor alone (compile_model + a plan run), as the paths above use it."""
     model = growing_while_model()
-    with pytest.raises(ValidationError):
-        validate_model(model)
-    device = SampleDriver()
-    status, supported = device.getSupportedOperations_1_3(model)
-    assert (status, supported) == (ErrorStatus.INVALID_ARGUMENT, [])
-    launch, status, prepared = prepare_status(device, model)
-    assert (launch, status, prepared) == (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.INVALID_ARGUMENT, None)
+    validate_model(model)
+    plan = compile_model(model).plans[0]
+    x = np.array([1.5, 2.5], F32)
+    (result,) = plan.run_outputs([x, np.array([2], I32)], ExecutionContext())
+    assert_exact(result, np.array([1.5, 2.5, 7, 7], F32))
+
+
+def test_strict_hal_1_3_rule_refuses_while_operands_of_unknown_size():
+    """The HAL 1.3 reference rule, still available to callers who ask for it."""
+    with pytest.raises(ValidationError, match="WHILE requires"):
+        validate_model(growing_while_model(), allow_unknown_size_while=False)
+
+
+# --- a prepared model is independent of the client's Model --------------------------------
+
+def test_prepared_model_is_unaffected_by_later_changes_to_the_model():
+    """Preparation copies what it needs: the client may rewrite or close its pools and
+    change its Model afterwards."""
+    model = fibonacci_model()
+    prepared = prepare(model)
+    for pool in model.pools:
+        pool.write(bytes(pool.size))
+        pool.close()
+    model.operandValues = bytes(len(model.operandValues))
+    model.referenced[1].operations.clear()
+    model.main.operands[0].dimensions = [7]
+    (fib,) = run(prepared, [np.array([9], I32)], [([1, 2], F32)])
+    assert_exact(fib, fibonacci_reference(9))
+
+
+# --- deep nesting ------------------------------------------------------------------------
+
+def nested_if_model(depth: int):
+    """main -> IF -> subgraph 0 -> IF -> ... -> subgraph depth-1: x + 1. Both branches of
+    every IF name the next subgraph, so the result is x + 1 either way."""
+    mb = ModelBuilder()
+    levels = [mb.subgraph() for _ in range(depth)]
+    innermost = levels[-1]
+    _c, x = innermost.input(T.TENSOR_BOOL8, [1]), innermost.input(T.TENSOR_FLOAT32, [1])
+    innermost.outputs(innermost.add(x, innermost.constant(T.TENSOR_FLOAT32, [1])))
+    for level, inner in zip(reversed(levels[:-1]), reversed(levels[1:])):
+        c, x = level.input(T.TENSOR_BOOL8, [1]), level.input(T.TENSOR_FLOAT32, [1])
+        level.outputs(*level.if_(c, inner, inner, [c, x]))
+    c, x = mb.main.input(T.TENSOR_BOOL8, [1]), mb.main.input(T.TENSOR_FLOAT32, [1])
+    mb.main.outputs(*mb.main.if_(c, levels[0], levels[0], [c, x]))
+    return mb.build()
+
+
+def run_nested(depth: int):
+    """(preparation status, execution status or None, result or None)."""
+    _launch, status, prepared = prepare_status(SampleDriver(), nested_if_model(depth))
+    if prepared is None:
+        return status, None, None
+    io = make_request([np.array([True]), np.array([2.5], F32)], [out_like(F32, [1])])
+    outcome = execute(prepared, io.request, Path.SYNC)
+    return status, outcome.status, io.output(0, [1])
+
+
+def test_nested_control_flow_runs():
+    assert run_nested(60) == (ErrorStatus.NONE, ErrorStatus.NONE, np.array([3.5], F32))
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="the executor runs nested "
+                   "IF/WHILE by Python recursion and nothing bounds the nesting depth: a few "
+                   "hundred levels raise RecursionError out of the HAL surface")
+def test_very_deep_control_flow_answers_with_a_status():
+    preparation, execution, _result = run_nested(500)
+    assert preparation != ErrorStatus.NONE or execution is not None

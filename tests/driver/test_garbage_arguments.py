@@ -398,8 +398,10 @@ OMITTED_INPUT_XFAIL = pytest.mark.xfail(
 
 
 def _omitted_input_params():
+    # Every path for one case; the synchronous ones for the rest (a failing asynchronous
+    # case costs its whole timeout).
     for name in omitted_input_cases():
-        for path in ALL_PATHS:
+        for path in ALL_PATHS if name in ("ADD operand", "IF condition") else (Path.SYNC, Path.BURST):
             marks = [] if name == "IF condition" else [OMITTED_INPUT_XFAIL]
             yield pytest.param(name, path, id=f"{name}-{path.value}", marks=marks)
 
@@ -408,5 +410,5 @@ def _omitted_input_params():
 def test_omitted_input_needed_by_an_operation_fails_the_execution(name, path):
     model, inputs, outputs = omitted_input_cases()[name]
     prepared = prepare(model)
-    outcome = execute(prepared, make_request(inputs, outputs).request, path, timeout_s=2.0)
+    outcome = execute(prepared, make_request(inputs, outputs).request, path, timeout_s=0.5)
     assert outcome.status in (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE), outcome

@@ -112,3 +112,18 @@ def test_logical_not_signature_rejections():
     rejects(Op.LOGICAL_NOT, [tensor(T.TENSOR_FLOAT32, [1])], [output(T.TENSOR_FLOAT32)], "input 0")
     rejects(Op.LOGICAL_NOT, [tensor(B8, [1])] * 2, [output(B8)], "expected 1 inputs")
     rejects(Op.LOGICAL_NOT, [tensor(B8, [1])], [output(T.TENSOR_INT32)], "output 0")
+
+
+def test_bool8_compares_stored_bytes_and_logic_treats_nonzero_as_true():
+    """A client may store any nonzero byte as true; the reference compares the bytes but
+    applies logic to their truth."""
+    raw_two = np.frombuffer(bytes([2, 0]), dtype=np.bool_)
+    one = np.array([True, False])
+    ctx = context(Op.EQUAL, *compare(Op.EQUAL, B8, [2], [2]))
+    equal = definition(Op.EQUAL).build(ctx)(raw_two, one)[0]
+    assert equal.tolist() == [False, True]
+    logical_ctx = context(Op.LOGICAL_AND, [tensor(B8, [2]), tensor(B8, [2])], [output(B8)])
+    conjunction = definition(Op.LOGICAL_AND).build(logical_ctx)(raw_two, one)[0]
+    assert conjunction.view(np.uint8).tolist() == [1, 0]
+    negation = definition(Op.LOGICAL_NOT).build(context(Op.LOGICAL_NOT, [tensor(B8, [2])], [output(B8)]))
+    assert negation(raw_two)[0].view(np.uint8).tolist() == [0, 1]

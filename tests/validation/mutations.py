@@ -553,8 +553,6 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "body used as condition": lambda m: setattr(m.main.operands[1].location, "offset", 1),
         "body output dims [2]": lambda m: setattr(
             m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [2]),
-        "outer output of unknown size": _set(lambda m: m.main, 3, dimensions=[0]),
-        "outer input of unknown rank": _set(lambda m: m.main, 0, dimensions=[]),
         "body references itself": lambda m: _reference(m.referenced[1], 1),
         "condition references body, body condition": lambda m: (
             _reference(m.referenced[0], 1), _reference(m.referenced[1], 0)),
@@ -595,6 +593,15 @@ def _append_cycle(m: Model) -> None:
         subgraph = models.add_model().model.main
         _reference(subgraph, target)
         m.referenced.append(subgraph)
+
+
+def unknown_size_while_mutations() -> list[ModelMutation]:
+    """WHILE operands of unknown size: invalid under the strict HAL 1.3 reference rule,
+    valid for this driver by default (validate_model(allow_unknown_size_while=True))."""
+    return list(_specific("while_counter", models.while_counter_model, {
+        "outer output of unknown size": _set(lambda m: m.main, 3, dimensions=[0]),
+        "outer input of unknown rank": _set(lambda m: m.main, 0, dimensions=[]),
+    }))
 
 
 def all_model_mutations() -> list[ModelMutation]:

@@ -3,11 +3,13 @@ and prepareModel_1_3 answer INVALID_ARGUMENT (and notify it), and every invalid 
 mutation makes each execution path answer INVALID_ARGUMENT, without raising."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, MeasureTiming,
                         NO_TIMING, OptionalTimePoint, OptionalTimeoutDuration,
                         PreparedModelCallback, Priority)
+from tests import models
 from tests.validation.mutations import (REQUEST_BUILDERS, RequestMutation, all_model_mutations,
                                         request_mutations)
 
@@ -77,13 +79,32 @@ def builder_name(mutation: RequestMutation) -> str:
     return next(name for name, build in REQUEST_BUILDERS.items() if build is mutation.build)
 
 
-@pytest.mark.parametrize("name", sorted(REQUEST_BUILDERS))
-def test_sample_request_executes(device, name):
-    """Precondition of the request cases: the unmutated request runs."""
-    status, shapes, _ = prepared_model(device, name).executeSynchronously_1_3(
-        REQUEST_BUILDERS[name]().request(), MeasureTiming.NO, OptionalTimePoint(),
-        OptionalTimeoutDuration())
+RUNNABLE_CASES = {
+    "add": models.add_model, "quant8_add": models.quant8_add_model,
+    "constant_reference": models.constant_reference_model,
+    "per_channel": models.per_channel_model, "if true": models.if_model,
+    "if false": lambda: models.if_model(False), "while_counter": models.while_counter_model,
+    "while_counter 3 to 10 by 4": lambda: models.while_counter_model(10, 3, 4),
+    "fibonacci_while": models.fibonacci_while_model,
+    "fibonacci_while 0": lambda: models.fibonacci_while_model(0),
+    "nested true": models.nested_model, "nested false": lambda: models.nested_model(False, 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNNABLE_CASES))
+def test_model_builders_compute_expected(device, name):
+    """The sample models run and give their documented results (which also makes them
+    the precondition of the request cases: the unmutated requests run)."""
+    case = RUNNABLE_CASES[name]()
+    status, callback = prepare(device, case.model)
+    if status != ErrorStatus.NONE:
+        pytest.skip(f"the driver does not prepare the {case.name} model: {status.name}")
+    request = case.request()
+    status, shapes, _ = callback.wait(CALLBACK_TIMEOUT_S)[1].executeSynchronously_1_3(
+        request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
     assert status == ErrorStatus.NONE
+    for actual, expected in zip(models.read_outputs(case.model, request), case.expected):
+        np.testing.assert_array_equal(actual, expected)
 
 
 @pytest.mark.parametrize("mutation", REQUEST_MUTATIONS, ids=[m.id for m in REQUEST_MUTATIONS])

@@ -41,15 +41,20 @@ def test_every_model_is_mutated():
     assert set(mutations.MODEL_BUILDERS) <= mutated
 
 
-# --- WHILE operands of unknown size: invalid in HAL 1.3, allowed on request -------------
+# --- WHILE operands of unknown size: invalid for the strict HAL 1.3 rule only ----------
 
-UNKNOWN_SIZE_WHILE = [m for m in MODEL_MUTATIONS if m.id in (
-    "while_counter/outer output of unknown size", "while_counter/outer input of unknown rank")]
+UNKNOWN_SIZE_WHILE = mutations.unknown_size_while_mutations()
 
 
 @pytest.mark.parametrize("mutation", UNKNOWN_SIZE_WHILE, ids=[m.id for m in UNKNOWN_SIZE_WHILE])
-def test_unknown_size_while_allowed_on_request(mutation):
-    validate_model(mutation.invalid_model(), allow_unknown_size_while=True)
+def test_unknown_size_while_allowed_by_default(mutation):
+    validate_model(mutation.invalid_model())
+
+
+@pytest.mark.parametrize("mutation", UNKNOWN_SIZE_WHILE, ids=[m.id for m in UNKNOWN_SIZE_WHILE])
+def test_unknown_size_while_rejected_by_strict_rule(mutation):
+    with pytest.raises(ValidationError):
+        validate_model(mutation.invalid_model(), allow_unknown_size_while=False)
 
 
 def test_unknown_size_while_cases_exist():

@@ -93,14 +93,15 @@ def test_unwritten_operand():
     assert rejection(case.model) == "main subgraph, operand 4: no operation writes it"
 
 
-@pytest.mark.parametrize("kind,edit,pattern", [
-    ("input", lambda r: setattr(r.inputs[1].location, "length", 3),
-     r"^request input 1 \(operand 1\): length 3 "),
-    ("output", lambda r: setattr(r.outputs[0], "dimensions", [9, 9]),
-     r"^request output 0 \(operand 3\): dimension 0 is 9"),
-    ("pool", lambda r: r.pools[1].hidlMemory.close(), r"^request pool 1: memory is closed"),
+@pytest.mark.parametrize("edit,pattern", [
+    pytest.param(lambda r: setattr(r.inputs[1].location, "length", 3),
+                 r"^request input 1 \(operand 1\): length 3 ", id="input"),
+    pytest.param(lambda r: setattr(r.outputs[0], "dimensions", [9, 9]),
+                 r"^request output 0 \(operand 3\): dimension 0 is 9", id="output"),
+    pytest.param(lambda r: r.pools[1].hidlMemory.close(),
+                 r"^request pool 1: memory is closed", id="pool"),
 ])
-def test_request_messages(kind, edit, pattern):
+def test_request_messages(edit, pattern):
     case = models.add_model()
     request = case.request()
     edit(request)
