@@ -41,7 +41,8 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         OperandLifeTime, OperandType, Operation, OperationType, Priority,
                         Request, RequestArgument, Subgraph, SymmPerChannelQuantParams)
 from driver.memory import Memory
-from driver.operands import storage_size
+from driver.hal.enums import SCALAR_OPERAND_TYPES
+from driver.operations.common import STORAGE_DTYPE
 
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
 
@@ -563,13 +564,13 @@ def _read_dims(it: Iterator[int]) -> list[int]:
 def _read_argument(it: Iterator[int], data: bytes) -> ArgumentSpec:
     head = next(it, 0)
     spec = ArgumentSpec(bool(head & _ARG_NO_VALUE), _read_dims(it))
+    if head & _ARG_DELTA:
+        spec.size_delta = min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
     if head & _ARG_LOCATION:
         spec.location = DataLocation(_u32(it), _u32(it), _u32(it))
     elif not spec.hasNoValue:
         spec.target = _u32(it)
         spec.value = _read_value(it, data)
-    if head & _ARG_DELTA:
-        spec.size_delta = min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
     return spec
 
 
@@ -797,15 +798,15 @@ def _write_argument(w: _Writer, a: ArgumentSpec, what: str) -> None:
             | (_ARG_DELTA if a.size_delta else 0))
     w.byte(head)
     _write_dims(w, a.dimensions, what)
+    if a.size_delta:
+        if abs(a.size_delta) > MAX_SIZE_DELTA:
+            raise CodecLimitError(f"{what} size_delta {a.size_delta} beyond ±{MAX_SIZE_DELTA}")
+        w.i32(a.size_delta, f"{what} size_delta")
     if a.location is not None:
         _write_location(w, a.location, what)
     elif not a.hasNoValue:
         w.u32(a.target, f"{what} pool")
         _write_value(w, a.value)
-    if a.size_delta:
-        if abs(a.size_delta) > MAX_SIZE_DELTA:
-            raise CodecLimitError(f"{what} size_delta {a.size_delta} beyond ±{MAX_SIZE_DELTA}")
-        w.i32(a.size_delta, f"{what} size_delta")
 
 
 def _write_request(w: _Writer, r: RequestSpec) -> None:
@@ -886,12 +887,52 @@ class _Fill:
         return generated_bytes(kind, seed, n)
 
 
+_ELEMENT_BYTES = {int(t): dtype.itemsize for t, dtype in STORAGE_DTYPE.items()}
+_SCALAR_TYPES = frozenset(int(t) for t in SCALAR_OPERAND_TYPES)
+
+
+def storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
+    """Bytes an operand of this type and shape takes; 0 when that is unknown (unknown
+    dimensions, SUBGRAPH and extension types). Scalars ignore their dimensions."""
+    size = _ELEMENT_BYTES.get(operand_type)
+    if size is None:
+        return 0
+    if operand_type in _SCALAR_TYPES:
+        return size
+    if not dims:
+        return 0
+    for d in dims:
+        if not d:
+            return 0
+        size *= d
+    return size
+
+
 def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:
     """Bytes a placed value takes before the budget applies."""
     if value.kind == ValueKind.LITERAL:
         return len(value.data)
-    size = max(0, (storage_size(operand_type, dims) or 0) + delta)
+    size = max(0, storage_bytes(operand_type, dims) + delta)
     return min(size, MAX_GENERATED_VALUE if value.kind == ValueKind.GENERATED else FILL_BUDGET)
+
+
+_ZERO_VALUE = ValueSpec()
+
+
+def _read_placed(it: Iterator[int], data: bytes, operand_type: int, dims: Sequence[int],
+                 delta: int, fill: _Fill) -> bytes:
+    """Read a value recipe and produce its bytes (the decode path of _read_value +
+    _value_size + _value_bytes, without the ValueSpec)."""
+    tag = next(it, 0)
+    if tag == 1:
+        return _take(it, data, _varint(it))
+    size = storage_bytes(operand_type, dims) + delta
+    if size < 0:
+        size = 0
+    if tag == 0:
+        return fill.zeros(size if size <= FILL_BUDGET else FILL_BUDGET)
+    return fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES), tag - 2,
+                         size if size <= MAX_GENERATED_VALUE else MAX_GENERATED_VALUE)
 
 
 def _value_bytes(operand_type: int, value: ValueSpec, size: int, fill: _Fill) -> bytes:
@@ -1086,18 +1127,16 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
         if head & _OP_LOCATION:
             location = DataLocation(_u32(it), _u32(it), _u32(it))
         elif lifetime == _COPY:
-            value = _read_value(it, data)
-            raw = _value_bytes(operand_type, value, _value_size(operand_type, dims, value, 0), fill)
+            raw = _read_placed(it, data, operand_type, dims, 0, fill)
             location = DataLocation(0, _append(values, raw), len(raw))
         elif lifetime == _REFERENCE:
             target = _u32(it)
-            value = _read_value(it, data)
-            size = _value_size(operand_type, dims, value, 0)
             if target < len(blobs):
-                raw = _value_bytes(operand_type, value, size, fill)
+                raw = _read_placed(it, data, operand_type, dims, 0, fill)
                 location = DataLocation(target, _append(blobs[target], raw), len(raw))
             else:
-                location = DataLocation(target, 0, size)
+                value = _read_value(it, data)
+                location = DataLocation(target, 0, _value_size(operand_type, dims, value, 0))
         elif lifetime == _SUBGRAPH:
             location = DataLocation(0, _u32(it), 0)
         else:
@@ -1166,28 +1205,24 @@ def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill)
         for i in range(_count(it, MAX_REQUEST_ARGUMENTS)):
             head = next(it, 0)
             dims = _read_dims(it)
-            value = None
+            delta = (min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
+                     if head & _ARG_DELTA else 0)
             if head & _ARG_LOCATION:
                 location = DataLocation(_u32(it), _u32(it), _u32(it))
             elif head & _ARG_NO_VALUE:
                 location = DataLocation()
             else:
                 target = _u32(it)
-                value = _read_value(it, data)
-            delta = (min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
-                     if head & _ARG_DELTA else 0)
-            if value is not None:
                 operand = _io_operand(main, indexes, i)
                 operand_type = _NO_TYPE if operand is None else operand.type
-                size = _value_size(operand_type, dims or ([] if operand is None
-                                                          else operand.dimensions), value, delta)
-                if target >= len(blobs):
-                    location = DataLocation(target, 0, size)
-                elif blobs[target] is None:        # driver-allocated buffer: whole buffer
-                    location = DataLocation(target, 0, 0)
-                else:
-                    raw = _value_bytes(operand_type, value, size, fill)
+                shape = dims or ([] if operand is None else operand.dimensions)
+                if target < len(blobs) and blobs[target] is not None:
+                    raw = _read_placed(it, data, operand_type, shape, delta, fill)
                     location = DataLocation(target, _append(blobs[target], raw), len(raw))
+                else:
+                    size = _value_size(operand_type, shape, _read_value(it, data), delta)
+                    # A driver-allocated buffer (token) is used whole: offset and length 0.
+                    location = DataLocation(target, 0, size if target >= len(blobs) else 0)
             out.append(RequestArgument(bool(head & _ARG_NO_VALUE), location, dims))
     pools = [MemoryPool(token=token) if blob is None
              else MemoryPool(hidlMemory=Memory.from_bytes(blob, name))
@@ -1213,7 +1248,7 @@ def _classify(data: bytes, operand_type: int, dims: Sequence[int], allow_delta: 
     """A placed-value recipe (and size delta) that reproduces ``data`` exactly."""
     n = len(data)
     if compact:
-        delta = n - (storage_size(operand_type, dims) or 0)
+        delta = n - storage_bytes(operand_type, dims)
         if delta == 0 or (allow_delta and abs(delta) <= MAX_SIZE_DELTA):
             if n <= FILL_BUDGET and data.count(0) == n:
                 return ValueSpec(), delta

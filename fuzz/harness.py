@@ -29,7 +29,7 @@ from . import oracles
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
 from .oracles import ExecutionResult, HalExceptionViolation, HangViolation, OracleViolation
 from .scheduler import SCHEDULER
-from .watchdog import WATCHDOG, format_stacks, thread_stacks
+from .watchdog import WATCHDOG, format_stacks, is_idle, thread_stacks
 
 #: How long a driver may take to answer a call that does not execute the model.
 CALL_LIMIT_S = 10.0
@@ -142,9 +142,8 @@ def wait_for_notify(callback: Any, limit_s: float, what: str, launch: ErrorStatu
 def hang_in_driver_thread(what: str, limit_s: float) -> HangViolation:
     """A hang of work the driver runs on its own threads: report every thread's stack,
     and sign it with the deepest one (the busiest worker)."""
-    stacks = thread_stacks(exclude=(threading.get_ident(),))
-    stacks = {tid: stack for tid, stack in stacks.items()
-              if not _is_service_thread(tid)}
+    stacks = {tid: stack for tid, stack in thread_stacks(exclude=(threading.get_ident(),)).items()
+              if not is_idle(stack) and not _is_service_thread(tid)}
     deepest = max(stacks.values(), key=len, default=[])
     return HangViolation(f"{what}: no completion within {limit_s:.1f} s; threads:\n"
                          f"{format_stacks(stacks)}", key=f"{what}: completion", frames=deepest)
@@ -412,9 +411,9 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     oracles.check_supported_list(supported_status, supported, model)
 
     prepare_status, prepared, prepare_callback = prepare(device, model, choices)
+    oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
     oracles.check_supported_vs_prepare(supported_status, supported, prepare_status,
                                        prepare_arguments_valid(choices))
-    oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status)
     if prepare_status != ErrorStatus.NONE:
         return _finish(outcome, prepare_callback)

@@ -31,8 +31,7 @@ from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS,
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
                     CodecLimitError, ElementKind, OperandSpec, RequestPoolSpec, SubgraphSpec,
                     ValueKind, ValueSpec, _Fill, _value_bytes, _value_size, element_kind,
-                    parse, serialize)
-from driver.operands import storage_size
+                    parse, serialize, storage_bytes)
 
 #: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
 #: structure in ways no structural mutation would).
@@ -147,9 +146,9 @@ def input_pool(spec: CaseSpec) -> int:
 
 
 def output_argument(spec: CaseSpec, operand: OperandSpec) -> ArgumentSpec:
-    size = storage_size(operand.type, operand.dimensions)
+    known = storage_bytes(operand.type, operand.dimensions) > 0
     return ArgumentSpec(target=output_pool(spec),
-                        size_delta=0 if size is not None else UNKNOWN_OUTPUT_BYTES)
+                        size_delta=0 if known else UNKNOWN_OUTPUT_BYTES)
 
 
 def ensure_request_pool(spec: CaseSpec) -> None:
@@ -289,7 +288,7 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
     if not candidates:
         return False
     sg, index, operand = rng.choice(candidates)
-    old_size = storage_size(operand.type, operand.dimensions) or 0
+    old_size = storage_bytes(operand.type, operand.dimensions)
     if rng.random() < 0.2:
         operand.dimensions = []
     else:
@@ -373,8 +372,8 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
             if arg.value.kind == ValueKind.LITERAL:
                 arg.value = _converted_literal(arg.value, old, operand.type)
             if arg.size_delta:     # a buffer for an unknown shape: scale it with the element
-                arg.size_delta = (arg.size_delta * (storage_size(operand.type, [1]) or 1)
-                                  // (storage_size(old, [1]) or 1))
+                arg.size_delta = (arg.size_delta * (storage_bytes(operand.type, [1]) or 1)
+                                  // (storage_bytes(old, [1]) or 1))
     return True
 
 

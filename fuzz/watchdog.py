@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -26,6 +27,7 @@ from typing import Callable, TypeVar
 from .oracles import HangViolation
 
 R = TypeVar("R")
+_STDLIB = sysconfig.get_paths()["stdlib"]
 
 #: How often the watchdog looks at the armed deadlines. Hang limits are >= 1 s above the
 #: driver's own timeouts, so a coarse poll costs nothing in precision that matters.
@@ -53,6 +55,20 @@ class _Guard:
 def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> int:
     return ctypes.pythonapi.PyThreadState_SetAsyncExc(
         ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None)
+
+
+def _below_guard(stack: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The part of a stack inside the guarded call (what the caller did to get there is
+    known and only hides where the callee is stuck)."""
+    for depth in range(len(stack) - 1, -1, -1):
+        if stack[depth].filename == __file__ and stack[depth].name == "call":
+            return stack[depth + 1:]
+    return stack
+
+
+def is_idle(stack: list[traceback.FrameSummary]) -> bool:
+    """A thread parked in the standard library (a pool worker waiting for work)."""
+    return not stack or stack[-1].filename.startswith(_STDLIB)
 
 
 def thread_stacks(exclude: tuple[int, ...] = ()) -> dict[int, list[traceback.FrameSummary]]:
@@ -107,8 +123,8 @@ class Watchdog:
             if guard.fired_at is None:   # not ours: someone else's interrupt, pass it on
                 raise
             raise HangViolation(
-                f"{what} still running {guard.fired_at:.1f} s after it started "
-                f"(limit {limit_s:.1f} s); stuck at:\n{''.join(traceback.format_list(guard.stack))}",
+                f"{what} overran its {limit_s:.2f} s limit (interrupted after {guard.fired_at:.2f} s); "
+                f"stuck at:\n{''.join(traceback.format_list(guard.stack))}",
                 key=what, frames=guard.stack) from None
 
     def _disarm(self, guard: _Guard) -> None:
@@ -137,7 +153,7 @@ class Watchdog:
                 expired = [g for g in self._guards.values() if g.fired_at is None and now > g.deadline]
                 for guard in expired:
                     frame = sys._current_frames().get(guard.thread_id)
-                    guard.stack = traceback.extract_stack(frame) if frame is not None else []
+                    guard.stack = _below_guard(traceback.extract_stack(frame)) if frame is not None else []
                     guard.fired_at = now - (guard.deadline - guard.limit_s)
                     _set_async_exception(guard.thread_id, HangInterrupt)
                 stuck = [g for g in self._guards.values()

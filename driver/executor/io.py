@@ -17,14 +17,18 @@ def request_pool_buffers(request: Request) -> list[memoryview]:
     return [pool.hidlMemory.buffer() for pool in request.pools]
 
 
-def read_inputs(model: Model, request: Request, buffers: list[memoryview]) -> list:
-    """Main-subgraph input values as fresh numpy arrays (None for omitted inputs).
+def read_inputs(model: Model, request: Request, buffers: list[memoryview],
+                required: frozenset[int] = frozenset()) -> list:
+    """Main-subgraph input values as fresh numpy arrays (None for omitted inputs, which
+    are refused at the ``required`` positions).
 
     Copies, so that a client writing to its pool while an execution runs cannot change
     what the execution sees."""
     values = []
     for position, (argument, index) in enumerate(zip(request.inputs, model.main.inputIndexes)):
         if argument.hasNoValue:
+            check(position not in required, f"request input {position} (operand {index}) "
+                  f"has no value, but an operation requires it")
             values.append(None)
             continue
         operand = model.main.operands[index]

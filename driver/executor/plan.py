@@ -38,6 +38,8 @@ class SubgraphPlan:
     declared: list                      # declared Shape per operand index
     static: list                        # statically known Shape per operand index
     steps: list[Step] = field(default_factory=list)
+    #: positions of inputs that some operation needs a value for (no hasNoValue allowed)
+    required_inputs: frozenset[int] = frozenset()
 
     def run(self, inputs: list, ctx) -> list:
         """Run the steps on the given input values; returns the slot list."""
@@ -177,7 +179,22 @@ def _compile_subgraph(model: Model, subgraphs: list[Subgraph], index: int, plans
                 definition, ctx, definition.build(ctx), tuple(slot_of[i] for i in operation.inputs),
                 tuple(slot_of[o] for o in operation.outputs), [static[o] for o in operation.outputs],
                 [subgraph.operands[o].type for o in operation.outputs], is_static, where))
+    plan.required_inputs = _required_inputs(subgraph)
     return plan, supported
+
+
+def _required_inputs(subgraph: Subgraph) -> frozenset[int]:
+    """Input positions consumed where a value is required: by any operation input that
+    is not one of its optional inputs (values passed on to IF/WHILE count as required)."""
+    position_of = {operand: k for k, operand in enumerate(subgraph.inputIndexes)}
+    required = set()
+    for operation in subgraph.operations:
+        definition = None if operation.type in CONTROL_FLOW else lookup(operation.type)
+        optional = definition.optional_inputs if definition is not None else frozenset()
+        for k, operand in enumerate(operation.inputs):
+            if operand in position_of and k not in optional:
+                required.add(position_of[operand])
+    return frozenset(required)
 
 
 def _plan_fully_supported(supported_by_subgraph: list, plan_index: int) -> bool:

@@ -40,7 +40,7 @@ def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure
         if not validated:
             validate_request(request, model)
         buffers = request_pool_buffers(request)
-        inputs = read_inputs(model, request, buffers)
+        inputs = read_inputs(model, request, buffers, main_plan.required_inputs)
     except DriverError as error:
         return failure(error)
     if ctx.deadline_ns is not None and time.monotonic_ns() > ctx.deadline_ns:

@@ -121,7 +121,20 @@ def execute(prepared, request: Request, path: Path, *, measure=MeasureTiming.NO,
         outcome = _execute_fenced(prepared, request, measure, deadline, loop_timeout,
                                   list(wait_for), fenced_duration, timeout_s)
     outcome.elapsed_s = time.monotonic() - started
+    check_result_contract(outcome, measure)
     return outcome
+
+
+def check_result_contract(outcome: Outcome, measure) -> None:
+    """What every execution result must satisfy (IPreparedModel.hal): output shapes only
+    with NONE or OUTPUT_INSUFFICIENT_SIZE, timings only when measured and successful."""
+    assert isinstance(outcome.status, ErrorStatus), outcome
+    if outcome.status not in (ErrorStatus.NONE, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE):
+        assert outcome.output_shapes == [], outcome
+    if measure != MeasureTiming.YES or outcome.status != ErrorStatus.NONE:
+        assert_no_timing(outcome.timing)
+        if outcome.fenced_timing is not None:
+            assert_no_timing(outcome.fenced_timing)
 
 
 def _execute_fenced(prepared, request, measure, deadline, loop_timeout, wait_for,

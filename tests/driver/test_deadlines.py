@@ -39,6 +39,11 @@ def loop_request():
     return io
 
 
+#: A timer-signalled fence starts counting just before the call it is passed to; on a
+#: loaded machine the call may begin a little later.
+TIMER_SLACK_S = 0.05
+
+
 def fence_signalled_after(seconds: float, state: FenceState = FenceState.SIGNALED) -> SyncFence:
     fence = SyncFence()
     timer = threading.Timer(seconds, fence.signal, args=(state,))
@@ -122,7 +127,7 @@ def test_fenced_duration_counts_from_the_fence_signal(finite_loop):
     outcome = execute(finite_loop, io.request, Path.FENCED, wait_for=[fence_signalled_after(0.3)],
                       fenced_duration=duration(150 * MS))
     assert outcome.status == ErrorStatus.NONE, outcome
-    assert outcome.elapsed_s >= 0.3 - EARLY_SLACK_S
+    assert outcome.elapsed_s >= 0.3 - TIMER_SLACK_S
     assert io.output(0, [1]).tolist() == [100.0]
 
 
@@ -131,14 +136,14 @@ def test_fenced_duration_aborts_a_long_execution(infinite_loop):
                       wait_for=[fence_signalled_after(0.2)], fenced_duration=duration(100 * MS),
                       loop_timeout=duration(2000 * MS))
     assert outcome.status in MISSED_DEADLINE, outcome
-    assert 0.3 - EARLY_SLACK_S <= outcome.elapsed_s <= 0.3 + MARGIN_S, outcome.elapsed_s
+    assert 0.3 - TIMER_SLACK_S <= outcome.elapsed_s <= 0.3 + MARGIN_S, outcome.elapsed_s
 
 
 def test_fenced_execution_waits_for_every_fence(finite_loop):
     fences = [SyncFence.signaled(), fence_signalled_after(0.2), fence_signalled_after(0.05)]
     outcome = execute(finite_loop, loop_request().request, Path.FENCED, wait_for=fences)
     assert outcome.status == ErrorStatus.NONE, outcome
-    assert outcome.elapsed_s >= 0.2 - EARLY_SLACK_S
+    assert outcome.elapsed_s >= 0.2 - TIMER_SLACK_S
 
 
 def test_deadline_passing_while_waiting_for_fences(finite_loop):
@@ -188,11 +193,13 @@ def test_get_execution_info_timings(finite_loop):
     """(status, timingLaunched, timingFenced): launched counts from the call, fenced from the
     moment the wait fences signalled (here 200 ms later); both in microseconds."""
     io = loop_request()
-    status, done, info = finite_loop.executeFenced(io.request, [fence_signalled_after(0.2)],
-                                                   MeasureTiming.YES, OptionalTimePoint(),
-                                                   duration(None), duration(None))
-    assert status == ErrorStatus.NONE and done is not None and info is not None
+    fence = SyncFence()
     started = time.monotonic()
+    status, done, info = finite_loop.executeFenced(io.request, [fence], MeasureTiming.YES,
+                                                   OptionalTimePoint(), duration(None), duration(None))
+    time.sleep(0.2)
+    fence.signal()
+    assert status == ErrorStatus.NONE and done is not None and info is not None
     info_status, launched, fenced = info.getExecutionInfo()
     waited_us = (time.monotonic() - started) * 1e6
     assert info_status == ErrorStatus.NONE
@@ -200,10 +207,9 @@ def test_get_execution_info_timings(finite_loop):
     for timing in (launched, fenced):
         assert timing.timeOnDevice != UINT64_MAX and timing.timeInDriver != UINT64_MAX
         assert 0 <= timing.timeOnDevice <= timing.timeInDriver
-    assert launched.timeInDriver >= 200_000 - EARLY_SLACK_S * 1e6
-    assert fenced.timeInDriver < launched.timeInDriver
-    assert fenced.timeInDriver <= launched.timeInDriver - 150_000
-    assert launched.timeInDriver <= waited_us + 250_000
+    assert launched.timeInDriver >= 200_000
+    assert fenced.timeInDriver <= launched.timeInDriver - 200_000
+    assert launched.timeInDriver <= waited_us
     # The same answer on every call.
     assert info.getExecutionInfo() == (info_status, launched, fenced)
 

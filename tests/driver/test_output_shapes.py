@@ -14,9 +14,6 @@ from tests.driver.execution import SHAPE_PATHS, Path, execute, prepare
 
 F32 = np.float32
 SHAPE_PATH_IDS = [p.value for p in SHAPE_PATHS]
-FENCED_UNSPECIFIED_XFAIL = pytest.mark.xfail(
-    strict=True, reason="executeFenced validates the request with allow_unspecified_output "
-    "left True, so it runs requests whose output shapes it cannot report (VTS: INVALID_ARGUMENT)")
 
 
 def two_output_model(sum_dims, product_dims):
@@ -80,7 +77,6 @@ def test_insufficient_output_buffer_fails_a_fenced_execution():
     assert outcome.status != ErrorStatus.NONE, outcome
 
 
-@FENCED_UNSPECIFIED_XFAIL
 @pytest.mark.parametrize("sum_dims", [[0, 3], []], ids=["unknown-dims", "unknown-rank"])
 def test_fenced_execution_refuses_outputs_of_unknown_shape(sum_dims):
     prepared = prepare(two_output_model(sum_dims, [2, 3]))
@@ -147,7 +143,6 @@ def test_run_time_sized_output(path):
     np.testing.assert_array_equal(io.output(0, [2]), X[1:3])
 
 
-@FENCED_UNSPECIFIED_XFAIL
 def test_zero_sized_output_is_refused_by_a_fenced_execution():
     """VTS: Executor::FENCED does not support zero-sized outputs (INVALID_ARGUMENT)."""
     prepared = prepare(slice_model())

@@ -86,7 +86,9 @@ def test_no_timing_on_error(busy_loop, path, failure):
 
 def test_time_on_device_grows_with_the_work(busy_loop):
     """More iterations, more device time: the measurement measures the execution."""
-    short = execute(busy_loop, busy_request(10).request, Path.SYNC, measure=MeasureTiming.YES)
+    # The quickest of a few short runs: one preempted run must not decide the test.
+    short = min((execute(busy_loop, busy_request(10).request, Path.SYNC, measure=MeasureTiming.YES)
+                 for _ in range(5)), key=lambda outcome: outcome.timing.timeOnDevice)
     long = execute(busy_loop, busy_request(20_000).request, Path.SYNC, measure=MeasureTiming.YES)
     assert short.status == long.status == ErrorStatus.NONE
     assert long.timing.timeOnDevice > 10 * short.timing.timeOnDevice, (short.timing, long.timing)

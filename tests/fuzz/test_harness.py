@@ -1,0 +1,362 @@
+"""The harness flow: a correct driver passes every path; a driver breaking one contract is
+caught by that contract's oracle, through the HAL surface only."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from driver import SampleDriver
+from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, OperationType,
+                        OutputShape, Timing)
+from fuzz import harness, oracles
+from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from fuzz.scheduler import Scheduler
+from fuzz.watchdog import Watchdog
+from tests import models
+from tests.fuzz import broken_drivers
+from tests.fuzz.broken_drivers import DeviceWrapper, PreparedModelWrapper
+
+PATHS = list(ExecutionPath)
+SHORT_LOOP_NS = 10_000_000
+
+
+def make_case(model_case: models.ModelCase, path=ExecutionPath.SYNC, second=ExecutionPath.ASYNC,
+              **choices) -> FuzzCase:
+    choices.setdefault("loopTimeoutDuration_ns", SHORT_LOOP_NS)
+    return FuzzCase(model_case.model, model_case.request(),
+                    ExecutionChoices(path=path, second_path=second, **choices))
+
+
+def infinite_fibonacci_case(path: ExecutionPath) -> FuzzCase:
+    """A WHILE with a state-only counter whose bound (a request input) is never reached."""
+    model_case = models.fibonacci_while_model(6)
+    request = models.make_request(model_case.model, [np.array([2 ** 31 - 1], np.int32)])
+    return FuzzCase(model_case.model, request,
+                    ExecutionChoices(path=path, second_path=ExecutionPath.SYNC,
+                                     loopTimeoutDuration_ns=SHORT_LOOP_NS))
+
+
+def sub_model() -> models.ModelCase:
+    model_case = models.add_model()
+    model_case.model.main.operations[0].type = OperationType.SUB
+    return model_case
+
+
+@pytest.fixture(scope="module")
+def device():
+    return SampleDriver()
+
+
+# --- a correct driver ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+@pytest.mark.parametrize("build", [models.add_model, models.if_model, models.fibonacci_while_model,
+                                   models.nested_model], ids=lambda b: b.__name__)
+def test_sample_driver_passes_every_path(device, build, path):
+    second = PATHS[(path + 1) % len(PATHS)]
+    outcome = harness.run_case(make_case(build(), path, second, measureTiming=MeasureTiming.YES), device)
+    assert outcome.model_error is None and outcome.request_error is None
+    assert outcome.prepare_status == ErrorStatus.NONE
+    assert outcome.first.status == ErrorStatus.NONE and outcome.second.status == ErrorStatus.NONE
+    assert outcome.first.outputs == outcome.second.outputs
+
+
+def test_loop_timeout_is_an_error_status_not_a_hang(device):
+    outcome = harness.run_case(make_case(models.while_counter_model(5, 0, 0)), device)
+    assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+    assert outcome.second is None
+
+
+def test_invalid_model_is_rejected_and_reported(device):
+    outcome = harness.run_case(invalid_model_case(), device)
+    assert "operand 0" in outcome.model_error
+    assert outcome.supported_status == outcome.prepare_status == ErrorStatus.INVALID_ARGUMENT
+    assert outcome.first is None
+
+
+def test_second_run_gets_fresh_output_buffers(device):
+    case = make_case(models.add_model())
+    request = case.request
+    output_pool = request.pools[request.outputs[0].location.poolIndex].hidlMemory
+    output_pool.write(b"\xAA" * output_pool.size)
+    before = harness.snapshot_pools(request)
+    outcome = harness.run_case(case, device)
+    assert outcome.first.outputs == outcome.second.outputs
+    fresh = harness.with_fresh_pools(request, before)
+    assert all(a.hidlMemory is not b.hidlMemory for a, b in zip(request.pools, fresh.pools))
+    assert fresh.pools[1].hidlMemory.read() == b"\xAA" * output_pool.size
+
+
+def test_statistics_count_the_stages(device):
+    before = harness.HarnessStats(**vars(harness.STATS))
+    harness.run_case(make_case(models.if_model()), device)
+    harness.run_case(make_case(models.while_counter_model(5, 0, 0)), device)
+    stats = harness.STATS
+    assert stats.valid - before.valid == 2 and stats.prepared - before.prepared == 2
+    assert stats.executed_ok - before.executed_ok == 1
+    assert stats.control_flow - before.control_flow == 2
+    assert "executed_ok" in stats.summary() and "%" in stats.summary()
+
+
+# --- execution time bounds ------------------------------------------------------------------
+
+def test_execution_limit_grows_with_loops_and_is_cut_by_deadlines():
+    single = make_case(models.while_counter_model(), loopTimeoutDuration_ns=100_000_000)
+    assert harness.execution_limit_s(single) == pytest.approx(0.1 + harness.HANG_MARGIN_S)
+    nested = make_case(models.nested_model(), loopTimeoutDuration_ns=100_000_000)
+    assert harness.loops_to_wait_for(nested.model, nested.model.main) == 1
+    default = make_case(models.add_model(), loopTimeoutDuration_ns=None)
+    assert harness.execution_limit_s(default) == pytest.approx(2 + harness.HANG_MARGIN_S)
+    capped = make_case(models.add_model(), loopTimeoutDuration_ns=10 ** 12)
+    assert harness.execution_limit_s(capped) == pytest.approx(
+        LoopTimeoutDurationNs.MAXIMUM * 1e-9 + harness.HANG_MARGIN_S)
+    with_deadline = make_case(models.add_model(), loopTimeoutDuration_ns=None, deadline_ns=50_000_000)
+    assert harness.execution_limit_s(with_deadline) == pytest.approx(0.05 + harness.HANG_MARGIN_S)
+
+
+# --- each contract broken -------------------------------------------------------------------
+
+class RaisingQueries(DeviceWrapper):
+    def getSupportedOperations_1_3(self, model):
+        raise KeyError("operand table")
+
+
+class DoubleNotify(DeviceWrapper):
+    def prepareModel_1_3(self, model, *args):
+        callback = args[-1]
+        status = self.inner.prepareModel_1_3(model, *args)
+        callback.notify_1_3(status, None)
+        return status
+
+
+class LaunchDisagrees(DeviceWrapper):
+    def prepareModel_1_3(self, model, preference, priority, deadline, mc, dc, token, callback):
+        self.inner.prepareModel_1_3(model, preference, priority, deadline, mc, dc, token, callback)
+        return ErrorStatus.GENERAL_FAILURE
+
+
+class NoModel(DeviceWrapper):
+    def prepareModel_1_3(self, model, *args):
+        args[-1].notify_1_3(ErrorStatus.NONE, None)
+        return ErrorStatus.NONE
+
+
+class AcceptsAnything(DeviceWrapper):
+    """Prepares a fixed valid model, whatever it is given."""
+
+    def prepareModel_1_3(self, model, *args):
+        return super().prepareModel_1_3(models.add_model().model, *args)
+
+
+def prepared_model_breaking(execute_sync):
+    class Device(DeviceWrapper):
+        class prepared_model_class(PreparedModelWrapper):
+            def executeSynchronously_1_3(self, request, measure, deadline, loop):
+                return execute_sync(self.inner, request, measure, deadline, loop)
+    return Device()
+
+
+def claims_success(inner, request, measure, deadline, loop):
+    return ErrorStatus.NONE, [OutputShape([2, 2])], NO_TIMING
+
+
+def too_many_shapes(inner, *args):
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return status, shapes + shapes, timing
+
+
+def insufficient_but_ok(inner, *args):
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return status, [OutputShape(s.dimensions, False) for s in shapes], timing
+
+
+def insufficient_status(inner, *args):
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes, timing
+
+
+def unrequested_timing(inner, *args):
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return status, shapes, Timing(1, 2)
+
+
+def not_a_status(inner, *args):
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return "fine", shapes, timing
+
+
+class FencedWithoutCallback(DeviceWrapper):
+    class prepared_model_class(PreparedModelWrapper):
+        def executeFenced(self, *args):
+            status, fence, callback = self.inner.executeFenced(*args)
+            return status, fence, None
+
+
+class DyingWorker(DeviceWrapper):
+    class prepared_model_class(PreparedModelWrapper):
+        def execute_1_3(self, request, measure, deadline, loop, callback):
+            def work():
+                raise ZeroDivisionError("scale")
+            threading.Thread(target=work, name="worker").start()
+            return ErrorStatus.NONE
+
+
+def invalid_model_case():
+    case = make_case(models.add_model())
+    case.model.main.operands[0].numberOfConsumers = 7
+    return case
+
+
+def invalid_request_case():
+    case = make_case(models.add_model())
+    case.request.inputs[0].location.length -= 1
+    return case
+
+
+BROKEN = [
+    ("raising query", RaisingQueries, lambda: make_case(models.add_model()),
+     oracles.HalExceptionViolation, "getSupportedOperations_1_3 raised KeyError"),
+    ("double notify", DoubleNotify, lambda: make_case(models.add_model()),
+     oracles.CallbackNotifyViolation, "notified 2 times"),
+    ("launch disagrees", LaunchDisagrees, lambda: make_case(models.add_model()),
+     oracles.LaunchStatusViolation, "returned GENERAL_FAILURE but notified the callback with NONE"),
+    ("no prepared model", NoModel, lambda: make_case(models.add_model()),
+     oracles.CallbackResultViolation, "without a prepared model"),
+    ("accepts invalid model", AcceptsAnything, lambda: invalid_model_case(),
+     oracles.InvalidModelAcceptedViolation, "prepareModel_1_3 accepted an invalid model"),
+    ("accepts invalid request", lambda: prepared_model_breaking(claims_success), invalid_request_case,
+     oracles.InvalidRequestAcceptedViolation, "SYNC execution returned NONE for an invalid request"),
+    ("too many shapes", lambda: prepared_model_breaking(too_many_shapes), lambda: make_case(models.add_model()),
+     oracles.OutputShapesViolation, "2 output shapes for 1"),
+    ("insufficient with NONE", lambda: prepared_model_breaking(insufficient_but_ok),
+     lambda: make_case(models.add_model()), oracles.SufficiencyViolation, "marked insufficient"),
+    ("insufficient status, buffers fine", lambda: prepared_model_breaking(insufficient_status),
+     lambda: make_case(models.add_model()), oracles.InsufficientSizeViolation, "every output buffer holds"),
+    ("timing not requested", lambda: prepared_model_breaking(unrequested_timing),
+     lambda: make_case(models.add_model()), oracles.TimingViolation, "not requested"),
+    ("status of the wrong type", lambda: prepared_model_breaking(not_a_status),
+     lambda: make_case(models.add_model()), oracles.MalformedResultViolation, "'fine', not an ErrorStatus"),
+    ("fenced without callback", FencedWithoutCallback,
+     lambda: make_case(models.add_model(), ExecutionPath.FENCED),
+     oracles.MalformedResultViolation, "without an IFencedExecutionCallback"),
+    ("worker thread dies", DyingWorker, lambda: make_case(models.add_model(), ExecutionPath.ASYNC),
+     oracles.HalExceptionViolation, "driver thread worker raised ZeroDivisionError"),
+]
+
+
+@pytest.mark.parametrize("name, make_device, make, violation, message", BROKEN, ids=[b[0] for b in BROKEN])
+def test_each_broken_contract_is_caught(name, make_device, make, violation, message):
+    with pytest.raises(violation, match=message):
+        harness.run_case(make(), make_device())
+
+
+def test_supported_disagreement_is_caught():
+    case = make_case(models.while_counter_model())
+    case.model.referenced[0].operations[0].type = OperationType.GREATER_EQUAL
+    with pytest.raises(oracles.SupportedPrepareViolation, match="INVALID_ARGUMENT but prepareModel_1_3 succeeded"):
+        harness.run_case(case, broken_drivers.SupportedDisagrees())
+
+
+def test_exception_from_a_rare_graph_shape_is_caught():
+    case = make_case(models.fibonacci_while_model())     # its body has three operations
+    with pytest.raises(oracles.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
+        harness.run_case(case, broken_drivers.Raising())
+    assert any(frame.name == "_schedule_loop_body" for frame in info.value.frames)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_fenced_bit_flip_is_nondeterminism(path):
+    second = ExecutionPath.SYNC if path == ExecutionPath.FENCED else ExecutionPath.FENCED
+    with pytest.raises(oracles.NondeterminismViolation, match="output 0 bytes differ"):
+        harness.run_case(make_case(sub_model(), path, second), broken_drivers.FencedBitFlip())
+
+
+@pytest.mark.parametrize("path", [ExecutionPath.SYNC, ExecutionPath.FENCED], ids=lambda p: p.name)
+def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
+    started = time.monotonic()
+    with pytest.raises(oracles.HangViolation) as info:
+        harness.run_case(infinite_fibonacci_case(path), broken_drivers.Hanging())
+    elapsed = time.monotonic() - started
+    assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + 1.5
+    assert "while_step" in str(info.value) and info.value.frames
+
+
+def test_sample_driver_does_not_hang_on_the_same_loop(device):
+    outcome = harness.run_case(infinite_fibonacci_case(ExecutionPath.SYNC), device)
+    assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+
+# --- watchdog and scheduler -----------------------------------------------------------------
+
+def spin(seconds: float) -> int:
+    end = time.monotonic() + seconds
+    count = 0
+    while time.monotonic() < end:
+        count += 1
+    return count
+
+
+def test_watchdog_returns_results_and_passes_exceptions():
+    watchdog = Watchdog(poll_interval_s=0.01)
+    assert watchdog.call(1.0, "quick", lambda x: x + 1, 1) == 2
+    with pytest.raises(ValueError):
+        watchdog.call(1.0, "raising", int, "x")
+
+
+def test_watchdog_interrupts_an_overrunning_call_and_shows_its_stack():
+    watchdog = Watchdog(poll_interval_s=0.01)
+    started = time.monotonic()
+    with pytest.raises(oracles.HangViolation, match="spinner overran its 0.10 s limit") as info:
+        watchdog.call(0.1, "spinner", spin, 10.0)
+    assert time.monotonic() - started < 1.0
+    assert info.value.frames[0].name == "spin"
+    assert watchdog.call(1.0, "after", lambda: "still usable") == "still usable"
+
+
+def test_watchdog_guards_calls_on_any_thread():
+    watchdog = Watchdog(poll_interval_s=0.01)
+    errors = []
+
+    def worker():
+        try:
+            watchdog.call(0.05, "worker call", spin, 10.0)
+        except oracles.HangViolation as error:
+            errors.append(error)
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert watchdog.call(1.0, "main call", spin, 0.2) > 0
+    thread.join(2)
+    assert len(errors) == 1
+
+
+def test_scheduler_runs_actions_in_time_order():
+    scheduler = Scheduler()
+    done = []
+    finished = threading.Event()
+    scheduler.call_later(0.03, lambda: (done.append("late"), finished.set()))
+    scheduler.call_later(0.0, lambda: done.append("now"))
+    scheduler.call_later(0.01, lambda: done.append("soon"))
+    assert finished.wait(2)
+    assert done == ["now", "soon", "late"]
+
+
+def test_fenced_wait_fences_are_signalled_after_their_delay(device):
+    case = make_case(models.add_model(), ExecutionPath.FENCED, ExecutionPath.FENCED,
+                     wait_fences=3, wait_fence_delay_ns=5_000_000)
+    started = time.monotonic()
+    outcome = harness.run_case(case, device)
+    assert outcome.first.status == ErrorStatus.NONE and outcome.second.status == ErrorStatus.NONE
+    assert time.monotonic() - started >= 0.01
+
+
+# --- bytes in ---------------------------------------------------------------------------------
+
+def test_run_one_decodes_and_runs(device):
+    codec = pytest.importorskip("fuzz.codec")
+    case = make_case(models.fibonacci_while_model(), ExecutionPath.BURST, ExecutionPath.FENCED)
+    outcome = harness.run_one(codec.encode(case), device)
+    assert outcome.first.status == ErrorStatus.NONE
+    assert outcome.first.outputs == outcome.second.outputs
