@@ -403,8 +403,8 @@ def _i32(it: Iterator[int]) -> int:
 
 def _take(it: Iterator[int], data: bytes, n: int) -> bytes:
     """The next n bytes (fewer at the end of the input)."""
-    if n <= 0:
-        return b""
+    if n <= 64:
+        return bytes(islice(it, n)) if n > 0 else b""
     pos = len(data) - length_hint(it)
     chunk = data[pos:pos + n]
     if chunk:
@@ -1093,7 +1093,9 @@ def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> bytearray:
 
 def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
                      blobs: list[bytearray], fill: _Fill) -> Subgraph:
-    nx = next
+    # Locals, not globals, in the loop: this is the hottest code of a fuzz iteration.
+    nx, u32, location_of, operand_of = next, _u32, DataLocation, Operand
+    type_of, lifetime_of, read_placed, append_to = _OPERAND_TYPES.get, _LIFETIMES.get, _read_placed, _append
     operands: list[Operand] = []
     counted: list[int] = []         # operands whose consumers the decoder counts
     append = operands.append
@@ -1102,7 +1104,7 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
         operand_type = nx(it, 0)
         if operand_type >= 0x80:
             operand_type = min(_varint_tail(it, operand_type), UINT32_MAX)
-        operand_type = _OPERAND_TYPES.get(operand_type, operand_type)
+        operand_type = type_of(operand_type, operand_type)
         rank = nx(it, 0)
         dims = []
         if rank:
@@ -1113,42 +1115,43 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
                 dims.append(d if d < 0x80 else min(_varint_tail(it, d), UINT32_MAX))
         lifetime = head & 7
         if lifetime == _LIFETIME_ESCAPE:
-            lifetime = _u32(it)
-        lifetime = _LIFETIMES.get(lifetime, lifetime)
+            lifetime = u32(it)
+        lifetime = lifetime_of(lifetime, lifetime)
         scale = 0.0
         zero_point = consumers = 0
         if head & _OP_QUANT:
             scale = _float(it, bool(nx(it, 0) & 1))
             zero_point = _i32(it)
         if head & _OP_CONSUMERS:
-            consumers = _u32(it)
+            consumers = u32(it)
         else:
             counted.append(k)
         if head & _OP_LOCATION:
-            location = DataLocation(_u32(it), _u32(it), _u32(it))
+            location = location_of(u32(it), u32(it), u32(it))
         elif lifetime == _COPY:
-            raw = _read_placed(it, data, operand_type, dims, 0, fill)
-            location = DataLocation(0, _append(values, raw), len(raw))
+            raw = read_placed(it, data, operand_type, dims, 0, fill)
+            location = location_of(0, append_to(values, raw), len(raw))
         elif lifetime == _REFERENCE:
-            target = _u32(it)
+            target = u32(it)
             if target < len(blobs):
-                raw = _read_placed(it, data, operand_type, dims, 0, fill)
-                location = DataLocation(target, _append(blobs[target], raw), len(raw))
+                raw = read_placed(it, data, operand_type, dims, 0, fill)
+                location = location_of(target, append_to(blobs[target], raw), len(raw))
             else:
                 value = _read_value(it, data)
-                location = DataLocation(target, 0, _value_size(operand_type, dims, value, 0))
+                location = location_of(target, 0, _value_size(operand_type, dims, value, 0))
         elif lifetime == _SUBGRAPH:
-            location = DataLocation(0, _u32(it), 0)
+            location = location_of(0, u32(it), 0)
         else:
-            location = DataLocation()
+            location = location_of(0, 0, 0)
         extra = OperandExtraParams()
         if head & _OP_CHANNEL_QUANT:
             wide = bool(nx(it, 0) & 1)
             scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
-            extra.channelQuant = SymmPerChannelQuantParams(scales, _u32(it))
+            extra.channelQuant = SymmPerChannelQuantParams(scales, u32(it))
         if head & _OP_EXTENSION:
             extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
-        append(Operand(operand_type, dims, consumers, scale, zero_point, lifetime, location, extra))
+        append(operand_of(operand_type, dims, consumers, scale, zero_point, lifetime, location,
+                          extra))
     operations = []
     n = len(operands)
     uses = [0] * n

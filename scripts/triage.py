@@ -134,19 +134,16 @@ def worker_main() -> None:
     out = sys.stdout
     sys.stdout = sys.stderr          # the driver's prints must not garble the protocol
     for line in sys.stdin:
-        data = base64.b64decode(line)
+        failure = None
         try:
-            harness.run_one(data, device)
-            answer: dict = {"failure": None}
-        except Exception as error:   # every failure is the answer, not a worker problem
-            answer = {"failure": asdict(describe(error))}
-            hung = isinstance(error, HangViolation)
-        else:
-            hung = False
+            harness.run_one(base64.b64decode(line), device)
+        except Exception as error:   # the failure is the answer here, whatever raised it
+            failure = error
+        answer = {"failure": asdict(describe(failure)) if failure is not None else None}
         out.write(json.dumps(answer) + "\n")
         out.flush()
-        if hung:   # an interrupted driver may keep threads busy: start afresh
-            return
+        if isinstance(failure, HangViolation):
+            return      # an interrupted driver may keep threads busy: start afresh
 
 
 class Worker:
@@ -284,31 +281,33 @@ def _drop_main_input(case, position: int) -> None:
 
 
 def _shrink_dimension(case, value: int) -> None:
-    """Every dimension equal to ``value`` becomes 1, with the byte lengths that depended
-    on it (constants, request arguments) shrunk to match."""
+    """Every dimension equal to ``value`` becomes 1, and byte lengths that were exactly the
+    size of the old shape (constants, request arguments) become the size of the new one."""
     from driver.hal import OperandLifeTime
     from driver.operands import storage_size
-    lengths_of_constants = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+
+    def shrunk(dims: list[int]) -> list[int]:
+        return [1 if d == value else d for d in dims]
+
     main = case.model.main
+    arguments = [(argument, main.operands[index])
+                 for args, indexes in ((case.request.inputs, main.inputIndexes),
+                                       (case.request.outputs, main.outputIndexes))
+                 for argument, index in zip(args, indexes)
+                 if not argument.hasNoValue and 0 <= index < len(main.operands)]
+    old_sizes = [storage_size(operand.type, argument.dimensions or operand.dimensions)
+                 for argument, operand in arguments]
     for subgraph in (main, *case.model.referenced):
         for operand in subgraph.operands:
-            if value not in operand.dimensions:
-                continue
             old = storage_size(operand.type, operand.dimensions)
-            operand.dimensions = [1 if d == value else d for d in operand.dimensions]
-            if operand.lifetime in lengths_of_constants and operand.location.length == old:
+            operand.dimensions = shrunk(operand.dimensions)
+            if (operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+                    and operand.location.length == old):
                 operand.location.length = storage_size(operand.type, operand.dimensions)
-    for arguments, indexes in ((case.request.inputs, main.inputIndexes), (case.request.outputs, main.outputIndexes)):
-        for argument, index in zip(arguments, indexes):
-            operand = main.operands[index] if 0 <= index < len(main.operands) else None
-            dims = argument.dimensions or (operand.dimensions if operand is not None else [])
-            if operand is None or argument.hasNoValue:
-                continue
-            if value in argument.dimensions:
-                argument.dimensions = [1 if d == value else d for d in argument.dimensions]
-            size = storage_size(operand.type, argument.dimensions or operand.dimensions)
-            if size is not None and size < argument.location.length and value in dims:
-                argument.location.length = size
+    for (argument, operand), old in zip(arguments, old_sizes):
+        argument.dimensions = shrunk(argument.dimensions)
+        if old is not None and argument.location.length == old:
+            argument.location.length = storage_size(operand.type, argument.dimensions or operand.dimensions)
 
 
 def _simplified_choices(case) -> Iterator[tuple[str, Callable]]:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from driver.conformance.loader import OPERAND_DTYPE
+from driver.conformance.runner import unknown_size_while_operand
 from driver.hal import (ErrorStatus, MeasureTiming, Model, NO_TIMING, OperandType, OutputShape,
                         Request, Timing)
 from driver.sync_fence import FenceState, SyncFence
@@ -102,6 +103,7 @@ class Mistakes:
     report_model_dims: bool = False      # report the model's (possibly zeroed) dims
     ignore_insufficient: bool = False    # write what fits and answer NONE
     unsupported: bool = False            # claim no operation is supported
+    refuse_unknown_size_while: bool = False   # HAL 1.3's strict rule, not a mistake
     supported_status: ErrorStatus = ErrorStatus.NONE
     execution_status: ErrorStatus | None = None   # answer this status instead of running
     raise_in_execute: bool = False
@@ -123,6 +125,8 @@ class FakeDevice:
         self.compute = compute or (lambda inputs: [inputs[0] + inputs[1]])
 
     def getSupportedOperations_1_3(self, model: Model):
+        if self.mistakes.refuse_unknown_size_while and unknown_size_while_operand(model):
+            return ErrorStatus.INVALID_ARGUMENT, []
         return self.mistakes.supported_status, [not self.mistakes.unsupported] * len(
             model.main.operations)
 

@@ -9,7 +9,7 @@ import pytest
 from driver.conformance.__main__ import main
 from driver.conformance.loader import load_examples
 from driver.conformance.runner import (ExecutionPath, RunOptions, Variant, Verdict,
-                                       applicable_variants, run_example)
+                                       run_example)
 from driver.hal import ErrorStatus
 
 from tests.conformance.helpers import (FakeDevice, Mistakes, add_model, model_entry, operand,
@@ -22,9 +22,9 @@ def load(tmp_path, entry):
     return next(load_examples(write_models(tmp_path / "m.json", [entry])))
 
 
-def run(tmp_path, entry=None, options=RunOptions(), **mistakes):
+def run(tmp_path, entry=None, options=RunOptions(), compute=None, **mistakes):
     example = load(tmp_path, entry or add_model())
-    return run_example(FakeDevice(Mistakes(**mistakes)), example, options)
+    return run_example(FakeDevice(Mistakes(**mistakes), compute), example, options)
 
 
 def failed_steps(result) -> dict[tuple[str, str], str]:
@@ -189,16 +189,24 @@ def test_cli_rejects_bad_arguments(suite, capsys):
         main([str(suite), "--paths", "sync,teleport"])
 
 
-def test_no_unknown_shape_variants_where_a_while_would_get_an_unknown_size(tmp_path):
-    example = load(tmp_path, loop_model())
-    assert applicable_variants(example, RunOptions()) == [Variant.NORMAL]
-    assert applicable_variants(load(tmp_path, add_model()), RunOptions()) == list(Variant)
+def count_to_three(inputs):
+    return [inputs[0] + 3]
 
 
-@pytest.mark.parametrize("body_dims, verdict", [((), Verdict.SKIPPED), ((1,), Verdict.FAILED)])
-def test_rejecting_a_while_of_unknown_size_is_a_skip(tmp_path, body_dims, verdict):
-    result = run(tmp_path, loop_model(body_dims=body_dims),
-                 supported_status=ErrorStatus.INVALID_ARGUMENT)
-    assert result.verdict is verdict
-    if verdict is Verdict.SKIPPED:
-        assert result.reason.startswith("not a HAL 1.3 model (main subgraph, operation 0 (WHILE)")
+@pytest.mark.parametrize("body_dims, verdict", [((), Verdict.SKIPPED), ((1,), Verdict.PASSED)])
+def test_a_driver_may_refuse_while_operands_of_unknown_size(tmp_path, body_dims, verdict):
+    result = run(tmp_path, loop_model(body_dims=body_dims), compute=count_to_three,
+                 refuse_unknown_size_while=True)
+    assert result.verdict is verdict, result.reason
+    refused = [c for c in result.checks if c.step == "supported"]
+    assert refused and all(c.reason.startswith("not a HAL 1.3 model (main subgraph, "
+                                               "operation 0 (WHILE)") for c in refused)
+    # With known sizes only the altered model (outputs of unknown shape) is refused.
+    assert {(c.variant, c.verdict) for c in refused} == (
+        {(Variant.NORMAL, Verdict.SKIPPED), (Variant.DYNAMIC, Verdict.SKIPPED)}
+        if verdict is Verdict.SKIPPED else {(Variant.DYNAMIC, Verdict.PASSED)})
+
+
+def test_refusing_a_valid_loop_fails(tmp_path):
+    result = run(tmp_path, loop_model(), supported_status=ErrorStatus.INVALID_ARGUMENT)
+    assert result.reason == "getSupportedOperations_1_3 returned INVALID_ARGUMENT for a valid model"

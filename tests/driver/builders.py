@@ -20,19 +20,22 @@
     io.output(0, [1])            # -> array([5], dtype=int32)
 
 Operands are created with the lifetime their role implies; ``outputs()`` turns the given
-temporaries into SUBGRAPH_OUTPUT operands. ``build()`` fills in numberOfConsumers, so the
-models are valid unless a test breaks them on purpose. The builder checks nothing the
-driver should check: a test may build any model the HAL structures can express.
+operation results into SUBGRAPH_OUTPUT operands. ``build()`` fills in numberOfConsumers,
+so the models are valid as built; a test that wants an invalid one edits the built Model.
+Referenced subgraphs are numbered in the order ``subgraph()`` creates them.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
 
-from driver.hal.enums import OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.hal.enums import (SCALAR_OPERAND_TYPES, OperandLifeTime as L, OperandType as T,
+                              OperationType as Op)
 from driver.hal.structs import (DataLocation, MemoryPool, Model, Operand, Operation, Request,
                                 RequestArgument, Subgraph)
 from driver.memory import Memory
@@ -49,10 +52,6 @@ OperandSpec = tuple[int, Dims]      # (operand type, dimensions) of an operation
 
 def _aligned(size: int) -> int:
     return -(-size // ALIGNMENT) * ALIGNMENT
-
-
-def _is_scalar(operand_type: int) -> bool:
-    return operand_type in (T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.FLOAT16, T.SUBGRAPH, T.OEM)
 
 
 class SubgraphBuilder:
@@ -81,11 +80,6 @@ class SubgraphBuilder:
         self.input_indexes.append(index)
         return index
 
-    def inputs_like(self, other: "SubgraphBuilder", indexes: Sequence[int]) -> list[int]:
-        """Inputs with the types and dimensions of operands of another subgraph (what an
-        IF branch or WHILE condition/body receives from its caller)."""
-        return [self.input(*other.spec(i)) for i in indexes]
-
     def temporary(self, operand_type: int, dims: Dims = (), scale: float = 0.0,
                   zero_point: int = 0) -> int:
         return self._operand(operand_type, dims, L.TEMPORARY_VARIABLE, scale, zero_point)
@@ -95,7 +89,7 @@ class SubgraphBuilder:
         """A CONSTANT_COPY in operandValues, or with ``in_pool`` a CONSTANT_REFERENCE in
         the model's memory pool."""
         array = np.asarray(value, dtype=STORAGE_DTYPE[operand_type])
-        if _is_scalar(operand_type):
+        if operand_type in SCALAR_OPERAND_TYPES:
             array, shape = array.reshape(()), []
         else:
             shape = list(array.shape) if dims is None else list(dims)
@@ -157,7 +151,7 @@ class SubgraphBuilder:
     def copy(self, a: int, dims: Optional[Dims] = None) -> int:
         """a + 0: a subgraph output must be written by an operation, even when it only
         passes a value through."""
-        operand_type, a_dims = self.spec(a)
+        operand_type = self.spec(a)[0]
         zero = self.constant(operand_type, np.zeros([1], STORAGE_DTYPE[operand_type]))
         return self.arithmetic(Op.ADD, a, zero, dims)
 
@@ -177,8 +171,8 @@ class SubgraphBuilder:
     def while_(self, condition: "SubgraphBuilder", body: "SubgraphBuilder", inputs: Sequence[int],
                outputs: Optional[Sequence[OperandSpec]] = None, count: Optional[int] = None,
                ) -> list[int]:
-        """WHILE; by default its outputs are all the body's outputs (m = m + k) with their
-        (type, dims); ``count`` keeps only the first m."""
+        """WHILE; by default it outputs every value the body outputs (no state-only values),
+        with the body's (type, dims); ``count`` keeps only the first ``count`` of them."""
         if outputs is None:
             outputs = [body.spec(i) for i in body.output_indexes]
             if count is not None:
@@ -197,13 +191,14 @@ class SubgraphBuilder:
         return self
 
     def build(self) -> Subgraph:
+        """A new Subgraph (each call), with numberOfConsumers counted from the operations."""
         consumers = [0] * len(self.operands)
         for operation in self.operations:
             for index in operation.inputs:
                 consumers[index] += 1
-        for operand, count in zip(self.operands, consumers):
-            operand.numberOfConsumers = count
-        return Subgraph(operands=self.operands, operations=self.operations,
+        operands = [dataclasses.replace(operand, numberOfConsumers=count)
+                    for operand, count in zip(copy.deepcopy(self.operands), consumers)]
+        return Subgraph(operands=operands, operations=copy.deepcopy(self.operations),
                         inputIndexes=list(self.input_indexes),
                         outputIndexes=list(self.output_indexes))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from driver.hal.enums import OperandType as T, OperationType as Op
+from driver.hal.structs import Model
 from tests.driver.builders import ModelBuilder
 
 F32, I32 = np.float32, np.int32
@@ -13,7 +14,7 @@ F32, I32 = np.float32, np.int32
 FIB_WEIGHTS = np.array([[0, 1], [1, 1]], F32)    # [a, b] -> [b, a + b]
 
 
-def fibonacci_model():
+def fibonacci_model() -> Model:
     """fib = [1, 1]; i = 1; while i < n: fib = FC(fib); i += 1 -> fib.
 
     m = 1 (fib), k = 1 (the counter), n = 1 (the bound). The weights are a constant in a
@@ -47,7 +48,7 @@ def fibonacci_reference(n: int) -> np.ndarray:
     return fib
 
 
-def if_model():
+def if_model() -> Model:
     """IF(c, then: a + b, else: a - b)(a, b) on TENSOR_FLOAT32 [3]."""
     mb = ModelBuilder()
     then, otherwise = mb.subgraph(), mb.subgraph()
@@ -61,7 +62,7 @@ def if_model():
     return mb.build()
 
 
-def mkn_model():
+def mkn_model() -> Model:
     """m = 2 (a, b), k = 2 (i, t), n = 2 (limit, step):
     while i < limit: (a, b, i, t) = (a + step, b + a * t, i + 1, t + t) -> (a, b)."""
     mb = ModelBuilder()
@@ -84,14 +85,15 @@ def mkn_model():
     return mb.build()
 
 
-def mkn_reference(a, b, limit, step):
+def mkn_reference(a: np.ndarray, b: np.ndarray, limit: int, step: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray]:
     i, t = 0, np.array([1], F32)
     while i < limit:
         a, b, i, t = a + step, b + a * t, i + 1, t + t
     return a, b
 
 
-def infinite_loop_model():
+def infinite_loop_model() -> Model:
     """x = x0; while x >= 0: x = x + 1. The condition stays true for any x0 >= 0."""
     mb = ModelBuilder()
     cond = mb.subgraph()
@@ -105,7 +107,7 @@ def infinite_loop_model():
     return mb.build()
 
 
-def finite_loop_model():
+def finite_loop_model() -> Model:
     """The same loop with a bound: while x < 100: x = x + 1."""
     mb = ModelBuilder()
     cond = mb.subgraph()
