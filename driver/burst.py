@@ -27,8 +27,9 @@ class ExecutionBurst:
         self._lock = threading.Lock()
 
     def _resolve_pools(self, request: Request, slots: Sequence[int]) -> Request:
+        check(isinstance(request.pools, list), "burst: request.pools must be a list")
         check(isinstance(slots, (list, tuple)) and len(slots) == len(request.pools),
-              f"burst: {len(request.pools)} pools but {len(slots) if isinstance(slots, (list, tuple)) else '?'} slots")
+              f"burst: {len(request.pools)} pools need as many slots, got {slots!r}")
         pools = []
         for i, (slot, pool) in enumerate(zip(slots, request.pools)):
             check(isinstance(slot, int) and not isinstance(slot, bool) and 0 <= slot < 2 ** 31,
@@ -45,8 +46,12 @@ class ExecutionBurst:
     def _fetch(self, slot: int, position: int) -> Memory:
         check(self._callback is not None,
               f"burst: pool {position} has no memory and slot {slot} is not cached")
-        status, memories = self._callback.getMemories([slot])
-        check(status == ErrorStatus.NONE and len(memories) == 1 and isinstance(memories[0], Memory),
+        answer = self._callback.getMemories([slot])
+        check(isinstance(answer, tuple) and len(answer) == 2,
+              f"burst: getMemories must return (status, memories), got {answer!r}")
+        status, memories = answer
+        check(status == ErrorStatus.NONE and isinstance(memories, (list, tuple))
+              and len(memories) == 1 and isinstance(memories[0], Memory),
               f"burst: the callback gave no memory for slot {slot}")
         return memories[0]
 
@@ -63,5 +68,7 @@ class ExecutionBurst:
                 resolved, measure, deadline, loopTimeoutDuration)
 
     def freeMemory(self, slot: int) -> None:
+        if not isinstance(slot, int):
+            return      # no such slot was ever cached
         with self._lock:
             self._cache.pop(slot, None)

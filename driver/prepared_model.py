@@ -99,7 +99,13 @@ class SamplePreparedModel:
             return error.status
 
         def run() -> None:
-            result = self._execute(request, measure, ctx, started, validated=True)
+            try:
+                result = self._execute(request, measure, ctx, started, validated=True)
+            except BaseException:
+                # A bug: the client still hears of the failure, and the exception goes on
+                # to the thread's exception hook so that it stays visible.
+                callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, [], NO_TIMING)
+                raise
             callback.notify_1_3(*result.as_tuple())
         _ASYNC_POOL.submit(run)
         return ErrorStatus.NONE
@@ -119,12 +125,21 @@ class SamplePreparedModel:
             validate_request(request, self._model, allow_unspecified_output=False)
         except ValidationError:
             return ErrorStatus.INVALID_ARGUMENT, None, None
+        if arguments.deadline_passed(ctx.deadline_ns):
+            return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None, None
         done = SyncFence()
         info = FencedExecutionCallback()
 
         def run() -> None:
-            status, message, timing_launched, timing_fenced = self._run_fenced(
-                request, fences, measure, ctx, duration_ns, launched)
+            try:
+                status, message, timing_launched, timing_fenced = self._run_fenced(
+                    request, fences, measure, ctx, duration_ns, launched)
+            except BaseException:
+                # A bug: signal the failure so nobody waits forever, and re-raise so the
+                # thread's exception hook reports it.
+                info._complete(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING, "internal error")
+                done.signal(FenceState.ERROR)
+                raise
             info._complete(status, timing_launched, timing_fenced, message)
             done.signal(FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR)
         # A thread of its own: it may wait on fences that other executions will signal.
@@ -163,4 +178,9 @@ class SamplePreparedModel:
     # --- configureExecutionBurst ---------------------------------------------------------
 
     def configureExecutionBurst(self, callback=None) -> tuple[ErrorStatus, Optional[ExecutionBurst]]:
+        if callback is not None:
+            try:
+                arguments.callback(callback, "getMemories")
+            except ValidationError:
+                return ErrorStatus.INVALID_ARGUMENT, None
         return ErrorStatus.NONE, ExecutionBurst(self, callback)

@@ -1468,3 +1468,84 @@ def encode(case: FuzzCase) -> bytes:
 def encode_spec(spec: CaseSpec) -> bytes:
     """Alias of serialize, for symmetry with decode/encode."""
     return serialize(spec)
+
+
+# --- seeds from other models ---------------------------------------------------------------
+
+def _readable(blob: bytes | None, location: DataLocation) -> bytes | None:
+    if blob is None or location.offset + location.length > len(blob):
+        return None
+    return bytes(blob[location.offset:location.offset + location.length])
+
+
+def _recipe(data: bytes, operand_type: int, dims: Sequence[int], allow_delta: bool,
+            max_literal: int | None) -> tuple[ValueSpec, int]:
+    value, delta = _classify(data, operand_type, dims, allow_delta, True)
+    if (max_literal is not None and value.kind == ValueKind.LITERAL and len(data) > max_literal
+            and len(data) == storage_bytes(operand_type, dims)):
+        # Bulk data whose exact values do not matter: generated values of the same size
+        # (zeros beyond what the decoder generates).
+        value = (ValueSpec(ValueKind.GENERATED, sum(data[:64]) % NUM_SEEDS)
+                 if len(data) <= MAX_GENERATED_VALUE else ValueSpec())
+        delta = 0
+    return value, delta
+
+
+def relayout(case: FuzzCase, *, max_literal: int | None = None,
+             zero_outputs: bool = True) -> CaseSpec:
+    """A spec of the same model and request in which the decoder places every constant and
+    request argument itself, which is the form structural mutations keep valid. Meant for
+    valid cases (conformance models, hand-written ones); values at unreadable locations are
+    left where they were. ``max_literal`` replaces literal values longer than that by
+    generated values of the same size; ``zero_outputs`` starts output buffers as zeros."""
+    spec = lift(case)
+    model = case.model
+    pools = [memory.read() for memory in model.pools]
+    for sg_spec, sg in zip(spec.model.subgraphs(), [model.main, *model.referenced]):
+        for o_spec, o in zip(sg_spec.operands, sg.operands):
+            loc = o.location
+            if o.lifetime == _SUBGRAPH:
+                o_spec.location, o_spec.target = None, loc.offset
+            elif o.lifetime in (_COPY, _REFERENCE):
+                blob = (model.operandValues if o.lifetime == _COPY
+                        else pools[loc.poolIndex] if loc.poolIndex < len(pools) else None)
+                content = _readable(blob, loc)
+                if content is not None:
+                    o_spec.value, _ = _recipe(content, o.type, o.dimensions, False, max_literal)
+                    o_spec.location = None
+                    o_spec.target = loc.poolIndex if o.lifetime == _REFERENCE else 0
+            elif loc.poolIndex == loc.offset == loc.length == 0:
+                o_spec.location = None
+    spec.model.operandValues = []
+    for pool in spec.model.pools:
+        pool.segments = []
+    request = case.request
+    contents = [None if p.hidlMemory is None else p.hidlMemory.read() for p in request.pools]
+    main = model.main
+    for role, (args, specs, indexes) in enumerate(
+            ((request.inputs, spec.request.inputs, main.inputIndexes),
+             (request.outputs, spec.request.outputs, main.outputIndexes))):
+        for i, (arg, arg_spec) in enumerate(zip(args, specs)):
+            loc = arg.location
+            if arg.hasNoValue:
+                arg_spec.location = None
+                continue
+            operand = _io_operand(main, indexes, i)
+            operand_type = _NO_TYPE if operand is None else operand.type
+            dims = arg.dimensions or ([] if operand is None else operand.dimensions)
+            if loc.poolIndex >= len(request.pools):
+                continue
+            if contents[loc.poolIndex] is None:      # a token: the whole buffer
+                arg_spec.location, arg_spec.target = None, loc.poolIndex
+                continue
+            content = _readable(contents[loc.poolIndex], loc)
+            if content is None:
+                continue
+            if role == 1 and zero_outputs:
+                content = bytes(len(content))
+            value, delta = _recipe(content, operand_type, dims, True, max_literal)
+            arg_spec.location, arg_spec.target = None, loc.poolIndex
+            arg_spec.value, arg_spec.size_delta = value, delta
+    for pool in spec.request.pools:
+        pool.blob.segments = []
+    return spec

@@ -24,27 +24,15 @@ import numpy as np
 from ..hal import (DataLocation, MemoryPool, Model, Operand, OperandExtraParams, OperandLifeTime,
                    OperandType, Operation, OperationType, Request, RequestArgument, Subgraph,
                    SymmPerChannelQuantParams)
+from ..hal.dtypes import STORAGE_DTYPE
 from ..hal.enums import SCALAR_OPERAND_TYPES
 from ..memory import Memory
 
 T = OperandType
 
-#: How a value of each operand type is laid out in memory. This is a property of the HAL's
-#: types (types.hal gives every base type's byte size), repeated here rather than imported
-#: from the bundled driver so that this package stays a pure HAL client. A SUBGRAPH
-#: operand's "value" is the index of the referenced subgraph.
-OPERAND_DTYPE: dict[OperandType, np.dtype] = {
-    T.FLOAT32: np.dtype(np.float32), T.INT32: np.dtype(np.int32),
-    T.UINT32: np.dtype(np.uint32), T.BOOL: np.dtype(np.bool_),
-    T.FLOAT16: np.dtype(np.float16),
-    T.TENSOR_FLOAT32: np.dtype(np.float32), T.TENSOR_INT32: np.dtype(np.int32),
-    T.TENSOR_QUANT8_ASYMM: np.dtype(np.uint8), T.TENSOR_QUANT16_SYMM: np.dtype(np.int16),
-    T.TENSOR_FLOAT16: np.dtype(np.float16), T.TENSOR_BOOL8: np.dtype(np.bool_),
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: np.dtype(np.int8),
-    T.TENSOR_QUANT16_ASYMM: np.dtype(np.uint16), T.TENSOR_QUANT8_SYMM: np.dtype(np.int8),
-    T.TENSOR_QUANT8_ASYMM_SIGNED: np.dtype(np.int8),
-    T.SUBGRAPH: np.dtype(np.uint32),
-}
+#: How a value of each operand type is laid out in memory (a fact of the HAL's types,
+#: from driver.hal); a SUBGRAPH operand's "value" is the index of the referenced subgraph.
+OPERAND_DTYPE: dict[OperandType, np.dtype] = {**STORAGE_DTYPE, T.SUBGRAPH: np.dtype(np.uint32)}
 
 #: Every value's offset (in operandValues, a constant pool or a request pool) is a multiple
 #: of this, so a driver may view any value as an aligned array of its element type.

@@ -24,6 +24,9 @@ from .steps import (InputCheck, make_if_step, make_input_checks, make_operation_
 Step = Callable[[list, object], None]
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
+#: How deeply IF/WHILE may nest (subgraphs on the longest reference chain).
+MAX_CONTROL_FLOW_DEPTH = 64
+
 
 @dataclass
 class SubgraphPlan:
@@ -87,9 +90,12 @@ def compile_model(model: Model, *, build_steps: bool = True) -> ModelAnalysis:
     order = _callee_first_order(subgraphs)
     plans: list[Optional[SubgraphPlan]] = [None] * len(subgraphs)
     supported: list[list[bool]] = [[] for _ in subgraphs]
+    depths = [0] * len(subgraphs)
     for index in order:
+        callees = _callees(subgraphs[index])
+        depths[index] = 1 + max((depths[c] for c in callees), default=0)
         plans[index], supported[index] = _compile_subgraph(
-            model, subgraphs, index, plans, supported, build_steps)
+            model, subgraphs, index, plans, supported, build_steps, depths)
     return ModelAnalysis(plans=plans, supported=supported,
                          fully_supported=all(supported[0]))
 
@@ -122,7 +128,7 @@ def _callee_first_order(subgraphs: list[Subgraph]) -> list[int]:
 
 
 def _compile_subgraph(model: Model, subgraphs: list[Subgraph], index: int, plans: list,
-                      supported_by_subgraph: list, build_steps: bool):
+                      supported_by_subgraph: list, build_steps: bool, depths: list[int]):
     subgraph = subgraphs[index]
     name = subgraph_name(index)
     infos = subgraph_infos(model, subgraph)
@@ -151,7 +157,10 @@ def _compile_subgraph(model: Model, subgraphs: list[Subgraph], index: int, plans
         if operation.type in CONTROL_FLOW:
             callees = [values[i] for i in operation.inputs
                        if subgraph.operands[i].lifetime == OperandLifeTime.SUBGRAPH]
-            ok = all(_plan_fully_supported(supported_by_subgraph, c) for c in callees)
+            # Each nesting level costs interpreter stack: deeper control flow is reported
+            # unsupported rather than risking a RecursionError mid-execution.
+            ok = all(_plan_fully_supported(supported_by_subgraph, c)
+                     and depths[c] < MAX_CONTROL_FLOW_DEPTH for c in callees)
             supported.append(ok)
             if ok and build_steps:
                 plan.steps.append(_control_flow_step(operation, plan, values, plans, where))

@@ -102,17 +102,12 @@ def test_uncached_slot_is_fetched_from_the_burst_callback(adder):
     assert sorted(sum(callback.asked, [])) == [3, 4]
 
 
-MALFORMED_ANSWER_XFAIL = pytest.mark.xfail(
-    strict=True, raises=(TypeError, ValueError), reason="ExecutionBurst._fetch unpacks the "
-    "answer of getMemories unchecked: a malformed answer raises instead of failing the execution")
-
-
 @pytest.mark.parametrize("answer", [
     pytest.param((ErrorStatus.GENERAL_FAILURE, []), id="error"),
     pytest.param((ErrorStatus.NONE, []), id="no-memory"),
     pytest.param((ErrorStatus.NONE, ["not a memory"]), id="wrong-type"),
-    pytest.param(None, id="none", marks=MALFORMED_ANSWER_XFAIL),
-    pytest.param((ErrorStatus.NONE,), id="short-tuple", marks=MALFORMED_ANSWER_XFAIL),
+    pytest.param(None, id="none"),
+    pytest.param((ErrorStatus.NONE,), id="short-tuple"),
 ])
 def test_burst_callback_without_memory_fails_the_execution(adder, answer):
     class Callback:

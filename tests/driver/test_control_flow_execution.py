@@ -352,9 +352,6 @@ def test_nested_control_flow_runs():
     assert run_nested(60) == (ErrorStatus.NONE, ErrorStatus.NONE, np.array([3.5], F32))
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="the executor runs nested "
-                   "IF/WHILE by Python recursion and nothing bounds the nesting depth: a few "
-                   "hundred levels raise RecursionError out of the HAL surface")
 def test_very_deep_control_flow_answers_with_a_status():
     preparation, execution, _result = run_nested(500)
     assert preparation != ErrorStatus.NONE or execution is not None

@@ -54,9 +54,6 @@ def fence_signalled_after(seconds: float, state: FenceState = FenceState.SIGNALE
 
 # --- preparation -----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="prepareModel_1_3 returns MISSED_DEADLINE_PERSISTENT at "
-                   "launch; the VTS (QualityOfServiceTests) requires NONE at launch with the "
-                   "deadline miss reported through the callback")
 def test_prepare_with_passed_deadline_reports_it_through_the_callback():
     launch, status, prepared = prepare_status(SampleDriver(), finite_loop_model(),
                                               deadline=passed_deadline())
@@ -81,16 +78,7 @@ def test_prepare_with_unlimited_or_future_deadline_succeeds():
 
 # --- executions ----------------------------------------------------------------------------
 
-def _passed_deadline_case(path):
-    marks = []
-    if path is Path.FENCED:
-        marks.append(pytest.mark.xfail(strict=True, reason="executeFenced turns every "
-                     "MISSED_DEADLINE_PERSISTENT into TRANSIENT, also for a deadline that "
-                     "had passed before the call"))
-    return pytest.param(path, id=path.value, marks=marks)
-
-
-@pytest.mark.parametrize("path", [_passed_deadline_case(p) for p in ALL_PATHS])
+@pytest.mark.parametrize("path", ALL_PATHS, ids=[p.value for p in ALL_PATHS])
 def test_execution_with_passed_deadline_fails_without_starting(finite_loop, path):
     io = loop_request()
     outcome = execute(finite_loop, io.request, path, deadline=passed_deadline(),

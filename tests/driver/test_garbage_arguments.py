@@ -214,9 +214,6 @@ def test_execute_fenced(prepared, position, garbage):
     assert launch == ErrorStatus.INVALID_ARGUMENT and fence is None and callback is None
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="configureExecutionBurst "
-                   "accepts any object as the burst callback, and the burst calls getMemories "
-                   "on it unchecked when a slot is not cached")
 def test_configure_burst_with_garbage_callback(prepared):
     """A burst callback that is not one may be refused at once, or when it is needed; it
     may not raise."""
@@ -246,14 +243,8 @@ def test_burst_execute(prepared, position, garbage):
     assert status == ErrorStatus.INVALID_ARGUMENT and shapes == []
 
 
-UNHASHABLE_SLOT_XFAIL = pytest.mark.xfail(
-    strict=True, raises=TypeError, reason="ExecutionBurst.freeMemory pops the slot from its "
-    "cache dict unchecked: an unhashable slot raises TypeError once anything is cached")
-
-
 def _free_memory_case(garbage, name):
-    unhashable = isinstance(garbage, (list, dict))
-    return pytest.param(garbage, id=name, marks=[UNHASHABLE_SLOT_XFAIL] if unhashable else [])
+    return pytest.param(garbage, id=name)
 
 
 @pytest.mark.parametrize("garbage", [_free_memory_case(g, n) for g, n in zip(GARBAGE, GARBAGE_IDS)])
@@ -306,16 +297,10 @@ REQUEST_MUTATIONS: dict[str, Callable[[Request], None]] = {
 }
 
 
-BURST_POOLS_XFAIL = pytest.mark.xfail(
-    strict=True, raises=TypeError, reason="ExecutionBurst._resolve_pools calls "
-    "len(request.pools) (also in the message of its own check) before checking it is a list")
-
-
 def _malformed_request_cases():
     for mutation in REQUEST_MUTATIONS:
         for path in ALL_PATHS:
-            marks = [BURST_POOLS_XFAIL] if (mutation, path) == ("pools None", Path.BURST) else []
-            yield pytest.param(mutation, path, id=f"{mutation}-{path.value}", marks=marks)
+            yield pytest.param(mutation, path, id=f"{mutation}-{path.value}")
 
 
 @pytest.mark.parametrize("mutation, path", list(_malformed_request_cases()))

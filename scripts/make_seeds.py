@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Write the fuzzer's seed inputs: the hand-written models of fuzz/seed_models.py and every
+conformance model of ../shared/conformance, each encoded with fuzz.codec.
+
+    python scripts/make_seeds.py [OUT_DIR] [--own-only] [--conformance DIR]
+                                 [--exact] [--max-literal N] [--max-case-bytes N]
+                                 [--merge CORPUS_DIR] [-- LIBFUZZER_FLAGS...]
+
+OUT_DIR defaults to seeds/ (not committed). Conformance models are re-laid out so that the
+decoder places their constants and request buffers (the form the structural mutations keep
+valid), with literal values kept exactly up to --max-literal bytes (bulk data beyond that
+becomes generated values of the same size), output buffers zeroed and a short loop timeout.
+--exact encodes each model exactly as the conformance loader builds it instead. Models whose
+pools would exceed --max-case-bytes are skipped: they would only slow the fuzzer down.
+
+--own-only writes the hand-written models alone: the committed corpus/ must come only from
+the project's own models and what fuzzing found from them, never from ../shared.
+
+--merge CORPUS_DIR then runs libFuzzer's -merge=1 through fuzz/driver_fuzz.py, adding to
+CORPUS_DIR the seeds that bring new coverage.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from fuzz import codec  # noqa: E402
+from fuzz.case import ExecutionPath, FuzzCase  # noqa: E402
+from fuzz.seed_models import SEED_LOOP_TIMEOUT_NS, seed_specs  # noqa: E402
+
+SHARED_CONFORMANCE = REPO_ROOT.parent / "shared" / "conformance"
+DEFAULT_MAX_LITERAL = 256
+DEFAULT_MAX_CASE_BYTES = 256 * 1024
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+
+
+def write_seed(out_dir: Path, name: str, data: bytes, written: set[bytes]) -> bool:
+    """Write one seed unless an identical one was written already."""
+    digest = hashlib.sha1(data).digest()
+    if digest in written:
+        return False
+    written.add(digest)
+    (out_dir / f"{safe_name(name)}").write_bytes(data)
+    return True
+
+
+def own_seeds(out_dir: Path, written: set[bytes]) -> int:
+    count = 0
+    for name, spec in seed_specs().items():
+        count += write_seed(out_dir, f"own-{name}", codec.serialize(spec), written)
+    return count
+
+
+def case_bytes(case: FuzzCase) -> int:
+    pools = [p.hidlMemory.size for p in case.request.pools if p.hidlMemory is not None]
+    return len(case.model.operandValues) + sum(m.size for m in case.model.pools) + sum(pools)
+
+
+def conformance_seeds(out_dir: Path, root: Path, written: set[bytes], *, exact: bool,
+                      max_literal: int, max_case_bytes: int) -> tuple[int, int]:
+    from driver.conformance.loader import build_model, build_request, find_model_files, load_examples
+    paths = list(ExecutionPath)
+    count = skipped = 0
+    for file in find_model_files([root]):
+        version = file.parent.name
+        for example in load_examples(file):
+            case = FuzzCase(build_model(example), build_request(example))
+            if case_bytes(case) > max_case_bytes:
+                skipped += 1
+                continue
+            # Spread the seeds over the execution paths; loops that never end stop soon.
+            case.choices.path = paths[count % len(paths)]
+            case.choices.second_path = paths[(count + 1) % len(paths)]
+            case.choices.loopTimeoutDuration_ns = SEED_LOOP_TIMEOUT_NS
+            if exact:
+                data = codec.encode(case)
+            else:
+                data = codec.serialize(codec.relayout(case, max_literal=max_literal))
+            count += write_seed(out_dir, f"cts-{version}-{example.name}", data, written)
+    return count, skipped
+
+
+def merge(corpus: Path, seeds: Path, libfuzzer_flags: list[str]) -> int:
+    corpus.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(REPO_ROOT / "fuzz" / "driver_fuzz.py"), "-merge=1",
+               *libfuzzer_flags, str(corpus), str(seeds)]
+    print("running:", " ".join(command), flush=True)
+    return subprocess.call(command, cwd=REPO_ROOT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    libfuzzer_flags: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, libfuzzer_flags = argv[:split], argv[split + 1:]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=str(REPO_ROOT / "seeds"))
+    parser.add_argument("--own-only", action="store_true",
+                        help="only the hand-written models of fuzz/seed_models.py")
+    parser.add_argument("--conformance", type=Path, default=SHARED_CONFORMANCE,
+                        help="conformance models folder (default: ../shared/conformance)")
+    parser.add_argument("--exact", action="store_true",
+                        help="encode conformance models exactly as loaded")
+    parser.add_argument("--max-literal", type=int, default=DEFAULT_MAX_LITERAL)
+    parser.add_argument("--max-case-bytes", type=int, default=DEFAULT_MAX_CASE_BYTES)
+    parser.add_argument("--merge", type=Path, metavar="CORPUS_DIR",
+                        help="minimise the seeds into this corpus with libFuzzer -merge=1")
+    args = parser.parse_args(argv)
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: set[bytes] = set()
+    own = own_seeds(out_dir, written)
+    print(f"{own} hand-written seeds")
+    if not args.own_only:
+        if args.conformance.is_dir():
+            count, skipped = conformance_seeds(
+                out_dir, args.conformance, written, exact=args.exact,
+                max_literal=args.max_literal, max_case_bytes=args.max_case_bytes)
+            print(f"{count} conformance seeds ({skipped} larger than {args.max_case_bytes} "
+                  f"bytes skipped)")
+        else:
+            print(f"{args.conformance}: not found; conformance seeds skipped")
+    print(f"written to {out_dir}")
+    if args.merge is not None:
+        return merge(args.merge, out_dir, libfuzzer_flags)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
