@@ -23,6 +23,35 @@ out-of-bounds locations, zero or infinite scales) all remain expressible.
 ``encode(case)`` is the exact inverse on everything ``decode`` produces:
 ``decode(encode(decode(b))) == decode(b)``. The one value the decoder never produces is a
 NaN scale (read as +inf), because NaN would not compare equal to itself.
+
+The wire format (``v`` a LEB128 varint, ``b`` a byte; counts are capped at the MAX_* limits
+below, 32-bit fields at 2^32-1; every byte string is some case)::
+
+    case      = choices model request
+    choices   = b(path:2 second_path:2 measure:1 priority:2 has_deadline:1)
+                b(preference:2 wait_fences:2 has_fenced_duration:1)
+                v(loop timeout µs + 1, 0 = omitted) [v deadline µs] [v fence delay µs]
+                [v fenced duration µs]
+    model     = b(relaxed:1 has_extensions:1) v(#referenced) segments(operandValues)
+                v(#pools) blob* subgraph(main) subgraph(referenced)* [v(#) (text v)*]
+    blob      = b(name: 0-2 known, else text) segments
+    segments  = v(#) (b0 v(zero length) | b1 v(n) n*b | b(2+element kind) b(seed) v(length))*
+    subgraph  = v(#operands) operand* v(#operations) (v type  v(#) v*  v(#) v*)*
+                v(#) v*(inputIndexes) v(#) v*(outputIndexes)
+    operand   = b(lifetime:3 quant:1 consumers:1 location:1 channelQuant:1 extension:1)
+                v(type) v(rank) v*(dims) [v raw lifetime when the 3 bits are 7]
+                [b(wide) f32|f64 scale, zigzag-v zeroPoint] [v numberOfConsumers]
+                (v v v location | placed: [v target (REFERENCE, SUBGRAPH)] [value (constants)])
+                [b(wide) v(#) scales channelDim] [v(n) n*b extension]
+    value     = b0 zeros | b1 v(n) n*b literal | b(2 + seed) generated
+    request   = v(#pools) (b1 v token | b0 blob)* v(#inputs) argument* v(#outputs) argument*
+    argument  = b(hasNoValue:1 location:1 size_delta:1) v(rank) v*(dims) [zigzag-v size_delta]
+                (v v v location | placed unless hasNoValue: v pool, value)
+
+Placed values are appended, 4-aligned, after their pool's explicit segments: constants in
+operand order (main, then referenced), arguments inputs first. A placed value is as long as
+its operand's storage (the argument's dimensions when given, plus size_delta) except a
+literal, which is its bytes.
 """
 from __future__ import annotations
 
@@ -40,8 +69,8 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         MeasureTiming, MemoryPool, Model, Operand, OperandExtraParams,
                         OperandLifeTime, OperandType, Operation, OperationType, Priority,
                         Request, RequestArgument, Subgraph, SymmPerChannelQuantParams)
-from driver.memory import Memory
 from driver.hal.enums import SCALAR_OPERAND_TYPES
+from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
@@ -611,6 +640,42 @@ def parse(data: bytes) -> CaseSpec:
 
 
 # --- writing -------------------------------------------------------------------------------
+# Serializing runs once per custom mutation. Field checks are cheap comparisons; the
+# message naming the field at fault is only built when a check fails, from ``where`` (a
+# tuple such as ("main", "operand", 3)) and the field's name.
+
+def _place(where: tuple) -> str:
+    return " ".join(str(part) for part in where)
+
+
+def _limit(where: tuple, what: str, value: object, allowed: str) -> CodecLimitError:
+    return CodecLimitError(f"{_place(where)}: {what} = {value} outside {allowed}")
+
+
+def _varint_out(out: bytearray, value: int, cap: int, where: tuple, what: str) -> None:
+    if 0 <= value < 0x80 and value <= cap:
+        out.append(value)
+        return
+    if not 0 <= value <= cap:
+        raise _limit(where, what, value, f"[0, {cap}]")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _u32_out(out: bytearray, value: int, where: tuple, what: str) -> None:
+    if 0 <= value < 0x80:
+        out.append(value)
+    else:
+        _varint_out(out, value, UINT32_MAX, where, what)
+
+
+def _i32_out(out: bytearray, value: int, where: tuple, what: str) -> None:
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise _limit(where, what, value, "the int32 range")
+    _varint_out(out, (value << 1) if value >= 0 else ((-value) << 1) - 1, UINT32_MAX, where, what)
+
 
 def _is_float32(value: float) -> bool:
     try:
@@ -619,100 +684,85 @@ def _is_float32(value: float) -> bool:
         return False
 
 
-class _Writer:
-    __slots__ = ("out",)
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def byte(self, value: int) -> None:
-        self.out.append(value)
-
-    def varint(self, value: int, what: str, cap: int) -> None:
-        if not 0 <= value <= cap:
-            raise CodecLimitError(f"{what} = {value} outside the encodable range [0, {cap}]")
-        while value >= 0x80:
-            self.out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        self.out.append(value)
-
-    def i32(self, value: int, what: str) -> None:
-        if not INT32_MIN <= value <= INT32_MAX:
-            raise CodecLimitError(f"{what} = {value} is not an int32")
-        self.varint((value << 1) if value >= 0 else ((-value) << 1) - 1, what, UINT32_MAX)
-
-    def u32(self, value: int, what: str) -> None:
-        self.varint(value, what, UINT32_MAX)
-
-    def raw(self, data: bytes) -> None:
-        self.out += data
-
-    def floats(self, values: Sequence[float]) -> None:
-        """A width flag, then the values as float32 if all are exactly float32, else float64."""
-        narrow = all(_is_float32(v) for v in values)
-        self.byte(0 if narrow else 1)
-        for v in values:
-            self.raw((_F32 if narrow else _F64).pack(v))
-
-    def text(self, value: str, what: str) -> None:
-        raw = value.encode("utf-8", "surrogateescape")
-        self.varint(len(raw), f"{what} length", MAX_NAME_BYTES)
-        self.raw(raw)
+def _floats_out(out: bytearray, values: Sequence[float], count_cap: int | None,
+                where: tuple, what: str) -> None:
+    """A width flag, [a count,] then the values: float32 if all are exactly float32 (the
+    usual case: the HAL's scales are floats), else float64."""
+    narrow = all(_is_float32(v) for v in values)
+    out.append(0 if narrow else 1)
+    if count_cap is not None:
+        _varint_out(out, len(values), count_cap, where, f"{what} count")
+    packer = _F32 if narrow else _F64
+    for v in values:
+        out += packer.pack(v)
 
 
-def _write_value(w: _Writer, value: ValueSpec) -> None:
+def _text_out(out: bytearray, value: str, where: tuple, what: str) -> None:
+    raw = value.encode("utf-8", "surrogateescape")
+    _varint_out(out, len(raw), MAX_NAME_BYTES, where, f"{what} length")
+    out += raw
+
+
+def _value_out(out: bytearray, value: ValueSpec, where: tuple) -> None:
     if value.kind == ValueKind.GENERATED:
         if not 0 <= value.seed < NUM_SEEDS:
-            raise CodecLimitError(f"value seed {value.seed} outside [0, {NUM_SEEDS})")
-        w.byte(2 + value.seed)
+            raise _limit(where, "value seed", value.seed, f"[0, {NUM_SEEDS})")
+        out.append(2 + value.seed)
     elif value.kind == ValueKind.LITERAL:
-        w.byte(1)
-        w.varint(len(value.data), "literal length", 1 << 62)
-        w.raw(value.data)
+        out.append(1)
+        _varint_out(out, len(value.data), 1 << 62, where, "literal length")
+        out += value.data
     else:
-        w.byte(0)
+        out.append(0)
 
 
-def _write_segments(w: _Writer, segments: Sequence[Segment]) -> None:
-    w.varint(len(segments), "segment count", MAX_SEGMENTS)
+def _segments_out(out: bytearray, segments: Sequence[Segment], where: tuple) -> None:
+    _varint_out(out, len(segments), MAX_SEGMENTS, where, "segment count")
     for segment in segments:
         if segment.kind == ValueKind.ZERO:
-            w.byte(0)
-            w.varint(segment.length, "zero segment length", FILL_BUDGET)
+            out.append(0)
+            _varint_out(out, segment.length, FILL_BUDGET, where, "zero segment length")
         elif segment.kind == ValueKind.LITERAL:
-            w.byte(1)
-            w.varint(len(segment.data), "literal length", 1 << 62)
-            w.raw(segment.data)
+            out.append(1)
+            _varint_out(out, len(segment.data), 1 << 62, where, "literal length")
+            out += segment.data
         else:
             if not 0 <= segment.seed <= 0xFF:
-                raise CodecLimitError(f"segment seed {segment.seed} outside [0, 255]")
-            w.byte(2 + int(segment.element))
-            w.byte(segment.seed)
-            w.varint(segment.length, "generated segment length", MAX_GENERATED_VALUE)
+                raise _limit(where, "segment seed", segment.seed, "[0, 255]")
+            out.append(2 + int(segment.element))
+            out.append(segment.seed)
+            _varint_out(out, segment.length, MAX_GENERATED_VALUE, where, "generated length")
 
 
-def _write_blob(w: _Writer, blob: BlobSpec) -> None:
+def _blob_out(out: bytearray, blob: BlobSpec, where: tuple) -> None:
     if blob.name in MEMORY_NAMES:
-        w.byte(MEMORY_NAMES.index(blob.name))
+        out.append(MEMORY_NAMES.index(blob.name))
     else:
-        w.byte(0xFF)
-        w.text(blob.name, "memory name")
-    _write_segments(w, blob.segments)
+        out.append(0xFF)
+        _text_out(out, blob.name, where, "memory name")
+    _segments_out(out, blob.segments, where)
 
 
-def _write_dims(w: _Writer, dims: Sequence[int], what: str) -> None:
-    w.varint(len(dims), f"{what} rank", MAX_RANK)
+def _dims_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
+    _varint_out(out, len(dims), MAX_RANK, where, "rank")
     for d in dims:
-        w.u32(d, f"{what} dimension")
+        _u32_out(out, d, where, "dimension")
 
 
-def _write_indexes(w: _Writer, indexes: Sequence[int], what: str, cap: int) -> None:
-    w.varint(len(indexes), f"{what} count", cap)
+def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,
+                 what: str) -> None:
+    _varint_out(out, len(indexes), cap, where, f"{what} count")
     for i in indexes:
-        w.u32(i, what)
+        _u32_out(out, i, where, what)
 
 
-def _write_operand(w: _Writer, o: OperandSpec, what: str) -> None:
+def _location_out(out: bytearray, location: DataLocation, where: tuple) -> None:
+    _u32_out(out, location.poolIndex, where, "location.poolIndex")
+    _u32_out(out, location.offset, where, "location.offset")
+    _u32_out(out, location.length, where, "location.length")
+
+
+def _operand_out(out: bytearray, o: OperandSpec, where: tuple) -> None:
     lifetime = int(o.lifetime)
     head = lifetime if 0 <= lifetime < _LIFETIME_ESCAPE else _LIFETIME_ESCAPE
     quant = o.scale != 0 or o.zeroPoint != 0
@@ -721,148 +771,137 @@ def _write_operand(w: _Writer, o: OperandSpec, what: str) -> None:
              | (_OP_LOCATION if o.location is not None else 0)
              | (_OP_CHANNEL_QUANT if extra.channelQuant is not None else 0)
              | (_OP_EXTENSION if extra.extension is not None else 0))
-    w.byte(head)
-    w.u32(int(o.type), f"{what} type")
-    _write_dims(w, o.dimensions, what)
+    out.append(head)
+    _u32_out(out, int(o.type), where, "type")
+    _dims_out(out, o.dimensions, where)
     if head & 7 == _LIFETIME_ESCAPE:
-        w.u32(lifetime, f"{what} lifetime")
+        _u32_out(out, lifetime, where, "lifetime")
     if quant:
-        w.floats([o.scale])
-        w.i32(o.zeroPoint, f"{what} zeroPoint")
+        _floats_out(out, [o.scale], None, where, "scale")
+        _i32_out(out, o.zeroPoint, where, "zeroPoint")
     if o.consumers is not None:
-        w.u32(o.consumers, f"{what} numberOfConsumers")
+        _u32_out(out, o.consumers, where, "numberOfConsumers")
     if o.location is not None:
-        _write_location(w, o.location, what)
+        _location_out(out, o.location, where)
     else:
-        if lifetime in (_REFERENCE, _SUBGRAPH):
-            w.u32(o.target, f"{what} target")
-        if lifetime in (_COPY, _REFERENCE):
-            _write_value(w, o.value)
+        if lifetime == _REFERENCE or lifetime == _SUBGRAPH:
+            _u32_out(out, o.target, where, "target")
+        if lifetime == _COPY or lifetime == _REFERENCE:
+            _value_out(out, o.value, where)
     if extra.channelQuant is not None:
-        scales = extra.channelQuant.scales
-        if len(scales) > MAX_CHANNEL_SCALES:
-            raise CodecLimitError(f"{what}: {len(scales)} channel scales > {MAX_CHANNEL_SCALES}")
-        # floats() writes the width flag first; the count goes between flag and values.
-        sub = _Writer()
-        sub.floats(scales)
-        w.byte(sub.out[0])
-        w.varint(len(scales), f"{what} channel scale count", MAX_CHANNEL_SCALES)
-        w.raw(sub.out[1:])
-        w.u32(extra.channelQuant.channelDim, f"{what} channelDim")
+        _floats_out(out, extra.channelQuant.scales, MAX_CHANNEL_SCALES, where, "channel scale")
+        _u32_out(out, extra.channelQuant.channelDim, where, "channelDim")
     if extra.extension is not None:
-        w.varint(len(extra.extension), f"{what} extension length", MAX_EXTENSION_BYTES)
-        w.raw(extra.extension)
+        _varint_out(out, len(extra.extension), MAX_EXTENSION_BYTES, where, "extension length")
+        out += extra.extension
 
 
-def _write_location(w: _Writer, location: DataLocation, what: str) -> None:
-    w.u32(location.poolIndex, f"{what} location.poolIndex")
-    w.u32(location.offset, f"{what} location.offset")
-    w.u32(location.length, f"{what} location.length")
-
-
-def _write_subgraph(w: _Writer, sg: SubgraphSpec, name: str) -> None:
-    w.varint(len(sg.operands), f"{name} operand count", MAX_OPERANDS)
+def _subgraph_out(out: bytearray, sg: SubgraphSpec, name: str) -> None:
+    _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
     for i, operand in enumerate(sg.operands):
-        _write_operand(w, operand, f"{name} operand {i}")
-    w.varint(len(sg.operations), f"{name} operation count", MAX_OPERATIONS)
+        _operand_out(out, operand, (name, "operand", i))
+    _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
     for i, op in enumerate(sg.operations):
-        what = f"{name} operation {i}"
-        w.u32(int(op.type), f"{what} type")
-        _write_indexes(w, op.inputs, f"{what} input", MAX_OPERATION_INPUTS)
-        _write_indexes(w, op.outputs, f"{what} output", MAX_OPERATION_OUTPUTS)
-    _write_indexes(w, sg.inputIndexes, f"{name} inputIndexes", MAX_IO_INDEXES)
-    _write_indexes(w, sg.outputIndexes, f"{name} outputIndexes", MAX_IO_INDEXES)
+        where = (name, "operation", i)
+        _u32_out(out, int(op.type), where, "type")
+        _indexes_out(out, op.inputs, MAX_OPERATION_INPUTS, where, "input")
+        _indexes_out(out, op.outputs, MAX_OPERATION_OUTPUTS, where, "output")
+    _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
+    _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
 
 
-def _write_model(w: _Writer, m: ModelSpec) -> None:
-    w.byte((1 if m.relaxComputationFloat32toFloat16 else 0)
-           | (2 if m.extensionNameToPrefix else 0))
-    w.varint(len(m.referenced), "referenced subgraph count", MAX_REFERENCED)
-    _write_segments(w, m.operandValues)
-    w.varint(len(m.pools), "model pool count", MAX_POOLS)
-    for pool in m.pools:
-        _write_blob(w, pool)
-    _write_subgraph(w, m.main, "main")
+def _model_out(out: bytearray, m: ModelSpec) -> None:
+    out.append((1 if m.relaxComputationFloat32toFloat16 else 0)
+               | (2 if m.extensionNameToPrefix else 0))
+    _varint_out(out, len(m.referenced), MAX_REFERENCED, ("model",), "referenced count")
+    _segments_out(out, m.operandValues, ("operandValues",))
+    _varint_out(out, len(m.pools), MAX_POOLS, ("model",), "pool count")
+    for j, pool in enumerate(m.pools):
+        _blob_out(out, pool, ("model pool", j))
+    _subgraph_out(out, m.main, "main")
     for i, sg in enumerate(m.referenced):
-        _write_subgraph(w, sg, f"subgraph {i + 1}")
+        _subgraph_out(out, sg, f"subgraph {i + 1}")
     if m.extensionNameToPrefix:
-        w.varint(len(m.extensionNameToPrefix), "extension count", MAX_EXTENSIONS)
+        _varint_out(out, len(m.extensionNameToPrefix), MAX_EXTENSIONS, ("model",),
+                    "extension count")
         for ext in m.extensionNameToPrefix:
-            w.text(ext.name, "extension name")
-            w.varint(ext.prefix, "extension prefix", UINT16_MAX)
+            _text_out(out, ext.name, ("extension",), "name")
+            _varint_out(out, ext.prefix, UINT16_MAX, ("extension", ext.name), "prefix")
 
 
-def _write_argument(w: _Writer, a: ArgumentSpec, what: str) -> None:
-    head = ((_ARG_NO_VALUE if a.hasNoValue else 0)
-            | (_ARG_LOCATION if a.location is not None else 0)
-            | (_ARG_DELTA if a.size_delta else 0))
-    w.byte(head)
-    _write_dims(w, a.dimensions, what)
+def _argument_out(out: bytearray, a: ArgumentSpec, where: tuple) -> None:
+    out.append((_ARG_NO_VALUE if a.hasNoValue else 0)
+               | (_ARG_LOCATION if a.location is not None else 0)
+               | (_ARG_DELTA if a.size_delta else 0))
+    _dims_out(out, a.dimensions, where)
     if a.size_delta:
         if abs(a.size_delta) > MAX_SIZE_DELTA:
-            raise CodecLimitError(f"{what} size_delta {a.size_delta} beyond ±{MAX_SIZE_DELTA}")
-        w.i32(a.size_delta, f"{what} size_delta")
+            raise _limit(where, "size_delta", a.size_delta, f"±{MAX_SIZE_DELTA}")
+        _i32_out(out, a.size_delta, where, "size_delta")
     if a.location is not None:
-        _write_location(w, a.location, what)
+        _location_out(out, a.location, where)
     elif not a.hasNoValue:
-        w.u32(a.target, f"{what} pool")
-        _write_value(w, a.value)
+        _u32_out(out, a.target, where, "pool")
+        _value_out(out, a.value, where)
 
 
-def _write_request(w: _Writer, r: RequestSpec) -> None:
-    w.varint(len(r.pools), "request pool count", MAX_POOLS)
-    for pool in r.pools:
+def _request_out(out: bytearray, r: RequestSpec) -> None:
+    _varint_out(out, len(r.pools), MAX_POOLS, ("request",), "pool count")
+    for j, pool in enumerate(r.pools):
         if pool.token is not None:
-            w.byte(1)
-            w.u32(pool.token, "request pool token")
+            out.append(1)
+            _u32_out(out, pool.token, ("request pool", j), "token")
         else:
-            w.byte(0)
-            _write_blob(w, pool.blob)
+            out.append(0)
+            _blob_out(out, pool.blob, ("request pool", j))
     for role, args in (("input", r.inputs), ("output", r.outputs)):
-        w.varint(len(args), f"request {role} count", MAX_REQUEST_ARGUMENTS)
+        _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
         for i, arg in enumerate(args):
-            _write_argument(w, arg, f"request {role} {i}")
+            _argument_out(out, arg, ("request", role, i))
 
 
 def _microseconds(ns: int, cap_us: int, what: str) -> int:
     if ns % 1000 or not 0 <= ns // 1000 <= cap_us:
-        raise CodecLimitError(f"{what} = {ns} ns is not a whole number of microseconds"
-                              f" in [0, {cap_us}] µs")
+        raise CodecLimitError(f"choices: {what} = {ns} ns is not a whole number of"
+                              f" microseconds in [0, {cap_us}] µs")
     return ns // 1000
 
 
-def _write_choices(w: _Writer, c: ExecutionChoices) -> None:
+def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
+    where = ("choices",)
     if not 0 <= c.wait_fences <= MAX_WAIT_FENCES:
-        raise CodecLimitError(f"wait_fences = {c.wait_fences} outside [0, {MAX_WAIT_FENCES}]")
-    w.byte(int(c.path) | int(c.second_path) << 2 | int(c.measureTiming) << 4
-           | int(c.priority) << 5 | (_CH_DEADLINE if c.deadline_ns is not None else 0))
-    w.byte(int(c.preference) | c.wait_fences << 2
-           | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0))
+        raise _limit(where, "wait_fences", c.wait_fences, f"[0, {MAX_WAIT_FENCES}]")
+    out.append(int(c.path) | int(c.second_path) << 2 | int(c.measureTiming) << 4
+               | int(c.priority) << 5 | (_CH_DEADLINE if c.deadline_ns is not None else 0))
+    out.append(int(c.preference) | c.wait_fences << 2
+               | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0))
     if c.loopTimeoutDuration_ns is None:
-        w.byte(0)
+        out.append(0)
     else:
         us = _microseconds(c.loopTimeoutDuration_ns, LOOP_TIMEOUT_CAP_US, "loopTimeoutDuration")
-        w.varint(us + 1, "loopTimeoutDuration", LOOP_TIMEOUT_CAP_US + 1)
+        _varint_out(out, us + 1, LOOP_TIMEOUT_CAP_US + 1, where, "loopTimeoutDuration")
     if c.deadline_ns is not None:
-        w.varint(_microseconds(c.deadline_ns, DEADLINE_CAP_US, "deadline"), "deadline",
-                 DEADLINE_CAP_US)
+        _varint_out(out, _microseconds(c.deadline_ns, DEADLINE_CAP_US, "deadline"),
+                    DEADLINE_CAP_US, where, "deadline")
     if c.wait_fences:
-        w.varint(_microseconds(c.wait_fence_delay_ns, WAIT_FENCE_DELAY_CAP_US,
-                               "wait_fence_delay"), "wait_fence_delay", WAIT_FENCE_DELAY_CAP_US)
+        _varint_out(out, _microseconds(c.wait_fence_delay_ns, WAIT_FENCE_DELAY_CAP_US,
+                                       "wait_fence_delay"),
+                    WAIT_FENCE_DELAY_CAP_US, where, "wait_fence_delay")
     elif c.wait_fence_delay_ns:
-        raise CodecLimitError("wait_fence_delay_ns without wait fences")
+        raise CodecLimitError("choices: wait_fence_delay_ns without wait fences")
     if c.fenced_duration_ns is not None:
-        w.varint(_microseconds(c.fenced_duration_ns, FENCED_DURATION_CAP_US, "fenced duration"),
-                 "fenced duration", FENCED_DURATION_CAP_US)
+        _varint_out(out, _microseconds(c.fenced_duration_ns, FENCED_DURATION_CAP_US,
+                                       "fenced duration"),
+                    FENCED_DURATION_CAP_US, where, "fenced duration")
 
 
 def serialize(spec: CaseSpec) -> bytes:
     """CaseSpec -> bytes; raises CodecLimitError for what the encoding cannot express."""
-    w = _Writer()
-    _write_choices(w, spec.choices)
-    _write_model(w, spec.model)
-    _write_request(w, spec.request)
-    return bytes(w.out)
+    out = bytearray()
+    _choices_out(out, spec.choices)
+    _model_out(out, spec.model)
+    _request_out(out, spec.request)
+    return bytes(out)
 
 
 # --- lowering: spec -> HAL -----------------------------------------------------------------
@@ -916,7 +955,9 @@ def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta:
     return min(size, MAX_GENERATED_VALUE if value.kind == ValueKind.GENERATED else FILL_BUDGET)
 
 
-_ZERO_VALUE = ValueSpec()
+def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int = 0) -> bytes:
+    """The bytes a placed value stands for, on its own (no per-case budget applies)."""
+    return _value_bytes(operand_type, value, _value_size(operand_type, dims, value, delta), _Fill())
 
 
 def _read_placed(it: Iterator[int], data: bytes, operand_type: int, dims: Sequence[int],
@@ -996,7 +1037,8 @@ def _lower_subgraph(sg: SubgraphSpec, values: bytearray, blobs: list[bytearray],
         if loc is not None:
             location = DataLocation(loc.poolIndex, loc.offset, loc.length)
         elif lifetime == _COPY:
-            data = _value_bytes(o.type, o.value, _value_size(o.type, o.dimensions, o.value, 0), fill)
+            size = _value_size(o.type, o.dimensions, o.value, 0)
+            data = _value_bytes(o.type, o.value, size, fill)
             location = DataLocation(0, _append(values, data), len(data))
         elif lifetime == _REFERENCE:
             size = _value_size(o.type, o.dimensions, o.value, 0)
@@ -1095,7 +1137,8 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
                      blobs: list[bytearray], fill: _Fill) -> Subgraph:
     # Locals, not globals, in the loop: this is the hottest code of a fuzz iteration.
     nx, u32, location_of, operand_of = next, _u32, DataLocation, Operand
-    type_of, lifetime_of, read_placed, append_to = _OPERAND_TYPES.get, _LIFETIMES.get, _read_placed, _append
+    type_of, lifetime_of = _OPERAND_TYPES.get, _LIFETIMES.get
+    read_placed, append_to = _read_placed, _append
     operands: list[Operand] = []
     counted: list[int] = []         # operands whose consumers the decoder counts
     append = operands.append
@@ -1360,7 +1403,8 @@ def _lift_model(model: Model, placed: bool, compact: bool) -> ModelSpec:
         operands = [_operand_base(o, counted[i]) for i, o in enumerate(sg.operands)]
         pairs.extend(zip(operands, sg.operands))
         specs.append(SubgraphSpec(
-            operands, [Operation(op.type, list(op.inputs), list(op.outputs)) for op in sg.operations],
+            operands,
+            [Operation(op.type, list(op.inputs), list(op.outputs)) for op in sg.operations],
             list(sg.inputIndexes), list(sg.outputIndexes)))
 
     def place(blob: bytes, members: list[tuple[OperandSpec, Operand]], pool_index: int,
@@ -1465,11 +1509,6 @@ def encode(case: FuzzCase) -> bytes:
                           " (a NaN scale?)")
 
 
-def encode_spec(spec: CaseSpec) -> bytes:
-    """Alias of serialize, for symmetry with decode/encode."""
-    return serialize(spec)
-
-
 # --- seeds from other models ---------------------------------------------------------------
 
 def _readable(blob: bytes | None, location: DataLocation) -> bytes | None:
@@ -1491,13 +1530,15 @@ def _recipe(data: bytes, operand_type: int, dims: Sequence[int], allow_delta: bo
     return value, delta
 
 
-def relayout(case: FuzzCase, *, max_literal: int | None = None,
-             zero_outputs: bool = True) -> CaseSpec:
+def relayout(case: FuzzCase, *, max_literal: int | None = None, zero_outputs: bool = True,
+             one_request_pool: bool = False) -> CaseSpec:
     """A spec of the same model and request in which the decoder places every constant and
     request argument itself, which is the form structural mutations keep valid. Meant for
     valid cases (conformance models, hand-written ones); values at unreadable locations are
     left where they were. ``max_literal`` replaces literal values longer than that by
-    generated values of the same size; ``zero_outputs`` starts output buffers as zeros."""
+    generated values of the same size; ``zero_outputs`` starts output buffers as zeros;
+    ``one_request_pool`` puts every request argument in one pool (each pool costs the
+    decoder a shared-memory mapping)."""
     spec = lift(case)
     model = case.model
     pools = [memory.read() for memory in model.pools]
@@ -1548,4 +1589,11 @@ def relayout(case: FuzzCase, *, max_literal: int | None = None,
             arg_spec.value, arg_spec.size_delta = value, delta
     for pool in spec.request.pools:
         pool.blob.segments = []
+    args = spec.request.inputs + spec.request.outputs
+    if (one_request_pool and len(spec.request.pools) > 1
+            and all(p.token is None for p in spec.request.pools)
+            and all(a.location is None for a in args)):
+        for arg in args:
+            arg.target = 0
+        del spec.request.pools[1:]
     return spec

@@ -8,7 +8,9 @@ bundled driver package and the named driver's package are instrumented for cover
 other argument goes to libFuzzer unchanged (-max_total_time, -runs, -jobs, -fork, -timeout,
 -merge, -minimize_crash, -dict, ...). Artifacts go to the repository's crashes/ unless
 -artifact_prefix says otherwise; -timeout defaults to 60 s (the harness reports hangs
-itself, long before that). Harness statistics are printed when the process ends.
+itself, long before that). Harness statistics are printed when the process ends, and each
+failure is logged as one line (artifact hash, violation) to findings.log beside the
+artifacts.
 
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
 it is executable and carries the driver choice in the environment.
@@ -16,6 +18,7 @@ it is executable and carries the driver choice in the environment.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -85,6 +88,22 @@ def print_stats_at_exit(print_stats) -> None:
     ctypes.CDLL(None).on_exit(callback, None)
 
 
+def findings_log(argv: list[str]) -> Path | None:
+    """Where each failure gets one line, keyed like libFuzzer's artifact names. In -fork
+    and -jobs modes the children's output is dropped or scattered; this keeps what failed."""
+    prefix = next((a.split("=", 1)[1] for a in argv[1:] if a.startswith("-artifact_prefix=")), "")
+    folder = Path(prefix) if prefix.endswith("/") else Path(prefix).parent
+    return folder / "findings.log" if folder.is_dir() else None
+
+
+def record_finding(log: Path | None, data: bytes, error: BaseException) -> None:
+    if log is None:
+        return
+    first_line = (str(error).splitlines() or [""])[0]
+    with open(log, "a") as out:
+        out.write(f"{hashlib.sha1(data).hexdigest()}  {type(error).__name__}: {first_line}\n")
+
+
 def main() -> None:
     spec, argv = split_driver_flag(sys.argv)
     if spec:
@@ -106,11 +125,14 @@ def main() -> None:
         if harness.STATS.inputs:
             print(harness.STATS.summary(), file=sys.stderr, flush=True)
 
+    findings = findings_log(argv)
+
     def test_one_input(data: bytes) -> None:
         try:
             harness.run_one(data, device)
-        except BaseException:
+        except BaseException as error:
             print_stats()
+            record_finding(findings, data, error)
             raise
 
     WATCHDOG.before_abort = lambda _report: print_stats()

@@ -383,8 +383,8 @@ def prepare(device: Any, model: Model, choices: ExecutionChoices) -> tuple[Error
 
 
 def prepare_arguments_valid(choices: ExecutionChoices) -> bool:
-    return (choices.preference in ExecutionPreference._value2member_map_
-            and choices.priority in Priority._value2member_map_
+    return (oracles.enum_member(ExecutionPreference, choices.preference) is not None
+            and oracles.enum_member(Priority, choices.priority) is not None
             and choices.deadline_ns is None)
 
 

@@ -29,9 +29,9 @@ from driver.hal import (DataLocation, ExecutionPreference, MeasureTiming, Operan
 from .case import ExecutionChoices, ExecutionPath
 from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS,
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
-                    CodecLimitError, ElementKind, OperandSpec, RequestPoolSpec, SubgraphSpec,
-                    ValueKind, ValueSpec, _Fill, _value_bytes, _value_size, element_kind,
-                    parse, serialize, storage_bytes)
+                    CodecLimitError, ElementKind, OperandSpec, RequestPoolSpec, RequestSpec,
+                    SubgraphSpec, ValueKind, ValueSpec, element_kind, parse, serialize,
+                    storage_bytes, value_bytes)
 
 #: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
 #: structure in ways no structural mutation would).
@@ -42,7 +42,7 @@ UNKNOWN_OUTPUT_BYTES = 1024
 Rng = random.Random
 
 
-# --- small helpers ----------------------------------------------------------------------------
+# --- building blocks ----------------------------------------------------------------------------
 
 _NUMPY_DTYPE = {ElementKind.BYTES: np.dtype("u1"), ElementKind.FLOAT32: np.dtype("<f4"),
                 ElementKind.FLOAT16: np.dtype("<f2"), ElementKind.INT32: np.dtype("<i4"),
@@ -64,11 +64,6 @@ def is_tensor(operand_type: int) -> bool:
 
 
 _TENSOR_TYPES = frozenset(t for t in T if t.name.startswith("TENSOR_"))
-
-
-def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int = 0) -> bytes:
-    """The bytes a placed value stands for (ignoring the per-case budget)."""
-    return _value_bytes(operand_type, value, _value_size(operand_type, dims, value, delta), _Fill())
 
 
 def as_array(operand_type: int, data: bytes) -> np.ndarray | None:
@@ -167,8 +162,9 @@ def tweaked(array: np.ndarray, kind: ElementKind, rng: Rng) -> np.ndarray:
     if kind == ElementKind.BOOL:
         array[i] = 0 if v else 1
     elif kind in (ElementKind.FLOAT32, ElementKind.FLOAT16):
-        array[i] = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
-                               rng.choice([1e4, -1e4, 1e-3])])
+        with np.errstate(over="ignore"):
+            array[i] = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
+                                   rng.choice([1e4, -1e4, 1e-3])])
     else:
         info = np.iinfo(array.dtype)
         step = rng.choice([1, -1, 1, -1, 2, rng.randint(-8, 8), rng.randint(0, 8)])
@@ -186,6 +182,11 @@ def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
     small = [c for c in constants if element_kind(c[2].type) == ElementKind.INT32
              and len(c[2].dimensions) <= 1 and (not c[2].dimensions or c[2].dimensions[0] <= 4)]
     _, _, operand = rng.choice(small if small and rng.random() < 0.6 else constants)
+    if operand.type == T.INT32 and rng.random() < 0.6:
+        # Scalar INT32 constants are mostly operation parameters with a few legal values
+        # (fused activation 0-3, padding scheme 0-2, axis, ...): stay in that range.
+        operand.value = literal_of(np.array([rng.randrange(4)], "<i4"))
+        return True
     data = value_bytes(operand.type, operand.dimensions, operand.value)
     array = as_array(operand.type, data)
     if array is None or array.size == 0:
@@ -216,8 +217,7 @@ def tweak_input(spec: CaseSpec, rng: Rng) -> bool:
 def reseed_value(spec: CaseSpec, rng: Rng) -> bool:
     """New generated contents for a constant or an input."""
     targets: list[OperandSpec | ArgumentSpec] = [o for _, _, o in placed_constants(spec)]
-    targets += [arg for _, arg, _ in valued_inputs(spec) if arg.value.kind != ValueKind.LITERAL
-                or not arg.size_delta]
+    targets += [arg for _, arg, _ in valued_inputs(spec)]
     if not targets:
         return False
     target = rng.choice(targets)
@@ -284,7 +284,7 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
     (dynamic output shapes). Main outputs keep a buffer of the size they had."""
     candidates = [(sg, i, o) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
                   if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
-                  and is_tensor(o.type) and o.dimensions]
+                  and is_tensor(o.type) and any(o.dimensions)]
     if not candidates:
         return False
     sg, index, operand = rng.choice(candidates)
@@ -292,7 +292,8 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
     if rng.random() < 0.2:
         operand.dimensions = []
     else:
-        operand.dimensions[rng.randrange(len(operand.dimensions))] = 0
+        known = [axis for axis, d in enumerate(operand.dimensions) if d]
+        operand.dimensions[rng.choice(known)] = 0
     if sg is spec.model.main and index in sg.outputIndexes:
         position = sg.outputIndexes.index(index)
         if position < len(spec.request.outputs):
@@ -338,7 +339,8 @@ def _converted_literal(value: ValueSpec, old: int, new: int) -> ValueSpec:
         return literal_of((array.astype(np.int16) - 128).astype("i1"))
     if new in (T.TENSOR_QUANT8_ASYMM,):
         return literal_of((array.astype(np.int16) + 128).astype("u1"))
-    return literal_of(array.astype(_NUMPY_DTYPE[element_kind(new)]))
+    with np.errstate(over="ignore"):        # float32 beyond float16's range: inf, as wanted
+        return literal_of(array.astype(_NUMPY_DTYPE[element_kind(new)]))
 
 
 def retype_all(spec: CaseSpec, rng: Rng) -> bool:
@@ -481,7 +483,8 @@ def append_binary(spec: CaseSpec, rng: Rng) -> bool:
             return None
         if rng.random() < 0.3:
             return rng.choice(_BINARY_PLAIN), [index, index], o.scale, o.zeroPoint
-        choice = rng.choice(_BINARY_WITH_ACTIVATION + ((Op.DIV,) if o.type in FLOAT_TENSORS else ()))
+        division = (Op.DIV,) if o.type in FLOAT_TENSORS else ()
+        choice = rng.choice(_BINARY_WITH_ACTIVATION + division)
         activation = 0 if o.type == T.TENSOR_INT32 else rng.randrange(4)
         act = int32_constant(sg, activation)
         return choice, [index, index, act], o.scale, o.zeroPoint
@@ -518,14 +521,14 @@ def duplicate_operation(spec: CaseSpec, rng: Rng) -> bool:
 def cut_operation(spec: CaseSpec, rng: Rng) -> bool:
     """Remove an operation of main; its results become model inputs fed by the request."""
     main = spec.model.main
-    if not main.operations:
+    # Main must keep an output: only operations that do not produce all of them.
+    candidates = [k for k, op in enumerate(main.operations)
+                  if any(i not in op.outputs for i in main.outputIndexes)]
+    if not candidates:
         return False
-    k = rng.randrange(len(main.operations))
+    k = rng.choice(candidates)
     op = main.operations[k]
     outputs = [i for i in op.outputs if i < len(main.operands)]
-    removed_outputs = [i for i in outputs if i in main.outputIndexes]
-    if len(main.outputIndexes) - len(removed_outputs) < 1:
-        return False
     if len(main.inputIndexes) + len(outputs) > MAX_IO_INDEXES:
         return False
     ensure_request_pool(spec)
@@ -605,29 +608,60 @@ def swap_operation_inputs(spec: CaseSpec, rng: Rng) -> bool:
     return True
 
 
-def _signature(spec: CaseSpec, sg: SubgraphSpec) -> tuple:
+def _signature(sg: SubgraphSpec) -> tuple:
     def types(indexes):
-        return tuple(sg.operands[i].type if i < len(sg.operands) else None for i in indexes)
+        return tuple((sg.operands[i].type, tuple(sg.operands[i].dimensions))
+                     if i < len(sg.operands) else None for i in indexes)
     return types(sg.inputIndexes), types(sg.outputIndexes)
+
+
+def _callees(spec: CaseSpec, number: int) -> set[int]:
+    """Subgraph numbers (main 0, referenced[k] k + 1) that subgraph ``number`` refers to."""
+    all_subgraphs = subgraphs(spec)
+    if number >= len(all_subgraphs):
+        return set()
+    return {o.target + 1 for o in all_subgraphs[number].operands
+            if o.lifetime == L.SUBGRAPH and o.location is None}
+
+
+def _reaches(spec: CaseSpec, start: int, goal: int) -> bool:
+    seen, stack = set(), [start]
+    while stack:
+        number = stack.pop()
+        if number == goal:
+            return True
+        if number not in seen:
+            seen.add(number)
+            stack.extend(_callees(spec, number))
+    return False
 
 
 def retarget_subgraph(spec: CaseSpec, rng: Rng) -> bool:
     """Point an IF/WHILE subgraph operand at another referenced subgraph (one with the same
-    signature when there is one)."""
+    signature, and not one that would make the graph recursive, when there is one)."""
     referenced = spec.model.referenced
-    refs = [o for sg in subgraphs(spec) for o in sg.operands
+    refs = [(number, o) for number, sg in enumerate(subgraphs(spec)) for o in sg.operands
             if o.lifetime == L.SUBGRAPH and o.location is None]
     if not refs or len(referenced) < 2:
         return False
-    o = rng.choice(refs)
-    current = (_signature(spec, referenced[o.target]) if o.target < len(referenced) else None)
+    number, o = rng.choice(refs)
+    current = (_signature(referenced[o.target]) if o.target < len(referenced) else None)
     same = [k for k, sg in enumerate(referenced)
-            if k != o.target and _signature(spec, sg) == current]
-    if same and rng.random() < 0.85:
+            if k != o.target and _signature(sg) == current
+            and not _reaches(spec, k + 1, number)]
+    if same and rng.random() < 0.9:
         o.target = rng.choice(same)
-    else:
+        return True
+    ifs = [op for sg in subgraphs(spec) for op in sg.operations
+           if op.type == Op.IF and len(op.inputs) >= 3]
+    if ifs:
+        op = rng.choice(ifs)          # exchanging the branches always fits
+        op.inputs[1], op.inputs[2] = op.inputs[2], op.inputs[1]
+        return True
+    if rng.random() < 0.3:            # a mismatching subgraph, for validation's sake
         o.target = rng.choice([k for k in range(len(referenced)) if k != o.target])
-    return True
+        return True
+    return False
 
 
 def constant_to_input(spec: CaseSpec, rng: Rng) -> bool:
@@ -732,11 +766,12 @@ def split_pools(spec: CaseSpec, rng: Rng) -> bool:
         return False
     arg = rng.choice(args)
     pools = spec.request.pools
-    if len(pools) < MAX_POOLS and rng.random() < 0.5:
+    others = [j for j in range(len(pools)) if j != arg.target]
+    if len(pools) < MAX_POOLS and (not others or rng.random() < 0.5):
         pools.append(RequestPoolSpec(blob=BlobSpec(rng.choice(["ashmem", "mmap_fd"]))))
         arg.target = len(pools) - 1
-    elif pools:
-        arg.target = rng.randrange(len(pools))
+    elif others:
+        arg.target = rng.choice(others)
     else:
         return False
     return True
@@ -818,7 +853,8 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
         else:
             o.dimensions = [rng.randint(1, 4)]
     elif kind == 3:
-        o.dimensions = o.dimensions + [rng.randint(1, 3)] if rng.random() < 0.5 else o.dimensions[:-1]
+        grow = rng.random() < 0.5
+        o.dimensions = o.dimensions + [rng.randint(1, 3)] if grow else o.dimensions[:-1]
     elif kind == 4:
         o.location = DataLocation(rng.randrange(3), rng.choice([0, 2, 4, 1 << 20, (1 << 32) - 1]),
                                   rng.choice([0, 1, 4, 16, (1 << 32) - 1]))
@@ -896,6 +932,49 @@ MUTATIONS: tuple[WeightedMutation, ...] = tuple(WeightedMutation(f.__name__, w, 
 _WEIGHTS = [m.weight for m in MUTATIONS]
 
 
+def _unused_pools(count: int, placed: Sequence[int], explicit: Sequence[int],
+                  empty: Callable[[int], bool]) -> list[int]:
+    used = set(placed) | set(explicit)
+    return [j for j in range(count) if j not in used and empty(j)]
+
+
+def _renumbered(index: int, removed: Sequence[int]) -> int:
+    return index - sum(1 for j in removed if j < index)
+
+
+def tidy_pools(spec: CaseSpec) -> None:
+    """Drop pools that a mutation left empty (nothing placed there, no explicit segment or
+    location): a zero-sized pool is invalid, and that is not what the mutation was about."""
+    request = spec.request
+    args = [a for a in request.inputs + request.outputs]
+    removed = _unused_pools(
+        len(request.pools),
+        [a.target for a in args if a.location is None and not a.hasNoValue],
+        [a.location.poolIndex for a in args if a.location is not None],
+        lambda j: request.pools[j].token is None and not request.pools[j].blob.segments)
+    if removed and len(removed) < len(request.pools):
+        request.pools = [p for j, p in enumerate(request.pools) if j not in removed]
+        for a in args:
+            if a.location is not None:
+                a.location.poolIndex = _renumbered(a.location.poolIndex, removed)
+            else:
+                a.target = _renumbered(a.target, removed)
+    model = spec.model
+    references = [o for sg in subgraphs(spec) for o in sg.operands
+                  if o.lifetime == L.CONSTANT_REFERENCE]
+    removed = _unused_pools(
+        len(model.pools), [o.target for o in references if o.location is None],
+        [o.location.poolIndex for o in references if o.location is not None],
+        lambda j: not model.pools[j].segments)
+    if removed:
+        model.pools = [p for j, p in enumerate(model.pools) if j not in removed]
+        for o in references:
+            if o.location is not None:
+                o.location.poolIndex = _renumbered(o.location.poolIndex, removed)
+            else:
+                o.target = _renumbered(o.target, removed)
+
+
 def mutate_spec(spec: CaseSpec, rng: Rng, count: int | None = None) -> list[str]:
     """Apply ``count`` (default: 1-3) mutations in place; the names of those that applied."""
     if count is None:
@@ -907,13 +986,15 @@ def mutate_spec(spec: CaseSpec, rng: Rng, count: int | None = None) -> list[str]
             applied.append(mutation.name)
             if len(applied) == count:
                 break
+    if "break_something" not in applied:
+        tidy_pools(spec)
     return applied
 
 
 # --- byte mutation ----------------------------------------------------------------------------
 
 def builtin_byte_mutate(data: bytes, max_size: int, rng: Rng) -> bytes:
-    """A small stand-in for libFuzzer's mutation outside a fuzzing session (tests, tools):
+    """A small stand-in for libFuzzer's mutation outside a fuzzing run (tests, tools):
     flip, set, insert or erase a few bytes."""
     out = bytearray(data)
     for _ in range(rng.randint(1, 4)):
@@ -941,7 +1022,7 @@ def _under_libfuzzer() -> bool:
     return "atheris" in sys.modules and getattr(main, "__file__", "").endswith("driver_fuzz.py")
 
 
-#: The byte-level mutation used; None: libFuzzer's inside a fuzzing session, else builtin.
+#: The byte-level mutation used; None: libFuzzer's inside a fuzzing run, else builtin.
 BYTE_MUTATE: Callable[[bytes, int, Rng], bytes] | None = None
 
 
@@ -974,17 +1055,16 @@ def default_request(spec: CaseSpec, rng: Rng) -> None:
     """A request matching main's inputs and outputs: generated inputs, outputs sized by
     their operands, all in one pool."""
     main = spec.model.main
-    inputs, outputs = [], []
+    spec.request = RequestSpec(pools=[RequestPoolSpec()])
     for index in main.inputIndexes:
         operand = main.operands[index] if index < len(main.operands) else None
-        dims = [] if operand is None else [d if d else rng.randint(1, 3) for d in operand.dimensions]
-        inputs.append(ArgumentSpec(dimensions=dims if operand is not None and 0 in operand.dimensions
-                                   else [], value=random_seed(rng)))
+        unknown = operand is not None and 0 in operand.dimensions
+        dims = [d if d else rng.randint(1, 3) for d in operand.dimensions] if unknown else []
+        spec.request.inputs.append(ArgumentSpec(dimensions=dims, value=random_seed(rng)))
     for index in main.outputIndexes:
         operand = main.operands[index] if index < len(main.operands) else None
-        outputs.append(ArgumentSpec() if operand is None else output_argument(spec, operand))
-    spec.request.inputs, spec.request.outputs = inputs, outputs
-    spec.request.pools = [RequestPoolSpec()]
+        spec.request.outputs.append(ArgumentSpec() if operand is None
+                                    else output_argument(spec, operand))
 
 
 def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes:

@@ -7,6 +7,7 @@ used in signatures; the message holds the details of this input.
 """
 from __future__ import annotations
 
+import enum
 import math
 import traceback
 from dataclasses import dataclass
@@ -144,12 +145,21 @@ def status_name(status: Any) -> str:
 
 # --- results of the right form ------------------------------------------------------------
 
+def enum_member(enum_type: type[enum.IntEnum], value: Any) -> enum.IntEnum | None:
+    """``value`` as a member of ``enum_type``, or None (bools are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    try:
+        return enum_type(value)
+    except ValueError:
+        return None
+
+
 def as_status(value: Any, what: str) -> ErrorStatus:
     """The ErrorStatus a call returned; anything else breaks the HAL signature."""
-    if isinstance(value, ErrorStatus):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool) and value in ErrorStatus._value2member_map_:
-        return ErrorStatus(value)
+    status = enum_member(ErrorStatus, value)
+    if status is not None:
+        return status
     raise MalformedResultViolation(f"{what} returned status {value!r}, not an ErrorStatus",
                                    key=f"{what}: status")
 

@@ -1,6 +1,8 @@
-"""Hand-written seed models: control flow the fuzzer should start from, plus small models of
-every operation family the driver implements, so that a corpus can be grown from the
-project's own models alone.
+"""Hand-written seed models: control flow the fuzzer should start from (IF on both branches,
+nested IF/WHILE, loop-carried, state-only and input-only operands, a loop whose carried
+tensor grows, a loop that must time out, operations run inside IF branches and WHILE
+bodies), plus one small model per operation family the driver implements, so that a corpus
+can be grown from the project's own models alone.
 
 Each seed is a function returning a :class:`fuzz.codec.CaseSpec`; ``SEEDS`` maps a name to
 it and ``seed_cases()`` lowers them all. Values that decide control flow (loop bounds, IF
@@ -8,12 +10,13 @@ conditions) are literal so they are reproduced exactly; bulk data is generated f
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
-from driver.hal import DataLocation, OperandLifeTime as L, OperandType as T, Operation
+from driver.hal import OperandLifeTime as L, OperandType as T, Operation
 from driver.hal import OperationType as Op
 from driver.operations.common import STORAGE_DTYPE
 
@@ -122,12 +125,12 @@ def _choices(path: ExecutionPath = ExecutionPath.SYNC, **kw) -> ExecutionChoices
 # --- control-flow building blocks ----------------------------------------------------------
 
 def _counter_cond(m: ModelBuilder, acc_dims: Sequence[int] = (2,),
-                  comparison: int = Op.LESS) -> int:
+                  comparison: int = Op.LESS, acc_type: int = T.TENSOR_FLOAT32) -> int:
     """cond(i, n, acc): i <comparison> n, for the loops of _accumulate_body."""
     number, g = m.add()
     i = g.input(*INT32_1)
     n = g.input(*INT32_1)
-    g.input(T.TENSOR_FLOAT32, acc_dims)
+    g.input(acc_type, acc_dims)
     out = g.output(*BOOL8_1)
     g.op(comparison, [i, n], [out])
     return number
@@ -151,22 +154,23 @@ def _accumulate_body(m: ModelBuilder, operand_type: int = T.TENSOR_FLOAT32,
 
 # --- seeds ---------------------------------------------------------------------------------
 
-def if_branches(cond_value: bool) -> CaseSpec:
+def if_branches(cond_value: bool, operand_type: int = T.TENSOR_FLOAT32,
+                path: ExecutionPath = ExecutionPath.SYNC) -> CaseSpec:
     """IF on a request-fed condition: then adds 10, else subtracts 10."""
     m = ModelBuilder()
     branches = []
     for operation in (Op.ADD, Op.SUB):
         number, g = m.add()
-        x = g.input(T.TENSOR_FLOAT32, [3, 4])
-        out = g.output(T.TENSOR_FLOAT32, [3, 4])
-        g.op(operation, [x, g.const(T.TENSOR_FLOAT32, [1], [10.0]), g.int32(0)], [out])
+        x = g.input(operand_type, [3, 4])
+        out = g.output(operand_type, [3, 4])
+        g.op(operation, [x, g.const(operand_type, [1], [10]), g.int32(0)], [out])
         branches.append(number)
     g = m.main
     cond = g.input(*BOOL8_1)
-    x = g.input(T.TENSOR_FLOAT32, [3, 4])
-    out = g.output(T.TENSOR_FLOAT32, [3, 4])
+    x = g.input(operand_type, [3, 4])
+    out = g.output(operand_type, [3, 4])
     g.op(Op.IF, [cond, g.subgraph(branches[0]), g.subgraph(branches[1]), x], [out])
-    return m.case([literal(T.TENSOR_BOOL8, [cond_value]), generated(1)])
+    return m.case([literal(T.TENSOR_BOOL8, [cond_value]), generated(1)], choices=_choices(path))
 
 
 def if_constant_condition() -> CaseSpec:
@@ -190,20 +194,21 @@ def if_constant_condition() -> CaseSpec:
                   output_sizes=[16], choices=_choices(ExecutionPath.ASYNC))
 
 
-def while_counter(n: int, path: ExecutionPath = ExecutionPath.SYNC) -> CaseSpec:
+def while_counter(n: int, path: ExecutionPath = ExecutionPath.SYNC,
+                  acc_type: int = T.TENSOR_FLOAT32) -> CaseSpec:
     """WHILE i < n: (i, n, acc) <- (i + 1, n, acc * acc); all three loop-carried."""
     m = ModelBuilder()
-    cond = _counter_cond(m)
-    body = _accumulate_body(m)
+    cond = _counter_cond(m, acc_type=acc_type)
+    body = _accumulate_body(m, acc_type)
     g = m.main
     n_in = g.input(*INT32_1)
-    acc_in = g.input(T.TENSOR_FLOAT32, [2])
+    acc_in = g.input(acc_type, [2])
     i_out = g.output(*INT32_1)
     n_out = g.output(*INT32_1)
-    acc_out = g.output(T.TENSOR_FLOAT32, [2])
+    acc_out = g.output(acc_type, [2])
     g.op(Op.WHILE, [g.subgraph(cond), g.subgraph(body), g.const(*INT32_1, [0]), n_in, acc_in],
          [i_out, n_out, acc_out])
-    return m.case([literal(T.TENSOR_INT32, [n]), literal(T.TENSOR_FLOAT32, [1.0, 1.125])],
+    return m.case([literal(T.TENSOR_INT32, [n]), literal(acc_type, [1, 2])],
                   choices=_choices(path))
 
 
@@ -462,6 +467,169 @@ def two_pools_and_omitted_dims() -> CaseSpec:
     return case
 
 
+@dataclass(frozen=True)
+class Arg:
+    """One input of a single-operation seed: fed by the request (``value`` a generated seed
+    or literal values) or a constant (``constant`` values)."""
+    type: int
+    dims: Sequence[int] = ()
+    constant: object = None
+    value: object = None
+    scale: float = 0.0
+    zero_point: int = 0
+
+
+def single(operation: int, args: Sequence[Arg],
+           outputs: Sequence[tuple[int, Sequence[int]] | tuple[int, Sequence[int], float, int]],
+           path: ExecutionPath = ExecutionPath.SYNC) -> CaseSpec:
+    """A model of one operation."""
+    m = ModelBuilder()
+    g = m.main
+    inputs, fed = [], []
+    for k, arg in enumerate(args):
+        quant = dict(scale=arg.scale, zero_point=arg.zero_point)
+        if arg.constant is not None:
+            inputs.append(g.const(arg.type, arg.dims, arg.constant, **quant))
+        else:
+            inputs.append(g.input(arg.type, arg.dims, **quant))
+            fed.append(literal(arg.type, arg.value) if arg.value is not None
+                       else generated(20 + k))
+    results = []
+    for out in outputs:
+        operand_type, dims, *quant = out
+        results.append(g.output(operand_type, dims, **(dict(scale=quant[0], zero_point=quant[1])
+                                                       if quant else {})))
+    g.op(operation, inputs, results)
+    return m.case(fed, choices=_choices(path))
+
+
+F32, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_BOOL8
+Q8 = T.TENSOR_QUANT8_ASYMM
+
+
+def _single_seeds() -> dict[str, Callable[[], CaseSpec]]:
+    x = Arg(F32, [2, 3])
+    seeds: dict[str, Callable[[], CaseSpec]] = {}
+    for operation in (Op.ABS, Op.EXP, Op.FLOOR, Op.LOG, Op.NEG, Op.RELU, Op.RELU1, Op.RELU6,
+                      Op.LOGISTIC, Op.TANH, Op.SQRT, Op.RSQRT, Op.SIN, Op.HARD_SWISH):
+        seeds[f"{operation.name.lower()}_float32"] = (
+            lambda o=operation: single(o, [x], [(F32, [2, 3])]))
+    table = {
+        "abs_int32": lambda: single(Op.ABS, [Arg(I32, [4])], [(I32, [4])]),
+        "relu_quant8": lambda: single(Op.RELU, [Arg(Q8, [4], scale=0.5, zero_point=128)],
+                                      [(Q8, [4], 0.5, 128)]),
+        "elu_float32": lambda: single(Op.ELU, [x, Arg(T.FLOAT32, constant=1.0)], [(F32, [2, 3])]),
+        "softmax_float32": lambda: single(Op.SOFTMAX, [x, Arg(T.FLOAT32, constant=1.0)],
+                                          [(F32, [2, 3])], ExecutionPath.ASYNC),
+        "maximum_float32": lambda: single(Op.MAXIMUM, [x, Arg(F32, [3])], [(F32, [2, 3])]),
+        "minimum_int32": lambda: single(Op.MINIMUM, [Arg(I32, [2, 2]), Arg(I32, [2, 2])],
+                                        [(I32, [2, 2])]),
+        "pow_float32": lambda: single(Op.POW, [x, Arg(F32, [1], constant=[2.0])],
+                                      [(F32, [2, 3])]),
+        "concatenation_float32": lambda: single(
+            Op.CONCATENATION, [x, Arg(F32, [2, 1]), Arg(T.INT32, constant=1)], [(F32, [2, 4])]),
+        "reshape_float32": lambda: single(Op.RESHAPE, [x, Arg(I32, [2], constant=[3, 2])],
+                                          [(F32, [3, 2])], ExecutionPath.FENCED),
+        "transpose_float32": lambda: single(Op.TRANSPOSE, [x, Arg(I32, [2], constant=[1, 0])],
+                                            [(F32, [3, 2])]),
+        "squeeze_float32": lambda: single(Op.SQUEEZE, [Arg(F32, [1, 3, 1]),
+                                                       Arg(I32, [1], constant=[0])],
+                                          [(F32, [3, 1])]),
+        "expand_dims_float32": lambda: single(Op.EXPAND_DIMS, [x, Arg(T.INT32, constant=0)],
+                                              [(F32, [1, 2, 3])]),
+        "mean_float32": lambda: single(Op.MEAN, [x, Arg(I32, [1], constant=[1]),
+                                                 Arg(T.INT32, constant=0)], [(F32, [2])]),
+        "reduce_sum_float32": lambda: single(Op.REDUCE_SUM, [x, Arg(I32, [1], constant=[0]),
+                                                             Arg(T.BOOL, constant=True)],
+                                             [(F32, [1, 3])], ExecutionPath.BURST),
+        "reduce_max_float32": lambda: single(Op.REDUCE_MAX, [x, Arg(I32, [1], constant=[1]),
+                                                             Arg(T.BOOL, constant=False)],
+                                             [(F32, [2])]),
+        "reduce_any_bool8": lambda: single(Op.REDUCE_ANY, [Arg(B8, [2, 3]),
+                                                           Arg(I32, [1], constant=[1]),
+                                                           Arg(T.BOOL, constant=False)],
+                                           [(B8, [2])]),
+        "argmax_float32": lambda: single(Op.ARGMAX, [x, Arg(T.INT32, constant=1)], [(I32, [2])]),
+        "cast_float32_to_int32": lambda: single(Op.CAST, [x], [(I32, [2, 3])]),
+        "quantize_float32": lambda: single(Op.QUANTIZE, [x], [(Q8, [2, 3], 0.05, 128)]),
+        "dequantize_quant8": lambda: single(Op.DEQUANTIZE, [Arg(Q8, [2, 3], scale=0.1,
+                                                                zero_point=100)],
+                                            [(F32, [2, 3])]),
+        "select_float32": lambda: single(Op.SELECT, [Arg(B8, [2, 3]), x, Arg(F32, [2, 3])],
+                                         [(F32, [2, 3])]),
+        "gather_float32": lambda: single(Op.GATHER, [x, Arg(T.INT32, constant=1),
+                                                     Arg(I32, [2], value=[2, 0])],
+                                         [(F32, [2, 2])]),
+        "tile_float32": lambda: single(Op.TILE, [x, Arg(I32, [2], constant=[2, 1])],
+                                       [(F32, [4, 3])]),
+        "slice_float32": lambda: single(Op.SLICE, [x, Arg(I32, [2], constant=[0, 1]),
+                                                   Arg(I32, [2], constant=[2, 2])],
+                                        [(F32, [2, 2])]),
+        "pad_float32": lambda: single(Op.PAD, [x, Arg(I32, [2, 2], constant=[[1, 0], [0, 2]])],
+                                      [(F32, [3, 5])]),
+        "fill_float32": lambda: single(Op.FILL, [Arg(I32, [2], constant=[2, 2]),
+                                                 Arg(T.FLOAT32, constant=1.5)], [(F32, [2, 2])]),
+        "rank_float32": lambda: single(Op.RANK, [x], [(T.INT32, [])]),
+        "fully_connected_float32": lambda: single(
+            Op.FULLY_CONNECTED, [Arg(F32, [2, 3]), Arg(F32, [4, 3], constant=np.ones((4, 3))),
+                                 Arg(F32, [4], constant=[0.5, 0, 0, -0.5]),
+                                 Arg(T.INT32, constant=0)], [(F32, [2, 4])]),
+        "split_float32": lambda: single(Op.SPLIT, [Arg(F32, [2, 4]), Arg(T.INT32, constant=1),
+                                                   Arg(T.INT32, constant=2)],
+                                        [(F32, [2, 2]), (F32, [2, 2])]),
+    }
+    seeds.update(table)
+    return seeds
+
+
+def in_if(case: CaseSpec, condition: bool) -> CaseSpec:
+    """The model of ``case`` (no control flow of its own) run by an IF whose branches are
+    both copies of it, on a request-fed condition."""
+    inner = case.model.main
+    model = ModelBuilder(pools=list(case.model.pools))
+    branches = []
+    for _ in range(2):
+        number, branch = model.add()
+        branch.spec = copy.deepcopy(inner)
+        branches.append(number)
+    g = model.main
+    cond = g.input(*BOOL8_1)
+    inputs = [g.input(inner.operands[i].type, inner.operands[i].dimensions,
+                      scale=inner.operands[i].scale, zero_point=inner.operands[i].zeroPoint)
+              for i in inner.inputIndexes]
+    outputs = [g.output(inner.operands[i].type, inner.operands[i].dimensions,
+                        scale=inner.operands[i].scale, zero_point=inner.operands[i].zeroPoint)
+               for i in inner.outputIndexes]
+    g.op(Op.IF, [cond, g.subgraph(branches[0]), g.subgraph(branches[1]), *inputs], outputs)
+    request = case.request
+    request.inputs.insert(0, ArgumentSpec(value=literal(T.TENSOR_BOOL8, [condition])))
+    return CaseSpec(ModelSpec(g.spec, [b.spec for b in model.referenced], [], model.pools),
+                    request, case.choices)
+
+
+def repeated_in_while(operation: int, n: int) -> CaseSpec:
+    """WHILE i < n: x <- operation(x), for a same-shape float operation."""
+    m = ModelBuilder()
+    cond = _counter_cond(m, (2, 3))
+    number, body = m.add()
+    i = body.input(*INT32_1)
+    count = body.input(*INT32_1)
+    x = body.input(F32, [2, 3])
+    i_next = body.output(*INT32_1)
+    count_next = body.output(*INT32_1)
+    x_next = body.output(F32, [2, 3])
+    body.op(Op.ADD, [i, body.const(*INT32_1, [1]), body.int32(0)], [i_next])
+    body.op(Op.ADD, [count, body.const(*INT32_1, [0]), body.int32(0)], [count_next])
+    body.op(operation, [x], [x_next])
+    g = m.main
+    n_in = g.input(*INT32_1)
+    x_in = g.input(F32, [2, 3])
+    x_out = g.output(F32, [2, 3])
+    g.op(Op.WHILE, [g.subgraph(cond), g.subgraph(number), g.const(*INT32_1, [0]), n_in, x_in],
+         [g.temp(*INT32_1), g.temp(*INT32_1), x_out])
+    return m.case([literal(T.TENSOR_INT32, [n]), generated(30)])
+
+
 def _plain_seeds() -> dict[str, Callable[[], CaseSpec]]:
     seeds: dict[str, Callable[[], CaseSpec]] = {}
     quant = {T.TENSOR_QUANT8_ASYMM: (0.5, 128), T.TENSOR_QUANT8_ASYMM_SIGNED: (0.25, -3)}
@@ -490,15 +658,38 @@ def _plain_seeds() -> dict[str, Callable[[], CaseSpec]]:
     seeds["constant_in_pool"] = constant_in_pool
     seeds["dynamic_output_shape"] = dynamic_output_shape
     seeds["two_pools_and_omitted_dims"] = two_pools_and_omitted_dims
+    seeds.update(_single_seeds())
+    return seeds
+
+
+def _wrapped_seeds() -> dict[str, Callable[[], CaseSpec]]:
+    """Operations of the plain seeds again, inside IF branches and WHILE bodies."""
+    singles = _single_seeds()
+    seeds: dict[str, Callable[[], CaseSpec]] = {}
+    for k, name in enumerate(("concatenation_float32", "reshape_float32", "softmax_float32",
+                              "reduce_sum_float32", "gather_float32", "split_float32",
+                              "select_float32", "cast_float32_to_int32", "quantize_float32",
+                              "fully_connected_float32")):
+        seeds[f"if_{name}"] = lambda n=name, c=bool(k % 2): in_if(singles[n](), c)
+    for k, operation in enumerate((Op.LOGISTIC, Op.TANH, Op.RELU1, Op.SIN, Op.HARD_SWISH,
+                                   Op.FLOOR)):
+        seeds[f"while_{operation.name.lower()}_{k + 1}"] = (
+            lambda o=operation, n=k + 1: repeated_in_while(o, n))
     return seeds
 
 
 CONTROL_FLOW_SEEDS: dict[str, Callable[[], CaseSpec]] = {
     "if_true": lambda: if_branches(True),
     "if_false": lambda: if_branches(False),
+    "if_true_float16_async": lambda: if_branches(True, T.TENSOR_FLOAT16, ExecutionPath.ASYNC),
+    "if_false_int32_fenced": lambda: if_branches(False, T.TENSOR_INT32, ExecutionPath.FENCED),
+    "if_true_int32_burst": lambda: if_branches(True, T.TENSOR_INT32, ExecutionPath.BURST),
     "if_constant_condition": if_constant_condition,
     "while_counter_3": lambda: while_counter(3),
     "while_counter_1_fenced": lambda: while_counter(1, ExecutionPath.FENCED),
+    "while_counter_2_float16_async": lambda: while_counter(2, ExecutionPath.ASYNC,
+                                                          T.TENSOR_FLOAT16),
+    "while_counter_4_int32_burst": lambda: while_counter(4, ExecutionPath.BURST, T.TENSOR_INT32),
     "while_state_and_input_only": while_state_and_input_only,
     "while_zero_iterations": while_zero_iterations,
     "while_infinite": while_infinite,
@@ -506,6 +697,7 @@ CONTROL_FLOW_SEEDS: dict[str, Callable[[], CaseSpec]] = {
     "nested_if_in_while": nested_if_in_while,
     "nested_while_in_if": nested_while_in_if,
     "while_in_while": while_in_while,
+    **_wrapped_seeds(),
 }
 
 SEEDS: dict[str, Callable[[], CaseSpec]] = {**CONTROL_FLOW_SEEDS, **_plain_seeds()}

@@ -9,9 +9,11 @@ conformance model of ../shared/conformance, each encoded with fuzz.codec.
 OUT_DIR defaults to seeds/ (not committed). Conformance models are re-laid out so that the
 decoder places their constants and request buffers (the form the structural mutations keep
 valid), with literal values kept exactly up to --max-literal bytes (bulk data beyond that
-becomes generated values of the same size), output buffers zeroed and a short loop timeout.
---exact encodes each model exactly as the conformance loader builds it instead. Models whose
-pools would exceed --max-case-bytes are skipped: they would only slow the fuzzer down.
+becomes generated values of the same size), output buffers zeroed, all request buffers in
+one pool and a short loop timeout.
+--exact encodes each model exactly as the conformance loader builds it instead (so are
+models too big for the decoder to fill). Models whose data would exceed --max-case-bytes
+(default 256 KiB; 0: no limit) are skipped: they would only slow the fuzzer down.
 
 --own-only writes the hand-written models alone: the committed corpus/ must come only from
 the project's own models and what fuzzing found from them, never from ../shared.
@@ -26,6 +28,7 @@ import hashlib
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -45,17 +48,28 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
 
 
-def write_seed(out_dir: Path, name: str, data: bytes, written: set[bytes]) -> bool:
+@dataclass
+class Written:
+    """What this run wrote so far: contents (by digest) and file names."""
+    digests: set[bytes] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+
+
+def write_seed(out_dir: Path, name: str, data: bytes, written: Written) -> bool:
     """Write one seed unless an identical one was written already."""
     digest = hashlib.sha1(data).digest()
-    if digest in written:
+    if digest in written.digests:
         return False
-    written.add(digest)
-    (out_dir / f"{safe_name(name)}").write_bytes(data)
+    file_name = safe_name(name)
+    if file_name in written.names:            # two names cut to the same prefix
+        file_name = f"{file_name}-{digest.hex()[:8]}"
+    written.digests.add(digest)
+    written.names.add(file_name)
+    (out_dir / file_name).write_bytes(data)
     return True
 
 
-def own_seeds(out_dir: Path, written: set[bytes]) -> int:
+def own_seeds(out_dir: Path, written: Written) -> int:
     count = 0
     for name, spec in seed_specs().items():
         count += write_seed(out_dir, f"own-{name}", codec.serialize(spec), written)
@@ -67,26 +81,29 @@ def case_bytes(case: FuzzCase) -> int:
     return len(case.model.operandValues) + sum(m.size for m in case.model.pools) + sum(pools)
 
 
-def conformance_seeds(out_dir: Path, root: Path, written: set[bytes], *, exact: bool,
+def conformance_seeds(out_dir: Path, root: Path, written: Written, *, exact: bool,
                       max_literal: int, max_case_bytes: int) -> tuple[int, int]:
-    from driver.conformance.loader import build_model, build_request, find_model_files, load_examples
+    from driver.conformance.loader import (build_model, build_request, find_model_files,
+                                           load_examples)
     paths = list(ExecutionPath)
     count = skipped = 0
     for file in find_model_files([root]):
         version = file.parent.name
         for example in load_examples(file):
             case = FuzzCase(build_model(example), build_request(example))
-            if case_bytes(case) > max_case_bytes:
+            size = case_bytes(case)
+            if max_case_bytes and size > max_case_bytes:
                 skipped += 1
                 continue
             # Spread the seeds over the execution paths; loops that never end stop soon.
             case.choices.path = paths[count % len(paths)]
             case.choices.second_path = paths[(count + 1) % len(paths)]
             case.choices.loopTimeoutDuration_ns = SEED_LOOP_TIMEOUT_NS
-            if exact:
+            if exact or size > codec.FILL_BUDGET // 2:
                 data = codec.encode(case)
             else:
-                data = codec.serialize(codec.relayout(case, max_literal=max_literal))
+                data = codec.serialize(codec.relayout(case, max_literal=max_literal,
+                                                      one_request_pool=True))
             count += write_seed(out_dir, f"cts-{version}-{example.name}", data, written)
     return count, skipped
 
@@ -121,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: set[bytes] = set()
+    written = Written()
     own = own_seeds(out_dir, written)
     print(f"{own} hand-written seeds")
     if not args.own_only:
@@ -129,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
             count, skipped = conformance_seeds(
                 out_dir, args.conformance, written, exact=args.exact,
                 max_literal=args.max_literal, max_case_bytes=args.max_case_bytes)
-            print(f"{count} conformance seeds ({skipped} larger than {args.max_case_bytes} "
-                  f"bytes skipped)")
+            limit = (f" ({skipped} with more than {args.max_case_bytes} bytes of data skipped)"
+                     if args.max_case_bytes else "")
+            print(f"{count} conformance seeds{limit}")
         else:
             print(f"{args.conformance}: not found; conformance seeds skipped")
     print(f"written to {out_dir}")

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -185,8 +186,10 @@ class Worker:
     def _died(self, process: subprocess.Popen) -> Failure:
         code = process.wait()
         self.process = None
-        import signal
-        name = signal.Signals(-code).name if code < 0 and -code in signal.Signals._value2member_map_ else str(code)
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(code)
         return Failure("crash", "", f"exit {name}", "", f"the worker died ({name})")
 
     def close(self) -> None:
@@ -199,13 +202,20 @@ class Worker:
 # --- minimisation -------------------------------------------------------------------------------
 
 def libfuzzer_minimize(artifact: Path, spec: str, seconds: int, workdir: Path) -> Path | None:
-    """libFuzzer's own crash minimiser; None when it produced nothing."""
+    """libFuzzer's own crash minimiser, stopped after ``seconds``; it rewrites its output
+    after every step, so what is there then is the smallest it found (None: nothing)."""
     out = workdir / f"minimized-{artifact.name}"
+    out.unlink(missing_ok=True)
     env = dict(os.environ, **{DRIVER_ENV: spec})
     command = [sys.executable, str(FUZZ_ENTRY), "-minimize_crash=1", f"-max_total_time={seconds}",
-               f"-runs={seconds * 1000}", f"-exact_artifact_path={out}", str(artifact)]
-    subprocess.run(command, env=env, cwd=workdir, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=seconds * 3 + 60)
+               f"-exact_artifact_path={out}", f"-artifact_prefix={workdir}/", str(artifact.resolve())]
+    process = subprocess.Popen(command, env=env, cwd=workdir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)   # the minimiser and the children it started
+        process.wait()
     return out if out.exists() else None
 
 
@@ -345,6 +355,23 @@ def candidate_reductions(case) -> Iterator[tuple[str, Callable]]:
     yield from _simplified_choices(case)
 
 
+def case_size(case) -> tuple[int, ...]:
+    """How big a case reads: operations, operands, subgraphs, then tensor elements. Bytes
+    do not say it: libFuzzer's minimiser shortens inputs by leaning on the decoder's
+    defaults for missing bytes, not by making the model simpler."""
+    import math
+    subgraphs = [case.model.main, *case.model.referenced]
+    return (sum(len(g.operations) for g in subgraphs), sum(len(g.operands) for g in subgraphs),
+            len(subgraphs), sum(math.prod(o.dimensions) for g in subgraphs for o in g.operands))
+
+
+def copy_case(case):
+    """A deep copy sharing the memory pools (mappings cannot be copied; reductions change
+    where data is, never the pools' content)."""
+    pools = [*case.model.pools, *(pool.hidlMemory for pool in case.request.pools)]
+    return copy.deepcopy(case, memo={id(pool): pool for pool in pools if pool is not None})
+
+
 def minimize_case(case, still_fails: Callable[[object], bool], budget_s: float,
                   log: Callable[[str], None] = lambda _: None):
     """Greedy structural minimisation: apply each reduction that keeps the failure, until
@@ -356,7 +383,7 @@ def minimize_case(case, still_fails: Callable[[object], bool], budget_s: float,
         for description, reduce in candidate_reductions(case):
             if time.monotonic() > deadline:
                 break
-            candidate = copy.deepcopy(case)
+            candidate = copy_case(case)
             try:
                 reduce(candidate)
                 tidy(candidate)
@@ -408,10 +435,11 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
             return False
         return failure.same_bug(worker.run(candidate))
 
-    case = minimize_case(decode(data), still_fails, structural_s, log)
+    original = decode(data)
+    case = minimize_case(original, still_fails, structural_s, log)
     final = encode(case)
     confirmed = worker.run(final)
-    if failure.same_bug(confirmed) and len(final) <= len(data):
+    if failure.same_bug(confirmed) and case_size(case) <= case_size(original):
         data, failure = final, confirmed
         result.sizes.append(len(data))
     result.failure = failure

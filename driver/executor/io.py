@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import check
+from ..errors import ExecutionError, check
 from ..hal.enums import ErrorStatus
 from ..hal.structs import Model, OutputShape, Request
 from ..operands import is_scalar_type
 from ..operations.common import STORAGE_DTYPE
-from .shapes import check_value_size, storage_nbytes
+from .shapes import check_value_size, matches_declared, storage_nbytes
 
 
 def request_pool_buffers(request: Request) -> list[memoryview]:
@@ -59,7 +59,11 @@ def write_outputs(request: Request, values: list, buffers: list[memoryview],
     nothing) when any buffer is too small for its value."""
     shapes = []
     sufficient = True
-    for argument, value in zip(request.outputs, values):
+    for position, (argument, value) in enumerate(zip(request.outputs, values)):
+        if argument.dimensions and not matches_declared(value.shape, tuple(argument.dimensions)):
+            # The request fixed the output's shape; the computation disagrees with it.
+            raise ExecutionError(f"request output {position}: computed shape {list(value.shape)} "
+                                 f"is incompatible with the request's {list(argument.dimensions)}")
         fits = argument.hasNoValue or value.nbytes <= argument.location.length
         sufficient = sufficient and fits
         shapes.append(OutputShape(dimensions=output_dimensions(value), isSufficient=fits))

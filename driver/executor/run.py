@@ -56,7 +56,10 @@ def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure
     except DriverError as error:
         return failure(error)
     device_end = time.perf_counter_ns()
-    status, shapes = write_outputs(request, outputs, buffers)
+    try:
+        status, shapes = write_outputs(request, outputs, buffers)
+    except ExecutionError as error:
+        return failure(error)
     if status != ErrorStatus.NONE or measure != MeasureTiming.YES:
         return ExecutionResult(status, shapes, NO_TIMING)
     driver_end = time.perf_counter_ns()

@@ -5,14 +5,18 @@ corpus does not contain but a few mutations reach. Use them as fuzz targets:
 
     python fuzz/driver_fuzz.py --driver tests.fuzz.broken_drivers:Raising corpus/ ...
 
-- ``Raising``: preparing a WHILE whose body has exactly three operations raises IndexError
+- ``Raising``: preparing a WHILE whose body has exactly five operations raises IndexError
   (an off-by-one in a loop-body scheduling helper).
 - ``Hanging``: a WHILE with a state-only operand runs without the requested loop timeout,
   so a loop that never ends runs for the 15 s maximum instead of the requested time.
-- ``FencedBitFlip``: executeFenced of a model containing SUB flips the lowest bit of the
-  first output's first byte.
+- ``FencedBitFlip``: executeFenced of a model with a LESS_EQUAL operation flips the lowest
+  bit of the first output's first byte.
 - ``SupportedDisagrees``: getSupportedOperations_1_3 reports INVALID_ARGUMENT for a model
-  with a GREATER_EQUAL in a referenced subgraph, which prepareModel_1_3 accepts.
+  with a GREATER in a referenced subgraph, which prepareModel_1_3 accepts.
+
+The seed corpus holds none of these shapes (loop bodies of two to four operations, LESS_EQUAL
+only in models not run fenced, GREATER only in main, state-only operands only in a loop
+that ends).
 """
 from __future__ import annotations
 
@@ -91,14 +95,17 @@ def _loop_body(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
 
 # --- 1. an exception on a rare graph shape ----------------------------------------------------
 
-def _schedule_loop_body(body: Subgraph) -> list[int]:
-    """Order of a loop body's operations, fusing a trailing pair. The bug: for a body of
-    exactly three operations the pair is looked up one position too far."""
-    order = list(range(len(body.operations)))
-    if len(order) == 3:
-        fused = body.operations[len(order)]          # off by one
-        order.append(fused.type)
-    return order
+def _schedule_loop_body(body: Subgraph) -> list[tuple[int, ...]]:
+    """Group a loop body's operations into dispatch batches of at most two. The bug: the
+    odd tail of a five-operation body is taken one position too far."""
+    count = len(body.operations)
+    batches = [(i, i + 1) for i in range(0, count - 1, 2)]
+    if count == 5:
+        batches.append((count,))                     # off by one: the tail is count - 1
+        body.operations[batches[-1][0]].type         # ... and is looked up
+    elif count % 2:
+        batches.append((count - 1,))
+    return batches
 
 
 class Raising(DeviceWrapper):
@@ -165,16 +172,21 @@ class Hanging(DeviceWrapper):
 
 # --- 3. a fenced path with different output bytes ---------------------------------------------
 
-def _has_operation(model: Model, operation_type: OperationType) -> bool:
+def _referenced_operation(model: Model, operation_type: OperationType) -> bool:
     return any(operation.type == operation_type
-               for subgraph in (model.main, *model.referenced) for operation in subgraph.operations)
+               for subgraph in model.referenced for operation in subgraph.operations)
+
+
+def _has_operation(model: Model, operation_type: OperationType) -> bool:
+    return (_referenced_operation(model, operation_type)
+            or any(operation.type == operation_type for operation in model.main.operations))
 
 
 class _BitFlippingFencedModel(PreparedModelWrapper):
     def executeFenced(self, request, waitFor, measure, deadline, loopTimeoutDuration, duration):
         status, fence, callback = self.inner.executeFenced(
             request, waitFor, measure, deadline, loopTimeoutDuration, duration)
-        if status != ErrorStatus.NONE or not _has_operation(self.model, OperationType.SUB):
+        if status != ErrorStatus.NONE or not _has_operation(self.model, OperationType.LESS_EQUAL):
             return status, fence, callback
         state = fence.wait() if fence is not None else FenceState.SIGNALED
         first = request.outputs[0] if request.outputs else None
@@ -193,8 +205,7 @@ class FencedBitFlip(DeviceWrapper):
 
 class SupportedDisagrees(DeviceWrapper):
     def getSupportedOperations_1_3(self, model: Model):
-        if any(operation.type == OperationType.GREATER_EQUAL
-               for subgraph in model.referenced for operation in subgraph.operations):
+        if _referenced_operation(model, OperationType.GREATER):
             return ErrorStatus.INVALID_ARGUMENT, []
         return self.inner.getSupportedOperations_1_3(model)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,9 +40,10 @@ def infinite_fibonacci_case(path: ExecutionPath) -> FuzzCase:
                                      loopTimeoutDuration_ns=SHORT_LOOP_NS))
 
 
-def sub_model() -> models.ModelCase:
-    model_case = models.add_model()
-    model_case.model.main.operations[0].type = OperationType.SUB
+def loop_condition(operation_type: OperationType) -> models.ModelCase:
+    """The counting loop with another comparison as its condition."""
+    model_case = models.while_counter_model()
+    model_case.model.referenced[0].operations[0].type = operation_type
     return model_case
 
 
@@ -254,14 +256,15 @@ def test_each_broken_contract_is_caught(name, make_device, make, violation, mess
 
 
 def test_supported_disagreement_is_caught():
-    case = make_case(models.while_counter_model())
-    case.model.referenced[0].operations[0].type = OperationType.GREATER_EQUAL
+    case = make_case(loop_condition(OperationType.GREATER))
     with pytest.raises(oracles.SupportedPrepareViolation, match="INVALID_ARGUMENT but prepareModel_1_3 succeeded"):
         harness.run_case(case, broken_drivers.SupportedDisagrees())
 
 
 def test_exception_from_a_rare_graph_shape_is_caught():
-    case = make_case(models.fibonacci_while_model())     # its body has three operations
+    case = make_case(models.fibonacci_while_model())
+    body = case.model.referenced[1]
+    body.operations += body.operations[:2]               # five operations (and invalid)
     with pytest.raises(oracles.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
         harness.run_case(case, broken_drivers.Raising())
     assert any(frame.name == "_schedule_loop_body" for frame in info.value.frames)
@@ -271,7 +274,8 @@ def test_exception_from_a_rare_graph_shape_is_caught():
 def test_fenced_bit_flip_is_nondeterminism(path):
     second = ExecutionPath.SYNC if path == ExecutionPath.FENCED else ExecutionPath.FENCED
     with pytest.raises(oracles.NondeterminismViolation, match="output 0 bytes differ"):
-        harness.run_case(make_case(sub_model(), path, second), broken_drivers.FencedBitFlip())
+        harness.run_case(make_case(loop_condition(OperationType.LESS_EQUAL), path, second),
+                         broken_drivers.FencedBitFlip())
 
 
 @pytest.mark.parametrize("path", [ExecutionPath.SYNC, ExecutionPath.FENCED], ids=lambda p: p.name)
@@ -360,3 +364,59 @@ def test_run_one_decodes_and_runs(device):
     outcome = harness.run_one(codec.encode(case), device)
     assert outcome.first.status == ErrorStatus.NONE
     assert outcome.first.outputs == outcome.second.outputs
+
+
+# --- driver choice and entry point ---------------------------------------------------------
+
+def test_driver_specs_are_loaded_and_checked(monkeypatch):
+    from fuzz import drivers
+    assert isinstance(drivers.make_device("driver:SampleDriver"), SampleDriver)
+    monkeypatch.setenv(drivers.DRIVER_ENV, "tests.fuzz.broken_drivers:Hanging")
+    assert isinstance(drivers.make_device(), broken_drivers.Hanging)
+    assert drivers.top_package("tests.fuzz.broken_drivers:Hanging") == "tests"
+    for spec, message in [("driver", "expected MODULE:FACTORY"), ("no_such_module:X", "cannot import"),
+                          ("driver:NoSuchFactory", "has no attribute"), ("driver.device:VERSION", "not callable"),
+                          ("driver.hal:Timing", "lacks getSupportedOperations_1_3")]:
+        with pytest.raises(drivers.DriverSpecError, match=message):
+            drivers.make_device(spec)
+
+
+def test_entry_point_strips_its_own_flag_and_adds_defaults():
+    from fuzz import driver_fuzz
+    spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--driver", "m:f", "corpus", "-runs=5"])
+    assert spec == "m:f" and rest == ["fuzz.py", "corpus", "-runs=5"]
+    spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--driver=m:g", "-fork=2"])
+    assert spec == "m:g" and rest == ["fuzz.py", "-fork=2"]
+    assert driver_fuzz.split_driver_flag(["fuzz.py", "corpus"]) == (None, ["fuzz.py", "corpus"])
+    flags = driver_fuzz.with_default_flags(["fuzz.py", "corpus"])
+    assert any(f.startswith("-artifact_prefix=") and f.endswith("crashes/") for f in flags)
+    assert f"-timeout={driver_fuzz.DEFAULT_TIMEOUT_S}" in flags
+    mine = driver_fuzz.with_default_flags(["fuzz.py", "-artifact_prefix=out/", "-timeout=5"])
+    assert mine == ["fuzz.py", "-artifact_prefix=out/", "-timeout=5"]
+
+
+@pytest.mark.slow
+def test_fuzzer_finds_a_planted_bug_and_its_children_use_the_same_driver(tmp_path):
+    """End to end through libFuzzer: the driver named by --driver finds the bug in the seed,
+    and the re-executed child of -minimize_crash (as of -fork and -jobs) uses that driver
+    too, so the crash reproduces there."""
+    import subprocess
+    import sys
+    from fuzz.codec import encode
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "seed").write_bytes(encode(make_case(loop_condition(OperationType.GREATER))))
+    entry = Path(__file__).resolve().parents[2] / "fuzz" / "driver_fuzz.py"
+    driver = ["--driver", "tests.fuzz.broken_drivers:SupportedDisagrees"]
+
+    def fuzz(*arguments: str) -> str:
+        run = subprocess.run([sys.executable, str(entry), *driver, *arguments,
+                              f"-artifact_prefix={tmp_path}/"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        return run.stdout + run.stderr
+
+    output = fuzz(str(seeds), "-runs=20")
+    assert "SupportedPrepareViolation" in output, output[-3000:]
+    artifact = next(tmp_path.glob("crash-*"))
+    output = fuzz("-minimize_crash=1", "-runs=20", f"-exact_artifact_path={tmp_path / 'min'}", str(artifact))
+    assert "caused a crash. Will try to minimize it further" in output, output[-3000:]

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Benchmark of the fuzz harness on the bundled driver (a measurement, not a test).
+
+    python scripts/bench_fuzz.py [--seconds 60] [--corpus corpus/] [--skip-fuzz] [--skip-coverage]
+
+Prints:
+- libFuzzer's exec/s of ``fuzz/driver_fuzz.py`` fuzzing from the corpus for --seconds, one
+  process (instrumented, with the custom mutator), and the harness statistics of that run:
+  prepare and execute success rates, the share of executions running IF/WHILE;
+- the in-process rate of ``run_one`` over the corpus inputs and mutations of them (no
+  instrumentation, no libFuzzer: the harness and driver alone);
+- the line coverage of driver/ reached by replaying the corpus (coverage.py; the
+  conformance runner, driver/conformance/, is not part of what is fuzzed and is left out).
+
+Targets: >= 2000 exec/s per core, >= 90 % line coverage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
+TARGET_EXECS_PER_S = 2000
+TARGET_COVERAGE = 90.0
+COVERAGE_OMIT = ["*/driver/conformance/*"]
+
+
+def corpus_files(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.iterdir() if p.is_file()) if corpus.is_dir() else []
+
+
+def fuzz_rate(corpus: Path, seconds: int) -> dict:
+    """Fuzz for ``seconds`` from a scratch copy of the corpus; libFuzzer's figures and the
+    harness statistics line."""
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as scratch:
+        command = [sys.executable, str(FUZZ_ENTRY), scratch, str(corpus), f"-max_total_time={seconds}",
+                   "-print_final_stats=1", f"-artifact_prefix={scratch}/", "-timeout=30"]
+        run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
+                             timeout=seconds * 3 + 120)
+        artifacts = [p.name for p in Path(scratch).iterdir() if p.name.startswith(("crash-", "timeout-"))]
+    log = run.stderr
+    figures = dict(re.findall(r"stat::(\w+):\s+(\d+)", log))
+    stats_line = next((line for line in log.splitlines() if line.startswith("harness: ")), "")
+    return {"execs_per_s": int(figures.get("average_exec_per_sec", 0)),
+            "executed": int(figures.get("number_of_executed_units", 0)),
+            "harness": stats_line, "artifacts": artifacts,
+            "tail": "\n".join(log.splitlines()[-5:]) if run.returncode else ""}
+
+
+def in_process_rate(corpus: Path, seconds: float) -> dict:
+    """run_one over the corpus and mutations of it, for ``seconds``."""
+    from fuzz import harness
+    from fuzz.oracles import OracleViolation
+    try:
+        from fuzz.mutator import mutate
+    except ImportError:
+        mutate = None
+    seeds = [p.read_bytes() for p in corpus_files(corpus)]
+    if not seeds:
+        return {"execs_per_s": 0}
+    device = harness.default_device()
+    runs = violations = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        data = seeds[runs % len(seeds)]
+        if mutate is not None and runs % 2:
+            data = mutate(data, 4096, runs)
+        try:
+            harness.run_one(data, device)
+        except OracleViolation:
+            violations += 1
+        runs += 1
+    elapsed = time.perf_counter() - started
+    return {"execs_per_s": runs / elapsed, "runs": runs, "violations": violations,
+            "harness": harness.STATS.summary()}
+
+
+def coverage_child(corpus: Path, report: Path) -> None:
+    """Replay the corpus under coverage.py; write the totals to ``report``."""
+    import coverage
+    cov = coverage.Coverage(source=[str(REPO_ROOT / "driver")], omit=COVERAGE_OMIT)
+    cov.start()
+    from fuzz import harness
+    from fuzz.oracles import OracleViolation
+    device = harness.default_device()
+    for path in corpus_files(corpus):
+        try:
+            harness.run_one(path.read_bytes(), device)
+        except OracleViolation as violation:
+            print(f"{path.name}: {violation}", file=sys.stderr)
+    cov.stop()
+    with open(os.devnull, "w") as quiet:
+        percent = cov.report(file=quiet)
+    data = cov.get_data()
+    files = {}
+    for filename in data.measured_files():
+        _, statements, _, missing, _ = cov.analysis2(filename)
+        files[os.path.relpath(filename, REPO_ROOT)] = (len(statements), len(missing))
+    report.write_text(json.dumps({"percent": percent, "files": files}))
+
+
+def coverage_of_replay(corpus: Path) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "coverage.json"
+        subprocess.run([sys.executable, __file__, "--coverage-child", str(report), "--corpus", str(corpus)],
+                       cwd=REPO_ROOT, check=True, timeout=1800)
+        return json.loads(report.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus")
+    parser.add_argument("--seconds", type=int, default=60, help="length of the libFuzzer run")
+    parser.add_argument("--in-process-seconds", type=float, default=20)
+    parser.add_argument("--skip-fuzz", action="store_true")
+    parser.add_argument("--skip-coverage", action="store_true")
+    parser.add_argument("--coverage-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.coverage_child:
+        coverage_child(args.corpus, args.coverage_child)
+        return 0
+
+    inputs = corpus_files(args.corpus)
+    print(f"corpus: {args.corpus} ({len(inputs)} inputs)")
+    if not args.skip_fuzz:
+        fuzz = fuzz_rate(args.corpus, args.seconds)
+        verdict = "meets" if fuzz["execs_per_s"] >= TARGET_EXECS_PER_S else "below"
+        print(f"libFuzzer, 1 process, {args.seconds} s: {fuzz['execs_per_s']} exec/s "
+              f"({fuzz['executed']} inputs; {verdict} the {TARGET_EXECS_PER_S} exec/s target)")
+        print(f"  {fuzz['harness']}")
+        if fuzz["artifacts"]:
+            print(f"  artifacts: {', '.join(fuzz['artifacts'])}")
+        if fuzz["tail"]:
+            print(f"  libFuzzer exited abnormally:\n{fuzz['tail']}")
+    local = in_process_rate(args.corpus, args.in_process_seconds)
+    if local["execs_per_s"]:
+        print(f"in-process run_one (no instrumentation), corpus + mutations: "
+              f"{local['execs_per_s']:.0f} exec/s over {local['runs']} inputs, "
+              f"{local['violations']} violations")
+        print(f"  {local['harness']}")
+    if not args.skip_coverage:
+        covered = coverage_of_replay(args.corpus)
+        verdict = "meets" if covered["percent"] >= TARGET_COVERAGE else "below"
+        print(f"line coverage of driver/ replaying the corpus: {covered['percent']:.1f} % "
+              f"({verdict} the {TARGET_COVERAGE:.0f} % target)")
+        worst = sorted(covered["files"].items(), key=lambda item: -item[1][1])[:8]
+        for name, (statements, missing) in worst:
+            print(f"  {name}: {statements - missing}/{statements} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""fuzz.codec: every byte string decodes, encode is decode's exact inverse, values are
+generated as promised, sizes stay bounded, and seeds keep their compact form."""
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from driver.hal import (DataLocation, ExtensionNameAndPrefix, MeasureTiming, MemoryPool, Model,
+                        Operand, OperandExtraParams, OperandLifeTime as L, OperandType as T,
+                        Operation, OperationType as Op, Request, RequestArgument, Subgraph,
+                        SymmPerChannelQuantParams)
+from driver.memory import Memory
+from fuzz import codec
+from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from fuzz.codec import (CaseSpec, ElementKind, ModelSpec, OperandSpec,
+                        RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
+from fuzz.seed_models import SEEDS
+from tests import models
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CTS = REPO_ROOT.parent / "shared" / "conformance" / "cts"
+
+SEED_BYTES = [codec.serialize(make()) for make in SEEDS.values()]
+
+
+def assert_round_trip(case: FuzzCase) -> bytes:
+    data = codec.encode(case)
+    again = codec.decode(data)
+    assert again == case
+    assert codec.encode(again) == data
+    return data
+
+
+# --- any bytes ------------------------------------------------------------------------------
+
+@st.composite
+def edited_seeds(draw) -> bytes:
+    """A seed with a few bytes replaced, inserted or cut: deeper structures than random
+    bytes reach."""
+    data = bytearray(draw(st.sampled_from(SEED_BYTES)))
+    for _ in range(draw(st.integers(0, 6))):
+        position = draw(st.integers(0, len(data)))
+        action = draw(st.integers(0, 2))
+        if action == 0 and position < len(data):
+            data[position] = draw(st.integers(0, 255))
+        elif action == 1:
+            data[position:position] = draw(st.binary(min_size=1, max_size=4))
+        else:
+            del data[position:position + draw(st.integers(1, 8))]
+    return bytes(data)
+
+
+ANY_INPUT = st.one_of(st.binary(max_size=400), edited_seeds())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_INPUT)
+def test_every_input_decodes_and_encodes_back_exactly(data):
+    case = codec.decode(data)
+    assert isinstance(case, FuzzCase)
+    encoded = codec.encode(case)
+    assert codec.decode(encoded) == case
+    assert codec.encode(codec.decode(encoded)) == encoded
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_INPUT)
+def test_one_pass_decode_equals_parse_then_lower(data):
+    assert codec.decode(data) == codec.lower(codec.parse(data))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_INPUT)
+def test_spec_serialization_round_trips(data):
+    spec = codec.parse(data)
+    assert codec.parse(codec.serialize(spec)) == spec
+
+
+def test_decoding_is_deterministic():
+    for data in SEED_BYTES + [bytes(range(256)), b"\xff" * 300]:
+        assert codec.decode(data) == codec.decode(data)
+
+
+def test_the_empty_input_is_an_empty_case():
+    case = codec.decode(b"")
+    assert case.model.main.operands == [] and case.request.inputs == []
+    assert case.choices.loopTimeoutDuration_ns is None
+    assert_round_trip(case)
+
+
+# --- what the decoder can express ---------------------------------------------------------------
+
+def hal_case(operands, operations=(), inputs=(), outputs=(), *, values=b"", pools=(),
+             request=None, referenced=(), **model_fields) -> FuzzCase:
+    main = Subgraph(list(operands), list(operations), list(inputs), list(outputs))
+    model = Model(main, list(referenced), values, list(pools), **model_fields)
+    return FuzzCase(model, request or Request(), ExecutionChoices())
+
+
+def test_invalid_values_stay_expressible():
+    huge = [(1 << 32) - 1, 1 << 31, 7]
+    operands = [
+        Operand(T.TENSOR_FLOAT32, huge, 3, 1e30, -(1 << 31), L.CONSTANT_COPY,
+                DataLocation(0, (1 << 32) - 1, 4)),                       # out of bounds
+        Operand(12345, [], 0, float("inf"), 1 << 20, 9, DataLocation(5, 6, 7)),  # type, lifetime
+        Operand(T.TENSOR_INT32, [2], 1, 0.0, 0, L.CONSTANT_COPY, DataLocation(0, 2, 8)),  # overlap
+        Operand(T.TENSOR_INT32, [2], 1, 0.0, 0, L.CONSTANT_COPY, DataLocation(0, 0, 8)),
+        Operand(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 2], 0, 0.0, 0, L.TEMPORARY_VARIABLE,
+                DataLocation(), OperandExtraParams(SymmPerChannelQuantParams([0.5, -1.0], 9),
+                                                   b"\x01\x02")),
+        Operand(0x10002, [1], 0, 0.0, 0, L.SUBGRAPH, DataLocation(3, 99, 1)),
+    ]
+    operations = [Operation(Op.ADD, [0, 1, 1 << 20], [2, 2]),
+                  Operation(0xFFFF_FFFF, [], [(1 << 32) - 1])]
+    request = Request([RequestArgument(True, DataLocation(1, 2, 3), [0, 5])],
+                      [RequestArgument(False, DataLocation(7, 0, 4), [])],
+                      [MemoryPool(token=42), MemoryPool(hidlMemory=Memory.from_bytes(b"ab", "x"))])
+    case = hal_case(operands, operations, [0, 77], [1 << 31], values=bytes(range(12)),
+                    pools=[Memory.from_bytes(b"\0" * 5, "mmap_fd")], request=request,
+                    relaxComputationFloat32toFloat16=True,
+                    extensionNameToPrefix=[ExtensionNameAndPrefix("vendor.ext", 7)])
+    assert_round_trip(case)
+
+
+def test_nan_scales_decode_as_infinity():
+    spec = CaseSpec(ModelSpec(SubgraphSpec([OperandSpec(T.TENSOR_QUANT8_ASYMM, [1],
+                                                        scale=float("nan"))])))
+    case = codec.decode(codec.serialize(spec))
+    assert case.model.main.operands[0].scale == math.inf
+    assert_round_trip(case)
+
+
+def test_memory_names_lose_nul_bytes_so_a_pool_can_always_be_created():
+    spec = CaseSpec(request=RequestSpec(pools=[RequestPoolSpec()]))
+    spec.request.pools[0].blob.name = "a\0b"
+    case = codec.decode(codec.serialize(spec))
+    assert case.request.pools[0].hidlMemory.name == "ab"
+
+
+def test_decoder_fills_at_most_its_budget():
+    # 16 constants of 2^32 x 4 floats each would be 256 GiB: the decoder caps each value and
+    # the case's total, so the case decodes fast (and is invalid, as it should be).
+    operands = [OperandSpec(T.TENSOR_FLOAT32, [1 << 16, 1 << 16], lifetime=L.CONSTANT_COPY,
+                            value=ValueSpec(kind)) for kind in [ValueKind.GENERATED,
+                                                                ValueKind.ZERO] * 8]
+    data = codec.serialize(CaseSpec(ModelSpec(SubgraphSpec(operands))))
+    started = time.process_time()
+    case = codec.decode(data)
+    assert time.process_time() - started < 1.0
+    assert case.model.main.operands[0].location.length == codec.MAX_GENERATED_VALUE
+    assert len(case.model.operandValues) <= codec.FILL_BUDGET
+    assert_round_trip(case)
+
+
+def test_counts_beyond_the_limits_are_refused_by_encode():
+    operands = [Operand(T.INT32, []) for _ in range(codec.MAX_OPERANDS + 1)]
+    with pytest.raises(codec.CodecLimitError, match="operand count"):
+        codec.encode(hal_case(operands))
+
+
+def test_times_are_capped_so_one_input_cannot_make_the_fuzzer_slow():
+    for data in [bytes([0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]), b"\x80\x00" + b"\xff" * 12]:
+        choices = codec.decode(data).choices
+        assert choices.loopTimeoutDuration_ns is None or \
+            choices.loopTimeoutDuration_ns <= codec.LOOP_TIMEOUT_CAP_US * 1000
+        assert choices.wait_fence_delay_ns <= codec.WAIT_FENCE_DELAY_CAP_US * 1000
+    with pytest.raises(codec.CodecLimitError, match="loopTimeoutDuration"):
+        codec.serialize(CaseSpec(choices=ExecutionChoices(loopTimeoutDuration_ns=1500)))
+
+
+def test_choices_round_trip():
+    choices = ExecutionChoices(ExecutionPath.FENCED, ExecutionPath.BURST, MeasureTiming.YES,
+                               deadline_ns=1_000_000_000, loopTimeoutDuration_ns=0,
+                               wait_fences=3, wait_fence_delay_ns=5_000_000,
+                               fenced_duration_ns=7_000)
+    case = FuzzCase(choices=choices)
+    assert_round_trip(case)
+    assert codec.decode(codec.encode(case)).choices == choices
+
+
+# --- generated values ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("operand_type", [T.TENSOR_FLOAT32, T.FLOAT16, T.TENSOR_INT32, T.UINT32,
+                                          T.TENSOR_BOOL8, T.TENSOR_QUANT8_ASYMM,
+                                          T.TENSOR_QUANT16_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL])
+def test_generated_values_suit_their_type(operand_type):
+    kind = codec.element_kind(operand_type)
+    dtype = {ElementKind.FLOAT32: "<f4", ElementKind.FLOAT16: "<f2", ElementKind.INT32: "<i4",
+             ElementKind.UINT32: "<u4", ElementKind.BOOL: "u1", ElementKind.BYTES: "u1",
+             ElementKind.INT16: "<i2", ElementKind.INT8: "i1"}[kind]
+    values = np.concatenate([np.frombuffer(codec.generated_bytes(kind, seed, 64), dtype)
+                             for seed in range(20)])
+    if kind in (ElementKind.FLOAT32, ElementKind.FLOAT16):
+        assert np.isfinite(values).all() and np.abs(values).max() <= 4
+    elif kind in (ElementKind.INT32, ElementKind.UINT32):
+        assert set(values.tolist()) == set(range(8))      # small: loop counts, sizes
+    elif kind == ElementKind.BOOL:
+        assert set(values.tolist()) == {0, 1}
+    else:
+        assert len(set(values.tolist())) > 100             # the whole range
+    assert codec.generated_bytes(kind, 3, 64) == codec.generated_bytes(kind, 3, 64)
+    assert codec.generated_bytes(kind, 3, 64) != codec.generated_bytes(kind, 4, 64)
+
+
+def test_a_longer_value_extends_the_shorter_one():
+    short = codec.generated_bytes(ElementKind.FLOAT32, 9, 16)
+    assert codec.generated_bytes(ElementKind.FLOAT32, 9, 4096).startswith(short)
+
+
+def test_find_seed_inverts_generation():
+    for kind in ElementKind:
+        for seed in (0, 17, codec.NUM_SEEDS - 1):
+            data = codec.generated_bytes(kind, seed, 40)
+            found = codec.find_seed(kind, data)
+            assert found is not None and codec.generated_bytes(kind, found, 40) == data
+    assert codec.find_seed(ElementKind.FLOAT32, b"\x01\x02\x03\x04" * 10) is None
+
+
+def test_literal_values_are_reproduced_exactly():
+    loop_bound = np.array([123456], "<i4").tobytes()
+    spec = CaseSpec(ModelSpec(SubgraphSpec([OperandSpec(
+        T.TENSOR_INT32, [1], lifetime=L.CONSTANT_COPY,
+        value=ValueSpec(ValueKind.LITERAL, data=loop_bound))])))
+    case = codec.decode(codec.serialize(spec))
+    assert case.model.operandValues == loop_bound
+    assert_round_trip(case)
+
+
+# --- placement --------------------------------------------------------------------------------
+
+def test_placed_values_follow_type_and_shape():
+    spec = SEEDS["add_float16_const"]()
+    constant = next(o for o in spec.model.main.operands if o.lifetime == L.CONSTANT_COPY
+                    and o.type == T.TENSOR_FLOAT16)
+    constant.dimensions = [3, 5]
+    case = codec.lower(spec)
+    location = next(o.location for o in case.model.main.operands if o.dimensions == [3, 5])
+    assert location.length == 3 * 5 * 2 and location.offset % codec.VALUE_ALIGNMENT == 0
+
+
+def test_request_buffers_follow_their_operands_and_size_delta():
+    spec = SEEDS["add_float32"]()
+    spec.request.outputs[0].size_delta = -1
+    case = codec.lower(spec)
+    assert [a.location.length for a in case.request.inputs] == [24, 12]
+    assert case.request.outputs[0].location.length == 23
+    assert [a.location.offset for a in case.request.inputs + case.request.outputs] == [0, 24, 36]
+    assert case.request.pools[0].hidlMemory.size == 36 + 23
+
+
+@pytest.mark.parametrize("name", sorted(SEEDS))
+def test_seed_models_encode_compactly_and_exactly(name):
+    case = codec.lower(SEEDS[name]())
+    data = assert_round_trip(case)
+    spec = codec.parse(data)
+    # The encoder found the decoder's own layout: nothing spelled out.
+    for sg in spec.model.subgraphs():
+        assert all(o.location is None and o.consumers is None for o in sg.operands)
+    assert all(a.location is None for a in spec.request.inputs + spec.request.outputs)
+    assert len(data) <= len(codec.serialize(SEEDS[name]()))
+
+
+@pytest.mark.parametrize("build", [models.add_model, models.quant8_add_model,
+                                   models.constant_reference_model, models.per_channel_model,
+                                   models.if_model, models.fibonacci_while_model,
+                                   models.nested_model, models.extension_model],
+                         ids=lambda b: b.__name__)
+def test_hand_built_hal_models_round_trip(build):
+    model_case = build()
+    assert_round_trip(FuzzCase(model_case.model, model_case.request(),
+                               ExecutionChoices(loopTimeoutDuration_ns=5_000_000)))
+
+
+def test_relayout_keeps_values_and_lets_the_decoder_place_them():
+    model_case = models.constant_reference_model()
+    case = FuzzCase(model_case.model, model_case.request())
+    spec = codec.relayout(case)
+    placed = codec.lower(spec)
+    for before, after in zip(case.model.main.operands, placed.model.main.operands):
+        if before.lifetime == L.CONSTANT_REFERENCE:
+            old = case.model.pools[before.location.poolIndex].read(before.location.offset,
+                                                                   before.location.length)
+            new = placed.model.pools[after.location.poolIndex].read(after.location.offset,
+                                                                    after.location.length)
+            assert old == new
+    assert all(o.location is None for o in spec.model.main.operands)
+
+
+def test_relayout_can_put_every_request_buffer_in_one_pool():
+    from driver.validation import validate_model, validate_request
+    model_case = models.add_model()
+    case = FuzzCase(model_case.model, model_case.request())
+    assert len(case.request.pools) == 2
+    merged = codec.lower(codec.relayout(case, one_request_pool=True))
+    assert len(merged.request.pools) == 1
+    validate_model(merged.model)
+    validate_request(merged.request, merged.model)
+    assert [a.location.length for a in merged.request.inputs + merged.request.outputs] == \
+        [a.location.length for a in case.request.inputs + case.request.outputs]
+
+
+def test_decode_is_fast_for_typical_inputs():
+    # A generous bound that still catches an accidental quadratic or per-byte slow path.
+    data = codec.serialize(SEEDS["add_float32"]())
+    started = time.process_time()
+    for _ in range(200):
+        codec.decode(data)
+    assert (time.process_time() - started) / 200 < 1e-3
+
+
+# --- conformance models (read from ../shared at run time) --------------------------------------
+
+@pytest.mark.skipif(not CTS.is_dir(), reason="../shared/conformance not present")
+def test_a_sample_of_conformance_models_round_trips_exactly():
+    from driver.conformance.loader import (build_model, build_request, find_model_files,
+                                           load_examples)
+    files = find_model_files([CTS])
+    sample = random.Random(7).sample(files, min(40, len(files)))
+    checked = 0
+    for file in sample:
+        for example in list(load_examples(file))[:3]:
+            case = FuzzCase(build_model(example), build_request(example))
+            assert_round_trip(case)
+            relaid = codec.lower(codec.relayout(case, max_literal=64))
+            assert [o.type for o in relaid.model.main.operands] == \
+                [o.type for o in case.model.main.operands]
+            checked += 1
+    assert checked >= 40
+
+
+# --- the scripts built on the codec --------------------------------------------------------------
+
+def load_script(name: str):
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}",
+                                                  REPO_ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module        # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_seeds_own_only_writes_decodable_seeds(tmp_path, capsys):
+    make_seeds = load_script("make_seeds")
+    assert make_seeds.main([str(tmp_path), "--own-only"]) == 0
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == len(SEEDS)
+    assert all(f.name.startswith("own-") for f in files)
+    decoded = [codec.decode(f.read_bytes()) for f in files]
+    assert sum(harness_has_control_flow(case) for case in decoded) >= 12
+
+
+def harness_has_control_flow(case: FuzzCase) -> bool:
+    return any(op.type in (Op.IF, Op.WHILE) for op in case.model.main.operations)
+
+
+def test_show_case_prints_the_case_and_draws_its_graph(tmp_path, capsys):
+    show_case = load_script("show_case")
+    seed = tmp_path / "nested"
+    seed.write_bytes(codec.serialize(SEEDS["nested_while_in_if"]()))
+    assert show_case.main([str(seed), "--dot", str(tmp_path / "g.dot")]) == 0
+    text = capsys.readouterr().out
+    assert "op 0: IF [0, 4, 5, 1, 2] -> [3]" in text
+    assert "literal [3]" in text                   # the loop count fed by the request
+    dot = (tmp_path / "g.dot").read_text()
+    assert dot.count("subgraph cluster_") == 5
+    assert 'lhead=cluster_3, style=dashed, color=blue, label="then"' in dot
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")

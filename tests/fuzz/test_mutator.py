@@ -1,0 +1,266 @@
+"""fuzz.mutator: mutations keep the encoding well formed, mostly keep valid cases valid, do
+what they say, and the hand-written seeds run."""
+from __future__ import annotations
+
+import collections
+import random
+
+import numpy as np
+import pytest
+
+from driver import SampleDriver
+from driver.errors import ValidationError
+from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.validation import validate_model, validate_request
+from fuzz import codec, harness, mutator
+from fuzz.case import FuzzCase
+from fuzz.oracles import OracleViolation
+from fuzz.seed_models import CONTROL_FLOW_SEEDS, seed_specs
+
+SPECS = seed_specs()
+SEED_BYTES = {name: codec.serialize(spec) for name, spec in SPECS.items()}
+
+
+def is_valid(case: FuzzCase) -> bool:
+    try:
+        validate_model(case.model)
+        validate_request(case.request, case.model)
+    except ValidationError:
+        return False
+    return True
+
+
+def fresh(name: str) -> codec.CaseSpec:
+    return codec.parse(SEED_BYTES[name])
+
+
+@pytest.fixture(scope="module")
+def device():
+    return SampleDriver()
+
+
+# --- the seeds ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_seed_is_valid_and_runs(device, name):
+    case = codec.lower(SPECS[name])
+    assert is_valid(case)
+    outcome = harness.run_case(case, device)
+    assert outcome.prepare_status == ErrorStatus.NONE
+    expected = (ErrorStatus.MISSED_DEADLINE_TRANSIENT if name == "while_infinite"
+                else ErrorStatus.NONE)
+    assert outcome.first.status == expected
+
+
+def test_growing_loop_output_has_the_grown_shape(device):
+    outcome = harness.run_case(codec.lower(SPECS["while_growing_concatenation"]), device)
+    assert [list(shape.dimensions) for shape in outcome.first.shapes] == [[1], [1, 4]]
+    grown = np.frombuffer(outcome.first.outputs[1][:16], "<f4")
+    assert grown.tolist() == [1.0, 2.0, 2.0, 2.0]
+
+
+# --- the entry points ---------------------------------------------------------------------------
+
+def test_mutate_is_deterministic_bounded_and_decodable():
+    rng = random.Random(3)
+    changed = 0
+    for i in range(300):
+        data = rng.choice(list(SEED_BYTES.values()))
+        out = mutator.mutate(data, 4096, i)
+        assert out == mutator.mutate(data, 4096, i)
+        assert len(out) <= 4096
+        case = codec.decode(out)
+        assert codec.decode(codec.encode(case)) == case
+        changed += out != data
+    assert changed > 270
+
+
+def test_mutate_respects_a_small_max_size():
+    data = SEED_BYTES["nested_if_in_while"]
+    for seed in range(50):
+        assert len(mutator.mutate(data, 40, seed)) <= 40
+
+
+def test_outside_libfuzzer_the_builtin_byte_mutation_is_used(monkeypatch):
+    monkeypatch.setattr(mutator, "BYTE_MUTATE", None)
+    monkeypatch.setattr(mutator, "BYTE_MUTATION_SHARE", 1.0)
+    out = mutator.mutate(SEED_BYTES["add_float32"], 100, 1)
+    assert mutator.BYTE_MUTATE is mutator.builtin_byte_mutate
+    assert len(out) <= 100
+
+
+def test_crossover_output_decodes():
+    names = sorted(SEED_BYTES)
+    for seed in range(100):
+        a, b = random.Random(seed).sample(names, 2)
+        out = mutator.crossover(SEED_BYTES[a], SEED_BYTES[b], 4096, seed)
+        assert len(out) <= 4096
+        codec.decode(out)
+
+
+def test_grafted_subgraphs_keep_pointing_at_their_own_subgraphs():
+    first, second = SEED_BYTES["if_true"], SEED_BYTES["nested_if_in_while"]
+    grafted = [codec.parse(mutator.crossover(first, second, 1 << 16, seed)) for seed in range(40)]
+    grafted = [s for s in grafted if len(s.model.referenced) > 2]
+    assert grafted
+    for spec in grafted:
+        for sg in spec.model.subgraphs():
+            for o in sg.operands:
+                if o.lifetime == L.SUBGRAPH:
+                    assert o.target < len(spec.model.referenced)
+
+
+# --- every mutation ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mutation", mutator.MUTATIONS, ids=lambda m: m.name)
+def test_each_mutation_applies_somewhere_and_stays_encodable(mutation):
+    rng = random.Random(11)
+    applied = 0
+    for name in sorted(SPECS) * 3:
+        spec = fresh(name)
+        before = codec.serialize(spec)
+        if not mutation.apply(spec, rng):
+            continue
+        applied += 1
+        after = codec.serialize(spec)
+        case = codec.decode(after)
+        assert codec.decode(codec.encode(case)) == case
+        if mutation.name not in ("swap_operation_inputs", "change_choice", "break_something",
+                                 "retarget_subgraph", "request_dimensions", "tweak_constant",
+                                 "tweak_input", "reseed_value", "quantization"):
+            assert after != before, f"{mutation.name} applied to {name} but changed nothing"
+    assert applied >= 5
+
+
+def test_mutated_seeds_stay_mostly_valid():
+    """The structural mutations exist to keep the fuzzer past validation."""
+    rng = random.Random(5)
+    results = collections.Counter()
+    for _ in range(600):
+        spec = fresh(rng.choice(sorted(SPECS)))
+        mutator.mutate_spec(spec, rng)
+        results[is_valid(codec.lower(spec))] += 1
+    assert results[True] / 600 >= 0.6
+
+
+def test_fuzzing_from_the_seeds_mostly_prepares_and_executes(device):
+    """The targets of the mutator: from the seed corpus, >= 30 % of fuzzed inputs prepare
+    and >= 15 % execute with status NONE, a good share of them running IF/WHILE."""
+    rng = random.Random(8)
+    names = sorted(SPECS)
+    counts = collections.Counter()
+    runs = 240
+    for i in range(runs):
+        data = mutator.mutate(SEED_BYTES[rng.choice(names)], 1 << 16, rng.randrange(1 << 30))
+        try:
+            outcome = harness.run_one(data, device)
+        except OracleViolation:        # a finding, not this test's business
+            counts["violation"] += 1
+            continue
+        if outcome.prepare_status == ErrorStatus.NONE:
+            counts["prepared"] += 1
+            if outcome.first.status == ErrorStatus.NONE:
+                counts["executed"] += 1
+                if harness.has_control_flow(codec.decode(data).model):
+                    counts["control_flow"] += 1
+    assert counts["prepared"] >= 0.3 * runs
+    assert counts["executed"] >= 0.15 * runs
+    assert counts["control_flow"] >= 0.05 * runs
+
+
+# --- what individual mutations do ---------------------------------------------------------------
+
+def test_tweak_input_changes_a_loop_count_by_a_little():
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(30):
+        spec = fresh("while_counter_3")
+        assert mutator.tweak_input(spec, rng)
+        count_arg = spec.request.inputs[0]
+        value = np.frombuffer(codec.value_bytes(T.TENSOR_INT32, [1], count_arg.value), "<i4")
+        seen.add(int(value[0]))
+    assert {2, 4} <= seen
+
+
+def test_resize_dimension_keeps_an_elementwise_graph_valid():
+    rng = random.Random(1)
+    for _ in range(20):
+        spec = fresh("add_float32")
+        assert mutator.resize_dimension(spec, rng)
+        case = codec.lower(spec)
+        assert is_valid(case)
+        assert case.model.main.operands[0].dimensions != [2, 3] or \
+            case.model.main.operands[1].dimensions != [3]
+
+
+def test_retype_all_converts_float32_to_float16_with_values():
+    spec = fresh("if_true")
+    mutator.retype_all(spec, random.Random(0))     # the only family present
+    case = codec.lower(spec)
+    types = {o.type for sg in [case.model.main, *case.model.referenced] for o in sg.operands}
+    assert T.TENSOR_FLOAT32 not in types and T.TENSOR_FLOAT16 in types
+    assert is_valid(case)
+    constant = next(o for o in case.model.referenced[0].operands if o.lifetime == L.CONSTANT_COPY
+                    and o.type == T.TENSOR_FLOAT16)
+    raw = case.model.operandValues[constant.location.offset:][:2]
+    assert np.frombuffer(raw, "<f2")[0] == 10.0
+
+
+def test_constant_to_input_and_back_keep_the_case_valid():
+    rng = random.Random(2)
+    spec = fresh("add_float16_const")
+    assert mutator.constant_to_input(spec, rng)
+    case = codec.lower(spec)
+    assert is_valid(case) and len(case.request.inputs) == 2
+    assert mutator.input_to_constant(spec, rng)
+    assert is_valid(codec.lower(spec))
+
+
+def test_append_unary_replaces_an_output_and_keeps_the_case_valid():
+    rng = random.Random(4)
+    for name in ("add_float32", "add_tensor_quant8_asymm", "add_int32", "logical_chain",
+                 "nested_while_in_if"):
+        spec = fresh(name)
+        operations = sum(len(sg.operations) for sg in spec.model.subgraphs())
+        assert mutator.append_unary(spec, rng)
+        assert sum(len(sg.operations) for sg in spec.model.subgraphs()) == operations + 1
+        assert is_valid(codec.lower(spec)), name
+
+
+def test_duplicate_operation_adds_outputs_to_the_request():
+    spec = fresh("while_counter_3")
+    assert mutator.duplicate_operation(spec, random.Random(0))
+    case = codec.lower(spec)
+    assert len(case.request.outputs) == len(case.model.main.outputIndexes) == 6
+    assert is_valid(case)
+
+
+def test_change_choice_draws_mostly_short_loop_timeouts():
+    rng = random.Random(6)
+    timeouts = [mutator.loop_timeout_ns(rng) for _ in range(2000)]
+    omitted = sum(t is None for t in timeouts)
+    assert 0 < omitted < 200
+    assert all(t <= 50_000_000 for t in timeouts if t is not None)
+    deadlines = [mutator.deadline_ns(rng) for _ in range(2000)]
+    assert sum(d is None for d in deadlines) > 1600
+    delays = [mutator.random_choices(rng).wait_fence_delay_ns for _ in range(500)]
+    assert max(delays) <= 5_000_000
+
+
+def test_change_operation_type_stays_in_the_family():
+    rng = random.Random(9)
+    spec = fresh("add_float32")
+    assert mutator.change_operation_type(spec, rng)
+    assert spec.model.main.operations[0].type in (Op.SUB, Op.MUL, Op.DIV)
+
+
+def test_emptied_pools_are_dropped():
+    spec = fresh("two_pools_and_omitted_dims")
+    spec.request.outputs[0].target = 0        # pool 1 now holds nothing
+    mutator.tidy_pools(spec)
+    assert len(spec.request.pools) == 1
+    assert is_valid(codec.lower(spec))
+
+
+def test_control_flow_seeds_are_a_good_share():
+    assert len(CONTROL_FLOW_SEEDS) >= 12
