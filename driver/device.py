@@ -1,15 +1,14 @@
 """SampleDriver: the bundled IDevice. ``SampleDriver()`` is a ready device."""
 from __future__ import annotations
 
-import copy
 from typing import Any, Sequence
 
 from . import arguments
 from .errors import DriverError, ValidationError
 from .executor.plan import ModelAnalysis, compile_model
 from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
-from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model,
-                          OperandPerformance, OptionalTimePoint, PerformanceInfo)
+from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
+                          OperandPerformance, OptionalTimePoint, PerformanceInfo, Subgraph)
 from .prepared_model import SamplePreparedModel
 from .validation import validate_model
 
@@ -123,6 +122,12 @@ class SampleDriver:
 
 
 def _model_for_requests(model: Model) -> Model:
-    """What request validation needs of a model: its main subgraph, deep-copied so the
-    client changing its Model later cannot change the prepared model."""
-    return Model(main=copy.deepcopy(model.main))
+    """What request validation needs of a model: the main subgraph's operands and input and
+    output lists, copied so the client changing its Model later cannot change the prepared
+    model (the operations and constants already live in the plan)."""
+    main = model.main
+    operands = [Operand(type=o.type, dimensions=list(o.dimensions), scale=o.scale,
+                        zeroPoint=o.zeroPoint, lifetime=o.lifetime,
+                        numberOfConsumers=o.numberOfConsumers) for o in main.operands]
+    return Model(main=Subgraph(operands=operands, inputIndexes=list(main.inputIndexes),
+                               outputIndexes=list(main.outputIndexes)))

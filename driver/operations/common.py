@@ -40,15 +40,15 @@ def check_counts(ctx: OperationContext, inputs: int | Sequence[int], outputs: in
 
 def check_input_type(ctx: OperationContext, i: int, allowed: Sequence[int]) -> None:
     operand = ctx.inputs[i]
-    check(operand.type in allowed,
-          f"{ctx.name}: input {i} (operand {operand.index}) has type {_name(operand.type)},"
-          f" expected {' or '.join(_name(t) for t in allowed)}")
+    if operand.type not in allowed:     # the message is only worth building on failure
+        check(False, f"{ctx.name}: input {i} (operand {operand.index}) has type "
+                     f"{_name(operand.type)}, expected {' or '.join(_name(t) for t in allowed)}")
 
 
 def check_same_type(ctx: OperationContext, what: str, operand, expected_type: int) -> None:
-    check(operand.type == expected_type,
-          f"{ctx.name}: {what} (operand {operand.index}) has type {_name(operand.type)},"
-          f" expected {_name(expected_type)}")
+    if operand.type != expected_type:
+        check(False, f"{ctx.name}: {what} (operand {operand.index}) has type "
+                     f"{_name(operand.type)}, expected {_name(expected_type)}")
 
 
 def check_not_omitted(ctx: OperationContext) -> None:

@@ -41,6 +41,7 @@ Omitted inputs (``optional_inputs``)
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ class OperationContext:
     outputs: Sequence[OperandInfo]
     relaxed: bool = False           # Model.relaxComputationFloat32toFloat16
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         return f"operation {self.index} ({self.type.name})"
 

@@ -41,26 +41,43 @@ _PREFIX_SHIFT = int(ExtensionTypeEncoding.LOW_BITS_TYPE)
 
 # --- value ranges -----------------------------------------------------------------------
 
+# These run for every field of every operand: each tests the plain Python type first,
+# since the abstract-class check of numbers.Integral costs several times more.
+
 def is_int(value: object) -> bool:
     """An integer (numpy integers included) that is not a bool: True is no dimension."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if isinstance(value, int):      # int and IntEnum: fast
+        return not isinstance(value, bool)
+    return isinstance(value, numbers.Integral)
 
 
 def is_uint32(value: object) -> bool:
+    if type(value) is int:
+        return 0 <= value <= UINT32_MAX
     return is_int(value) and 0 <= value <= UINT32_MAX
 
 
 def is_int32(value: object) -> bool:
+    if type(value) is int:
+        return INT32_MIN <= value <= INT32_MAX
     return is_int(value) and INT32_MIN <= value <= INT32_MAX
 
 
 def is_float32(value: object) -> bool:
     """A finite number a HAL ``float`` field can hold."""
+    if type(value) is float or type(value) is int:
+        return -FLOAT32_MAX <= value <= FLOAT32_MAX     # False for NaN and infinities
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
             and math.isfinite(value) and abs(value) <= FLOAT32_MAX)
 
 
 def is_uint32_list(values: object) -> bool:
+    if type(values) is list:
+        for v in values:
+            if type(v) is not int or not 0 <= v <= UINT32_MAX:
+                break
+        else:
+            return True
     return isinstance(values, (list, tuple)) and all(is_uint32(v) for v in values)
 
 
@@ -94,12 +111,20 @@ def _type_name(enum_type, type_code: object) -> str:
         return f"type {type_code!r}"
 
 
+# Names go into messages built for every operand, failing or not: look base types up in a
+# table rather than through the enum's constructor.
+_OPERAND_TYPE_NAMES = {int(t): t.name for t in OperandType}
+_OPERATION_TYPE_NAMES = {int(t): t.name for t in OperationType}
+
+
 def operand_type_name(type_code: object) -> str:
-    return _type_name(OperandType, type_code)
+    name = _OPERAND_TYPE_NAMES.get(type_code) if isinstance(type_code, int) else None
+    return name if name is not None else _type_name(OperandType, type_code)
 
 
 def operation_type_name(type_code: object) -> str:
-    return _type_name(OperationType, type_code)
+    name = _OPERATION_TYPE_NAMES.get(type_code) if isinstance(type_code, int) else None
+    return name if name is not None else _type_name(OperationType, type_code)
 
 
 # --- sizes ------------------------------------------------------------------------------

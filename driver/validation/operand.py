@@ -52,6 +52,8 @@ class ModelStorage:
     extension_prefixes: frozenset[int]
 
 
+_LIFETIME_NAMES = {int(t): t.name for t in L}
+
 def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage:
     """Assumes the pools were checked (each a Memory)."""
     return ModelStorage(len(model.operandValues), tuple(pool.size for pool in model.pools),
@@ -177,7 +179,7 @@ def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
           f"{where}: location fields {(pool, offset, length)!r} are not uint32")
     lifetime = operand.lifetime
-    name = L(lifetime).name
+    name = _LIFETIME_NAMES[lifetime]
     check((operand.type == T.SUBGRAPH) == (lifetime == L.SUBGRAPH),
           f"{where}: operand of type {operand_type_name(operand.type)} cannot have "
           f"lifetime {name}")
