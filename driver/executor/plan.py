@@ -45,16 +45,27 @@ class SubgraphPlan:
     required_inputs: frozenset[int] = frozenset()
 
     def run(self, inputs: list, ctx) -> list:
-        """Run the steps on the given input values; returns the slot list."""
-        slots = inputs + self.tail
-        if ctx.deadline_ns is None:
-            for step in self.steps:
-                step(slots, ctx)
-        else:
-            for step in self.steps:
-                step(slots, ctx)
-                ctx.check_deadline()
-        return slots
+        """Run the steps on the given input values; returns the slot list. (finalize()
+        replaces this with a closure over the finished steps.)"""
+        self.finalize()
+        return self.run(inputs, ctx)
+
+    def finalize(self) -> None:
+        """Bind run() to a closure over the steps and tail: WHILE loops call it twice per
+        iteration, and locals are cheaper than attribute lookups."""
+        steps, tail = tuple(self.steps), self.tail
+
+        def run(inputs: list, ctx) -> list:
+            slots = inputs + tail
+            if ctx.deadline_ns is None:
+                for step in steps:
+                    step(slots, ctx)
+            else:
+                for step in steps:
+                    step(slots, ctx)
+                    ctx.check_deadline()
+            return slots
+        self.run = run
 
     def run_outputs(self, inputs: list, ctx) -> list:
         slots = self.run(inputs, ctx)
@@ -189,6 +200,7 @@ def _compile_subgraph(model: Model, subgraphs: list[Subgraph], index: int, plans
                 tuple(slot_of[o] for o in operation.outputs), [static[o] for o in operation.outputs],
                 [subgraph.operands[o].type for o in operation.outputs], is_static, where))
     plan.required_inputs = _required_inputs(subgraph)
+    plan.finalize()
     return plan, supported
 
 

@@ -45,7 +45,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
                         outputs: tuple[int, ...], output_shapes: list[Shape],
                         output_types: list[int], is_static: bool, where: str) -> Callable:
     if is_static:
-        return _static_step(kernel, inputs, outputs)
+        return _static_step(kernel, inputs, outputs, tuple(map(tuple, output_shapes)), where)
     infer = definition.infer_shapes
 
     def dynamic_step(slots, _ctx):
@@ -66,30 +66,48 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
     return dynamic_step
 
 
-def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> Callable:
+def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],
+                 shapes: tuple[tuple[int, ...], ...], where: str) -> Callable:
     # Specialised closures for the common arities: these run once per operation per loop
-    # iteration, so avoiding a list comprehension and *args matters.
+    # iteration, so avoiding a list comprehension and *args matters. The one check kept is
+    # a tuple comparison of the result's shape with the planned one: a zero-sized result
+    # can hide behind a planned shape (0 also means "unknown" in a model's dimensions).
+    def mismatch(k: int, value) -> ExecutionError:
+        return ExecutionError(f"{where}, output {k} (operand slot {outputs[k]}): computed shape "
+                              f"{list(value.shape)} differs from the planned {list(shapes[k])}")
+
     if len(outputs) == 1:
-        out = outputs[0]
+        out, shape = outputs[0], shapes[0]
         if len(inputs) == 2:
             a, b = inputs
 
             def step2(slots, _ctx):
-                slots[out] = kernel(slots[a], slots[b])[0]
+                value = kernel(slots[a], slots[b])[0]
+                if value.shape != shape:
+                    raise mismatch(0, value)
+                slots[out] = value
             return step2
         if len(inputs) == 3:
             a, b, c = inputs
 
             def step3(slots, _ctx):
-                slots[out] = kernel(slots[a], slots[b], slots[c])[0]
+                value = kernel(slots[a], slots[b], slots[c])[0]
+                if value.shape != shape:
+                    raise mismatch(0, value)
+                slots[out] = value
             return step3
 
         def step_n(slots, _ctx):
-            slots[out] = kernel(*[slots[i] for i in inputs])[0]
+            value = kernel(*[slots[i] for i in inputs])[0]
+            if value.shape != shape:
+                raise mismatch(0, value)
+            slots[out] = value
         return step_n
 
     def step_multi(slots, _ctx):
-        for slot, value in zip(outputs, kernel(*[slots[i] for i in inputs])):
+        for k, (slot, value) in enumerate(zip(outputs, kernel(*[slots[i] for i in inputs]))):
+            if value.shape != shapes[k]:
+                raise mismatch(k, value)
             slots[slot] = value
     return step_multi
 
