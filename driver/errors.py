@@ -7,6 +7,8 @@ left to propagate, so that tests and the fuzzer see it.
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 from .hal.enums import ErrorStatus
 
 
@@ -47,3 +49,9 @@ def check(condition: object, message: str) -> None:
     """Raise ValidationError(message) unless condition holds (NN_RET_CHECK in Python)."""
     if not condition:
         raise ValidationError(message)
+
+
+def fail(message: str) -> NoReturn:
+    """Raise ValidationError(message): ``if not cond: fail(f"...")`` is ``check`` for hot
+    paths, where the message should only be formatted when the check fails."""
+    raise ValidationError(message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -36,16 +36,16 @@ def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
                      what: str) -> None:
     """Raise ValidationError naming ``what`` unless ``inner`` (a subgraph's operand) is
     compatible with ``outer`` (the operand its caller passes or receives)."""
-    check(outer.type == inner.type,
-          f"{what}: type {operand_type_name(inner.type)} differs from the caller's "
-          f"{operand_type_name(outer.type)}")
-    check(dimensions_compatible(outer.dimensions, inner.dimensions),
-          f"{what}: dimensions {list(inner.dimensions)} are incompatible with the caller's "
-          f"{list(outer.dimensions)}")
-    check(outer.scale == inner.scale,
-          f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
-    check(outer.zeroPoint == inner.zeroPoint,
-          f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
-    check(_extra_params(outer) == _extra_params(inner),
-          f"{what}: extraParams {_extra_params(inner)} differ from the caller's "
-          f"{_extra_params(outer)}")
+    if outer.type != inner.type:
+        fail(f"{what}: type {operand_type_name(inner.type)} differs from the caller's "
+             f"{operand_type_name(outer.type)}")
+    if not dimensions_compatible(outer.dimensions, inner.dimensions):
+        fail(f"{what}: dimensions {list(inner.dimensions)} are incompatible with the caller's "
+             f"{list(outer.dimensions)}")
+    if outer.scale != inner.scale:
+        fail(f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
+    if outer.zeroPoint != inner.zeroPoint:
+        fail(f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
+    if _extra_params(outer) != _extra_params(inner):
+        fail(f"{what}: extraParams {_extra_params(inner)} differ from the caller's "
+             f"{_extra_params(outer)}")

@@ -10,7 +10,7 @@ the reference.
 """
 from __future__ import annotations
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.enums import OperandType as T
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from .common import byte_size, is_extension_type, operand_type_name
@@ -22,35 +22,36 @@ WHILE_CONDITION, WHILE_BODY, WHILE_FIRST_INPUT = 0, 1, 2
 
 def check_condition_operand(operand: Operand, what: str) -> None:
     """A condition is a TENSOR_BOOL8 of shape exactly [1] (no unknown dimension)."""
-    check(operand.type == T.TENSOR_BOOL8,
-          f"{what} has type {operand_type_name(operand.type)}, expected TENSOR_BOOL8")
-    check(list(operand.dimensions) == [1],
-          f"{what} has dimensions {list(operand.dimensions)}, expected [1]")
+    if operand.type != T.TENSOR_BOOL8:
+        fail(f"{what} has type {operand_type_name(operand.type)}, expected TENSOR_BOOL8")
+    if list(operand.dimensions) != [1]:
+        fail(f"{what} has dimensions {list(operand.dimensions)}, expected [1]")
 
 
 def _referenced(model: Model, subgraph: Subgraph, operand_index: int,
                 what: str) -> tuple[int, Subgraph]:
     operand = subgraph.operands[operand_index]
-    check(operand.type == T.SUBGRAPH,
-          f"{what} (operand {operand_index}) has type {operand_type_name(operand.type)}, "
-          f"expected SUBGRAPH")
+    if operand.type != T.SUBGRAPH:
+        fail(f"{what} (operand {operand_index}) has type {operand_type_name(operand.type)}, "
+             f"expected SUBGRAPH")
     index = operand.location.offset
     return index, model.referenced[index]
 
 
 def _check_known_size(operand: Operand, what: str) -> None:
     if not is_extension_type(operand.type):
-        check(byte_size(operand.type, operand.dimensions) is not None,
-              f"{what}: {operand_type_name(operand.type)} of dimensions "
-              f"{list(operand.dimensions)} has no known size, which WHILE requires")
+        if byte_size(operand.type, operand.dimensions) is None:
+            fail(f"{what}: {operand_type_name(operand.type)} of dimensions "
+                 f"{list(operand.dimensions)} has no known size, which WHILE requires")
 
 
 def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str) -> None:
     """IF(condition, then, else, inputs...) -> outputs; each branch takes the inputs and
     produces the outputs, compatibly."""
-    check(len(operation.inputs) >= 3,
-          f"{where}: needs at least 3 inputs, has {len(operation.inputs)}")
-    check(len(operation.outputs) >= 1, f"{where}: needs at least 1 output")
+    if len(operation.inputs) < 3:
+        fail(f"{where}: needs at least 3 inputs, has {len(operation.inputs)}")
+    if len(operation.outputs) < 1:
+        fail(f"{where}: needs at least 1 output")
     condition = operation.inputs[IF_CONDITION]
     check_condition_operand(subgraph.operands[condition],
                             f"{where}: condition (operand {condition})")
@@ -59,12 +60,12 @@ def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str)
         branch_index, branch = _referenced(model, subgraph, operation.inputs[position],
                                            f"{where}: {branch_name} branch")
         branch_where = f"{where}: {branch_name} branch (referenced subgraph {branch_index})"
-        check(len(branch.inputIndexes) == len(data_inputs),
-              f"{branch_where} has {len(branch.inputIndexes)} inputs, the IF passes "
-              f"{len(data_inputs)}")
-        check(len(branch.outputIndexes) == len(operation.outputs),
-              f"{branch_where} has {len(branch.outputIndexes)} outputs, the IF has "
-              f"{len(operation.outputs)}")
+        if len(branch.inputIndexes) != len(data_inputs):
+            fail(f"{branch_where} has {len(branch.inputIndexes)} inputs, the IF passes "
+                 f"{len(data_inputs)}")
+        if len(branch.outputIndexes) != len(operation.outputs):
+            fail(f"{branch_where} has {len(branch.outputIndexes)} outputs, the IF has "
+                 f"{len(operation.outputs)}")
         for i, (outer, inner) in enumerate(zip(data_inputs, branch.inputIndexes)):
             check_compatible(subgraph.operands[outer], branch.operands[inner],
                              f"{branch_where} input {i} (operand {inner}, IF operand {outer})")
@@ -81,17 +82,19 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     m+k+n inputs and yields m+k outputs, its first m+k outputs feeding its first m+k
     inputs on the next iteration."""
     inputs, outputs = operation.inputs, operation.outputs
-    check(len(inputs) >= 3, f"{where}: needs at least 3 inputs, has {len(inputs)}")
-    check(len(outputs) >= 1, f"{where}: needs at least 1 output")
+    if len(inputs) < 3:
+        fail(f"{where}: needs at least 3 inputs, has {len(inputs)}")
+    if len(outputs) < 1:
+        fail(f"{where}: needs at least 1 output")
     loop_inputs = inputs[WHILE_FIRST_INPUT:]
     known_size = _check_known_size if require_known_sizes else (lambda operand, what: None)
 
     cond_index, cond = _referenced(model, subgraph, inputs[WHILE_CONDITION], f"{where}: condition")
     cond_where = f"{where}: condition (referenced subgraph {cond_index})"
-    check(len(cond.inputIndexes) == len(loop_inputs),
-          f"{cond_where} has {len(cond.inputIndexes)} inputs, the WHILE passes {len(loop_inputs)}")
-    check(len(cond.outputIndexes) == 1,
-          f"{cond_where} has {len(cond.outputIndexes)} outputs, expected 1")
+    if len(cond.inputIndexes) != len(loop_inputs):
+        fail(f"{cond_where} has {len(cond.inputIndexes)} inputs, the WHILE passes {len(loop_inputs)}")
+    if len(cond.outputIndexes) != 1:
+        fail(f"{cond_where} has {len(cond.outputIndexes)} outputs, expected 1")
     for i, (outer, inner) in enumerate(zip(loop_inputs, cond.inputIndexes)):
         what = f"{cond_where} input {i} (operand {inner}, WHILE operand {outer})"
         check_compatible(subgraph.operands[outer], cond.operands[inner], what)
@@ -104,12 +107,12 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     body_index, body = _referenced(model, subgraph, inputs[WHILE_BODY], f"{where}: body")
     body_where = f"{where}: body (referenced subgraph {body_index})"
     body_inputs, body_outputs = body.inputIndexes, body.outputIndexes
-    check(len(body_inputs) == len(loop_inputs),
-          f"{body_where} has {len(body_inputs)} inputs, the WHILE passes {len(loop_inputs)}")
-    check(len(body_outputs) >= len(outputs),
-          f"{body_where} has {len(body_outputs)} outputs, fewer than the WHILE's {len(outputs)}")
-    check(len(body_inputs) >= len(body_outputs),
-          f"{body_where} has more outputs ({len(body_outputs)}) than inputs ({len(body_inputs)})")
+    if len(body_inputs) != len(loop_inputs):
+        fail(f"{body_where} has {len(body_inputs)} inputs, the WHILE passes {len(loop_inputs)}")
+    if len(body_outputs) < len(outputs):
+        fail(f"{body_where} has {len(body_outputs)} outputs, fewer than the WHILE's {len(outputs)}")
+    if len(body_inputs) < len(body_outputs):
+        fail(f"{body_where} has more outputs ({len(body_outputs)}) than inputs ({len(body_inputs)})")
     for i, (outer, inner) in enumerate(zip(loop_inputs, body_inputs)):
         what = f"{body_where} input {i} (operand {inner}, WHILE operand {outer})"
         check_compatible(subgraph.operands[outer], body.operands[inner], what)

@@ -5,7 +5,7 @@ These run after every operand of the model passed check_operand, so lifetimes ar
 """
 from __future__ import annotations
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L
 from ..hal.structs import Operation, Subgraph
 from .common import (BASE_OPERATION_TYPES, VALUE_KNOWN_LIFETIMES, WRITTEN_LIFETIMES,
@@ -14,11 +14,15 @@ from .common import (BASE_OPERATION_TYPES, VALUE_KNOWN_LIFETIMES, WRITTEN_LIFETI
 
 
 def check_not_empty(subgraph: Subgraph, label: str) -> None:
-    check(isinstance(subgraph, Subgraph), f"{label}: {type(subgraph).__name__} is not a Subgraph")
+    if not isinstance(subgraph, Subgraph):
+        fail(f"{label}: {type(subgraph).__name__} is not a Subgraph")
     for name in ("operands", "operations", "inputIndexes", "outputIndexes"):
-        check(isinstance(getattr(subgraph, name), list), f"{label}: {name} is not a list")
-    check(len(subgraph.operands) > 0, f"{label}: has no operands")
-    check(len(subgraph.operations) > 0, f"{label}: has no operations")
+        if not isinstance(getattr(subgraph, name), list):
+            fail(f"{label}: {name} is not a list")
+    if len(subgraph.operands) <= 0:
+        fail(f"{label}: has no operands")
+    if len(subgraph.operations) <= 0:
+        fail(f"{label}: has no operations")
 
 
 def check_io_indexes(subgraph: Subgraph, label: str) -> None:
@@ -26,21 +30,26 @@ def check_io_indexes(subgraph: Subgraph, label: str) -> None:
     outputIndexes and SUBGRAPH_OUTPUT."""
     for what, indexes, lifetime in (("input", subgraph.inputIndexes, L.SUBGRAPH_INPUT),
                                     ("output", subgraph.outputIndexes, L.SUBGRAPH_OUTPUT)):
-        check(is_uint32_list(indexes), f"{label}: {what}Indexes {indexes!r} are not uint32")
+        if not is_uint32_list(indexes):
+            fail(f"{label}: {what}Indexes {indexes!r} are not uint32")
         count = len(subgraph.operands)
         seen: set[int] = set()
         for position, index in enumerate(indexes):
-            check(index < count, f"{label}: {what} {position} names operand {index}, "
-                  f"out of range ({count} operands)")
+            if index >= count:
+                fail(f"{label}: {what} {position} names operand {index}, "
+                     f"out of range ({count} operands)")
             actual = subgraph.operands[index].lifetime
-            check(actual == lifetime, f"{label}: {what} {position} (operand {index}) has "
-                  f"lifetime {L(actual).name}, expected {lifetime.name}")
-            check(index not in seen, f"{label}: operand {index} is listed as {what} twice")
+            if actual != lifetime:
+                fail(f"{label}: {what} {position} (operand {index}) has "
+                     f"lifetime {L(actual).name}, expected {lifetime.name}")
+            if index in seen:
+                fail(f"{label}: operand {index} is listed as {what} twice")
             seen.add(index)
         for index, operand in enumerate(subgraph.operands):
             if operand.lifetime == lifetime:
-                check(index in seen, f"{label}, operand {index}: {lifetime.name} operand "
-                      f"missing from {what}Indexes")
+                if index not in seen:
+                    fail(f"{label}, operand {index}: {lifetime.name} operand "
+                         f"missing from {what}Indexes")
 
 
 def check_operation_type(operation: Operation, extension_prefixes: frozenset[int],
@@ -48,33 +57,37 @@ def check_operation_type(operation: Operation, extension_prefixes: frozenset[int
     """A base type of the HAL (OEM_OPERATION included), or an extension type whose prefix
     the model declares. A valid type the driver does not implement is not an error."""
     type_code = operation.type
-    check(is_uint32(type_code), f"{where}: invalid operation type {type_code!r}")
+    if not is_uint32(type_code):
+        fail(f"{where}: invalid operation type {type_code!r}")
     if is_extension_type(type_code):
-        check(extension_prefix(type_code) in extension_prefixes,
-              f"{where}: extension operation type {type_code:#x} has prefix "
-              f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
+        if extension_prefix(type_code) not in extension_prefixes:
+            fail(f"{where}: extension operation type {type_code:#x} has prefix "
+                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
     else:
-        check(type_code in BASE_OPERATION_TYPES, f"{where}: invalid operation type {type_code}")
+        if type_code not in BASE_OPERATION_TYPES:
+            fail(f"{where}: invalid operation type {type_code}")
 
 
 def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:
     """Types, operand index ranges and writable outputs of every operation."""
     count = len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
-        check(isinstance(operation, Operation),
-              f"{label}, operation {op_index}: {type(operation).__name__} is not an Operation")
+        if not isinstance(operation, Operation):
+            fail(f"{label}, operation {op_index}: {type(operation).__name__} is not an Operation")
         where = f"{label}, {operation_label(op_index, operation.type)}"
         check_operation_type(operation, extension_prefixes, where)
         for what, indexes in (("input", operation.inputs), ("output", operation.outputs)):
-            check(is_uint32_list(indexes), f"{where}: {what}s {indexes!r} are not uint32")
+            if not is_uint32_list(indexes):
+                fail(f"{where}: {what}s {indexes!r} are not uint32")
             for position, index in enumerate(indexes):
-                check(index < count, f"{where}: {what} {position} names operand {index}, "
-                      f"out of range ({count} operands)")
+                if index >= count:
+                    fail(f"{where}: {what} {position} names operand {index}, "
+                         f"out of range ({count} operands)")
         for position, index in enumerate(operation.outputs):
             lifetime = subgraph.operands[index].lifetime
-            check(lifetime in WRITTEN_LIFETIMES,
-                  f"{where}: output {position} (operand {index}) has lifetime "
-                  f"{L(lifetime).name} and cannot be written")
+            if lifetime not in WRITTEN_LIFETIMES:
+                fail(f"{where}: output {position} (operand {index}) has lifetime "
+                     f"{L(lifetime).name} and cannot be written")
 
 
 def check_data_flow(subgraph: Subgraph, label: str) -> None:
@@ -86,16 +99,19 @@ def check_data_flow(subgraph: Subgraph, label: str) -> None:
     for op_index, operation in enumerate(subgraph.operations):
         where = f"{label}, {operation_label(op_index, operation.type)}"
         for position, index in enumerate(operation.inputs):
-            check(known[index], f"{where}: input {position} (operand {index}) is read before "
-                  f"it is written")
+            if not known[index]:
+                fail(f"{where}: input {position} (operand {index}) is read before "
+                     f"it is written")
             consumers[index] += 1
         for position, index in enumerate(operation.outputs):
-            check(not known[index], f"{where}: output {position} (operand {index}) was "
-                  f"already written")
+            if not not known[index]:
+                fail(f"{where}: output {position} (operand {index}) was "
+                     f"already written")
             known[index] = True
     for index, operand in enumerate(subgraph.operands):
-        check(operand.numberOfConsumers == consumers[index],
-              f"{label}, operand {index}: numberOfConsumers is {operand.numberOfConsumers}, "
-              f"but {consumers[index]} operation inputs read it")
+        if operand.numberOfConsumers != consumers[index]:
+            fail(f"{label}, operand {index}: numberOfConsumers is {operand.numberOfConsumers}, "
+                 f"but {consumers[index]} operation inputs read it")
     for index, is_known in enumerate(known):
-        check(is_known, f"{label}, operand {index}: no operation writes it")
+        if not is_known:
+            fail(f"{label}, operand {index}: no operation writes it")

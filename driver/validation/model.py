@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ValidationError, check
+from ..errors import ValidationError, check, fail
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Subgraph
 from ..memory import Memory
@@ -42,13 +42,14 @@ def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> No
     ``allow_unknown_size_while`` (the default) lifts the HAL 1.3 reference rule that every
     operand of a WHILE (and of the subgraphs it calls) has a known size: this driver runs
     loops whose state changes shape between iterations. Pass False for the strict rule."""
-    check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
-    check(isinstance(model.relaxComputationFloat32toFloat16, bool),
-          f"model: relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r}"
-          f" is not a bool")
+    if not isinstance(model, Model):
+        fail(f"model: {type(model).__name__} is not a Model")
+    if not isinstance(model.relaxComputationFloat32toFloat16, bool):
+        fail(f"model: relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r}"
+             f" is not a bool")
     prefixes = check_extension_table(model.extensionNameToPrefix)
-    check(isinstance(model.operandValues, (bytes, bytearray, memoryview)),
-          f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
+    if not isinstance(model.operandValues, (bytes, bytearray, memoryview)):
+        fail(f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
     check_pools(model.pools)
     check(isinstance(model.referenced, list), "model: referenced is not a list")
 
@@ -79,14 +80,16 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
     prefixes: set[int] = set()
     for i, entry in enumerate(table):
         where = f"model: extensionNameToPrefix[{i}]"
-        check(isinstance(entry, ExtensionNameAndPrefix),
-              f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
-        check(isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None,
-              f"{where}: invalid extension name {entry.name!r}")
-        check(is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX,
-              f"{where}: prefix {entry.prefix!r} is not a uint16")
-        check(entry.name not in names, f"{where}: extension name {entry.name!r} listed twice")
-        check(entry.prefix not in prefixes, f"{where}: prefix {entry.prefix} listed twice")
+        if not isinstance(entry, ExtensionNameAndPrefix):
+            fail(f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
+        if not (isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None):
+            fail(f"{where}: invalid extension name {entry.name!r}")
+        if not (is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX):
+            fail(f"{where}: prefix {entry.prefix!r} is not a uint16")
+        if entry.name in names:
+            fail(f"{where}: extension name {entry.name!r} listed twice")
+        if entry.prefix in prefixes:
+            fail(f"{where}: prefix {entry.prefix} listed twice")
         names.add(entry.name)
         prefixes.add(entry.prefix)
     return frozenset(prefixes)
@@ -94,10 +97,14 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
 
 def check_memory(memory: object, where: str) -> None:
     """An open, non-empty shared-memory pool of a known kind."""
-    check(isinstance(memory, Memory), f"{where}: {type(memory).__name__} is not a Memory")
-    check(not memory.closed, f"{where}: memory is closed")
-    check(memory.name in POOL_NAMES, f"{where}: unsupported memory type {memory.name!r}")
-    check(memory.size > 0, f"{where}: memory has size 0")
+    if not isinstance(memory, Memory):
+        fail(f"{where}: {type(memory).__name__} is not a Memory")
+    if not not memory.closed:
+        fail(f"{where}: memory is closed")
+    if memory.name not in POOL_NAMES:
+        fail(f"{where}: unsupported memory type {memory.name!r}")
+    if memory.size <= 0:
+        fail(f"{where}: memory has size 0")
 
 
 def check_pools(pools: list) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
@@ -61,12 +61,13 @@ def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage
 
 
 def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
-    check(isinstance(operand, Operand), f"{where}: {type(operand).__name__} is not an Operand")
+    if not isinstance(operand, Operand):
+        fail(f"{where}: {type(operand).__name__} is not an Operand")
     check_operand_type(operand.type, storage.extension_prefixes, where)
-    check(is_uint32(operand.numberOfConsumers),
-          f"{where}: numberOfConsumers {operand.numberOfConsumers!r} is not a uint32")
-    check(is_int(operand.lifetime) and operand.lifetime in LIFETIMES,
-          f"{where}: invalid lifetime {operand.lifetime!r}")
+    if not is_uint32(operand.numberOfConsumers):
+        fail(f"{where}: numberOfConsumers {operand.numberOfConsumers!r} is not a uint32")
+    if not (is_int(operand.lifetime) and operand.lifetime in LIFETIMES):
+        fail(f"{where}: invalid lifetime {operand.lifetime!r}")
     check_dimensions(operand, where)
     check_scale(operand, where)
     check_zero_point(operand, where)
@@ -75,138 +76,156 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
 
 
 def check_operand_type(type_code: object, extension_prefixes: frozenset[int], where: str) -> None:
-    check(is_uint32(type_code), f"{where}: invalid operand type {type_code!r}")
+    if not is_uint32(type_code):
+        fail(f"{where}: invalid operand type {type_code!r}")
     if is_extension_type(type_code):
-        check(extension_prefix(type_code) in extension_prefixes,
-              f"{where}: extension operand type {type_code:#x} has prefix "
-              f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
+        if extension_prefix(type_code) not in extension_prefixes:
+            fail(f"{where}: extension operand type {type_code:#x} has prefix "
+                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
     else:
-        check(type_code in BASE_OPERAND_TYPES, f"{where}: invalid operand type {type_code}")
+        if type_code not in BASE_OPERAND_TYPES:
+            fail(f"{where}: invalid operand type {type_code}")
 
 
 def check_dimensions(operand: Operand, where: str) -> None:
     dims = operand.dimensions
-    check(is_uint32_list(dims), f"{where}: dimensions {dims!r} are not a list of uint32")
+    if not is_uint32_list(dims):
+        fail(f"{where}: dimensions {dims!r} are not a list of uint32")
     type_code = operand.type
     if is_extension_type(type_code):
         return   # whether an extension type is a tensor is not known here
     name = operand_type_name(type_code)
     if is_scalar_type(type_code):
-        check(len(dims) == 0, f"{where}: scalar {name} has dimensions {list(dims)}")
+        if len(dims) != 0:
+            fail(f"{where}: scalar {name} has dimensions {list(dims)}")
         return
     if operand.lifetime in CONSTANT_LIFETIMES:
-        check(len(dims) > 0, f"{where}: constant {name} tensor has unknown rank")
-        check(all(d > 0 for d in dims),
-              f"{where}: constant {name} tensor has unknown dimensions {list(dims)}")
+        if len(dims) <= 0:
+            fail(f"{where}: constant {name} tensor has unknown rank")
+        if not all(d > 0 for d in dims):
+            fail(f"{where}: constant {name} tensor has unknown dimensions {list(dims)}")
     size = known_dims_byte_size(type_code, dims)
-    check(size is None or size <= MAX_BYTE_SIZE,
-          f"{where}: {name} tensor of dimensions {list(dims)} needs more than "
-          f"{MAX_BYTE_SIZE} bytes")
+    if not (size is None or size <= MAX_BYTE_SIZE):
+        fail(f"{where}: {name} tensor of dimensions {list(dims)} needs more than "
+             f"{MAX_BYTE_SIZE} bytes")
 
 
 def check_scale(operand: Operand, where: str) -> None:
     scale, type_code = operand.scale, operand.type
-    check(is_float32(scale), f"{where}: scale {scale!r} is not a finite float32")
+    if not is_float32(scale):
+        fail(f"{where}: scale {scale!r} is not a finite float32")
     name = operand_type_name(type_code)
     if type_code in _NO_SCALE_TYPES or is_extension_type(type_code):
-        check(scale == 0, f"{where}: {name} operand has non-zero scale {scale}")
+        if scale != 0:
+            fail(f"{where}: {name} operand has non-zero scale {scale}")
     elif type_code == T.TENSOR_INT32:
         # TENSOR_INT32 carries a scale when it is a quantized bias.
-        check(scale >= 0, f"{where}: TENSOR_INT32 operand has negative scale {scale}")
+        if scale < 0:
+            fail(f"{where}: TENSOR_INT32 operand has negative scale {scale}")
     elif type_code in _POSITIVE_SCALE_TYPES:
-        check(scale > 0, f"{where}: {name} operand has non-positive scale {scale}")
+        if scale <= 0:
+            fail(f"{where}: {name} operand has non-positive scale {scale}")
 
 
 def check_zero_point(operand: Operand, where: str) -> None:
     zero_point, type_code = operand.zeroPoint, operand.type
-    check(is_int32(zero_point), f"{where}: zeroPoint {zero_point!r} is not an int32")
+    if not is_int32(zero_point):
+        fail(f"{where}: zeroPoint {zero_point!r} is not an int32")
     if type_code in _OEM_TYPES:
         return   # OEM data is opaque: any quantization is the vendor's business
     name = operand_type_name(type_code)
     if type_code in _ZERO_POINT_RANGES:
         low, high = _ZERO_POINT_RANGES[type_code]
-        check(low <= zero_point <= high,
-              f"{where}: {name} operand has zeroPoint {zero_point} outside [{low}, {high}]")
+        if not low <= zero_point <= high:
+            fail(f"{where}: {name} operand has zeroPoint {zero_point} outside [{low}, {high}]")
     else:
-        check(zero_point == 0, f"{where}: {name} operand has non-zero zeroPoint {zero_point}")
+        if zero_point != 0:
+            fail(f"{where}: {name} operand has non-zero zeroPoint {zero_point}")
 
 
 def check_extra_params(operand: Operand, where: str) -> None:
     params = operand.extraParams
-    check(isinstance(params, OperandExtraParams),
-          f"{where}: extraParams {params!r} is not an OperandExtraParams")
-    check(params.channelQuant is None or params.extension is None,
-          f"{where}: extraParams sets both channelQuant and extension")
+    if not isinstance(params, OperandExtraParams):
+        fail(f"{where}: extraParams {params!r} is not an OperandExtraParams")
+    if not (params.channelQuant is None or params.extension is None):
+        fail(f"{where}: extraParams sets both channelQuant and extension")
     type_code = operand.type
     name = operand_type_name(type_code)
     if type_code == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        check(params.channelQuant is not None,
-              f"{where}: TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant")
+        if params.channelQuant is None:
+            fail(f"{where}: TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant")
         check_channel_quant(params.channelQuant, operand.dimensions, where)
     elif is_extension_type(type_code):
-        check(params.channelQuant is None, f"{where}: extension operand has channelQuant")
-        check(params.extension is None or isinstance(params.extension, (bytes, bytearray)),
-              f"{where}: extension parameters are not bytes")
+        if params.channelQuant is not None:
+            fail(f"{where}: extension operand has channelQuant")
+        if not (params.extension is None or isinstance(params.extension, (bytes, bytearray))):
+            fail(f"{where}: extension parameters are not bytes")
     else:
-        check(params.channelQuant is None, f"{where}: {name} operand has channelQuant")
-        check(params.extension is None, f"{where}: {name} operand has extension parameters")
+        if params.channelQuant is not None:
+            fail(f"{where}: {name} operand has channelQuant")
+        if params.extension is not None:
+            fail(f"{where}: {name} operand has extension parameters")
 
 
 def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: str) -> None:
-    check(isinstance(channel_quant, SymmPerChannelQuantParams),
-          f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
+    if not isinstance(channel_quant, SymmPerChannelQuantParams):
+        fail(f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
     channel_dim = channel_quant.channelDim
-    check(is_uint32(channel_dim) and channel_dim < len(dims),
-          f"{where}: channelQuant.channelDim {channel_dim!r} is not a dimension index "
-          f"of rank {len(dims)}")
+    if not (is_uint32(channel_dim) and channel_dim < len(dims)):
+        fail(f"{where}: channelQuant.channelDim {channel_dim!r} is not a dimension index "
+             f"of rank {len(dims)}")
     channels = dims[channel_dim]
-    check(channels != 0, f"{where}: channel dimension {channel_dim} is unknown")
+    if channels == 0:
+        fail(f"{where}: channel dimension {channel_dim} is unknown")
     scales = channel_quant.scales
-    check(isinstance(scales, (list, tuple)),
-          f"{where}: channelQuant.scales {scales!r} is not a list")
-    check(len(scales) == channels,
-          f"{where}: channelQuant has {len(scales)} scales for {channels} channels")
+    if not isinstance(scales, (list, tuple)):
+        fail(f"{where}: channelQuant.scales {scales!r} is not a list")
+    if len(scales) != channels:
+        fail(f"{where}: channelQuant has {len(scales)} scales for {channels} channels")
     for i, scale in enumerate(scales):
-        check(is_float32(scale) and scale > 0,
-              f"{where}: channelQuant.scales[{i}] = {scale!r} is not a positive finite float32")
+        if not (is_float32(scale) and scale > 0):
+            fail(f"{where}: channelQuant.scales[{i}] = {scale!r} is not a positive finite float32")
 
 
 def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     location = operand.location
-    check(isinstance(location, DataLocation),
-          f"{where}: location {location!r} is not a DataLocation")
+    if not isinstance(location, DataLocation):
+        fail(f"{where}: location {location!r} is not a DataLocation")
     pool, offset, length = location.poolIndex, location.offset, location.length
-    check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
-          f"{where}: location fields {(pool, offset, length)!r} are not uint32")
+    if not (is_uint32(pool) and is_uint32(offset) and is_uint32(length)):
+        fail(f"{where}: location fields {(pool, offset, length)!r} are not uint32")
     lifetime = operand.lifetime
     name = _LIFETIME_NAMES[lifetime]
-    check((operand.type == T.SUBGRAPH) == (lifetime == L.SUBGRAPH),
-          f"{where}: operand of type {operand_type_name(operand.type)} cannot have "
-          f"lifetime {name}")
+    if (operand.type == T.SUBGRAPH) != (lifetime == L.SUBGRAPH):
+        fail(f"{where}: operand of type {operand_type_name(operand.type)} cannot have "
+             f"lifetime {name}")
     if lifetime == L.CONSTANT_COPY:
-        check(pool == 0, f"{where}: CONSTANT_COPY with non-zero poolIndex {pool}")
-        check(offset + length <= storage.operand_values_size,
-              f"{where}: CONSTANT_COPY bytes [{offset}, {offset + length}) outside "
-              f"operandValues of {storage.operand_values_size} bytes")
+        if pool != 0:
+            fail(f"{where}: CONSTANT_COPY with non-zero poolIndex {pool}")
+        if offset + length > storage.operand_values_size:
+            fail(f"{where}: CONSTANT_COPY bytes [{offset}, {offset + length}) outside "
+                 f"operandValues of {storage.operand_values_size} bytes")
     elif lifetime == L.CONSTANT_REFERENCE:
-        check(pool < len(storage.pool_sizes),
-              f"{where}: CONSTANT_REFERENCE poolIndex {pool} out of range "
-              f"({len(storage.pool_sizes)} pools)")
-        check(offset + length <= storage.pool_sizes[pool],
-              f"{where}: CONSTANT_REFERENCE bytes [{offset}, {offset + length}) outside "
-              f"pool {pool} of {storage.pool_sizes[pool]} bytes")
+        if pool >= len(storage.pool_sizes):
+            fail(f"{where}: CONSTANT_REFERENCE poolIndex {pool} out of range "
+                 f"({len(storage.pool_sizes)} pools)")
+        if offset + length > storage.pool_sizes[pool]:
+            fail(f"{where}: CONSTANT_REFERENCE bytes [{offset}, {offset + length}) outside "
+                 f"pool {pool} of {storage.pool_sizes[pool]} bytes")
     elif lifetime == L.SUBGRAPH:
-        check(pool == 0, f"{where}: SUBGRAPH with non-zero poolIndex {pool}")
-        check(offset < storage.referenced_count,
-              f"{where}: subgraph reference {offset} out of range "
-              f"({storage.referenced_count} referenced subgraphs)")
-        check(length == 0, f"{where}: SUBGRAPH with non-zero length {length}")
+        if pool != 0:
+            fail(f"{where}: SUBGRAPH with non-zero poolIndex {pool}")
+        if offset >= storage.referenced_count:
+            fail(f"{where}: subgraph reference {offset} out of range "
+                 f"({storage.referenced_count} referenced subgraphs)")
+        if length != 0:
+            fail(f"{where}: SUBGRAPH with non-zero length {length}")
     else:   # TEMPORARY_VARIABLE, SUBGRAPH_INPUT, SUBGRAPH_OUTPUT, NO_VALUE: no storage
-        check(pool == 0 and offset == 0 and length == 0,
-              f"{where}: {name} operand has location (poolIndex {pool}, offset {offset}, "
-              f"length {length}), expected all zero")
+        if not (pool == 0 and offset == 0 and length == 0):
+            fail(f"{where}: {name} operand has location (poolIndex {pool}, offset {offset}, "
+                 f"length {length}), expected all zero")
     if lifetime in CONSTANT_LIFETIMES and not is_extension_type(operand.type):
         expected = byte_size(operand.type, operand.dimensions)
-        check(length == expected,
-              f"{where}: constant {operand_type_name(operand.type)} of dimensions "
-              f"{list(operand.dimensions)} needs {expected} bytes, location gives {length}")
+        if length != expected:
+            fail(f"{where}: constant {operand_type_name(operand.type)} of dimensions "
+                 f"{list(operand.dimensions)} needs {expected} bytes, location gives {length}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.structs import (DataLocation, MemoryPool, Model, Operand, Request,
                            RequestArgument)
 from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
@@ -30,7 +30,8 @@ def validate_request(request: Request, model: Model, *,
                      allow_unspecified_output: bool = True) -> None:
     """Raise ValidationError, naming the argument or pool at fault, unless ``request`` is
     a valid request for ``model`` (which validate_model accepted)."""
-    check(isinstance(request, Request), f"request: {type(request).__name__} is not a Request")
+    if not isinstance(request, Request):
+        fail(f"request: {type(request).__name__} is not a Request")
     pool_sizes = check_request_pools(request.pools)
     main = model.main
     check_arguments(request.inputs, main.inputIndexes, main.operands, pool_sizes,
@@ -45,11 +46,13 @@ def check_request_pools(pools: list) -> list[int]:
     sizes = []
     for i, pool in enumerate(pools):
         where = f"request pool {i}"
-        check(isinstance(pool, MemoryPool), f"{where}: {type(pool).__name__} is not a MemoryPool")
-        check((pool.hidlMemory is None) != (pool.token is None),
-              f"{where}: exactly one of hidlMemory and token must be set")
-        check(pool.token is None, f"{where}: memory-domain token {pool.token!r} names no "
-              f"buffer (this driver allocates none)")
+        if not isinstance(pool, MemoryPool):
+            fail(f"{where}: {type(pool).__name__} is not a MemoryPool")
+        if not (pool.hidlMemory is None) != (pool.token is None):
+            fail(f"{where}: exactly one of hidlMemory and token must be set")
+        if pool.token is not None:
+            fail(f"{where}: memory-domain token {pool.token!r} names no "
+                 f"buffer (this driver allocates none)")
         check_memory(pool.hidlMemory, where)
         sizes.append(pool.hidlMemory.size)
     return sizes
@@ -57,13 +60,14 @@ def check_request_pools(pools: list) -> list[int]:
 
 def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: list[Operand],
                     pool_sizes: list[int], kind: str, *, allow_unspecified: bool) -> None:
-    check(isinstance(arguments, list), f"request: {kind}s is not a list")
-    check(len(arguments) == len(operand_indexes),
-          f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
+    if not isinstance(arguments, list):
+        fail(f"request: {kind}s is not a list")
+    if len(arguments) != len(operand_indexes):
+        fail(f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
     for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
         where = f"request {kind} {position} (operand {index})"
-        check(isinstance(argument, RequestArgument),
-              f"{where}: {type(argument).__name__} is not a RequestArgument")
+        if not isinstance(argument, RequestArgument):
+            fail(f"{where}: {type(argument).__name__} is not a RequestArgument")
         check_argument(argument, operands[index], pool_sizes, where,
                        is_input=kind == "input", allow_unspecified=allow_unspecified)
 
@@ -71,27 +75,33 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
 def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],
                    where: str, *, is_input: bool, allow_unspecified: bool) -> None:
     location = argument.location
-    check(isinstance(argument.hasNoValue, bool), f"{where}: hasNoValue is not a bool")
-    check(isinstance(location, DataLocation), f"{where}: location is not a DataLocation")
+    if not isinstance(argument.hasNoValue, bool):
+        fail(f"{where}: hasNoValue is not a bool")
+    if not isinstance(location, DataLocation):
+        fail(f"{where}: location is not a DataLocation")
     pool, offset, length = location.poolIndex, location.offset, location.length
-    check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
-          f"{where}: location fields {(pool, offset, length)!r} are not uint32")
+    if not (is_uint32(pool) and is_uint32(offset) and is_uint32(length)):
+        fail(f"{where}: location fields {(pool, offset, length)!r} are not uint32")
     dims = argument.dimensions
-    check(is_uint32_list(dims), f"{where}: dimensions {dims!r} are not a list of uint32")
+    if not is_uint32_list(dims):
+        fail(f"{where}: dimensions {dims!r} are not a list of uint32")
     if argument.hasNoValue:
-        check(pool == 0 and offset == 0 and length == 0 and len(dims) == 0,
-              f"{where}: has no value, yet a location or dimensions")
+        if not (pool == 0 and offset == 0 and length == 0 and len(dims) == 0):
+            fail(f"{where}: has no value, yet a location or dimensions")
         return
-    check(pool < len(pool_sizes), f"{where}: poolIndex {pool} out of range "
-          f"({len(pool_sizes)} pools)")
-    check(offset + length <= pool_sizes[pool], f"{where}: bytes [{offset}, {offset + length})"
-          f" outside pool {pool} of {pool_sizes[pool]} bytes")
+    if pool >= len(pool_sizes):
+        fail(f"{where}: poolIndex {pool} out of range "
+             f"({len(pool_sizes)} pools)")
+    if offset + length > pool_sizes[pool]:
+        fail(f"{where}: bytes [{offset}, {offset + length})"
+             f" outside pool {pool} of {pool_sizes[pool]} bytes")
     shape = check_dimensions(argument.dimensions, operand, where, allow_unspecified)
     if is_input and shape is not None:
         expected = byte_size(operand.type, shape)
         if expected is not None:
-            check(length == expected, f"{where}: length {length} differs from the "
-                  f"{expected} bytes of its data")
+            if length != expected:
+                fail(f"{where}: length {length} differs from the "
+                     f"{expected} bytes of its data")
 
 
 def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
@@ -102,22 +112,23 @@ def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
     if is_extension_type(operand.type):
         return None
     if is_scalar_type(operand.type):
-        check(len(dims) == 0, f"{where}: scalar operand given dimensions {list(dims)}")
+        if len(dims) != 0:
+            fail(f"{where}: scalar operand given dimensions {list(dims)}")
         return []
     if len(dims) == 0:
         shape = model_dims
-        check(allow_unspecified or len(model_dims) > 0,
-              f"{where}: the model's rank is unknown and the request does not give it")
+        if not (allow_unspecified or len(model_dims) > 0):
+            fail(f"{where}: the model's rank is unknown and the request does not give it")
     else:
-        check(len(model_dims) == 0 or len(dims) == len(model_dims),
-              f"{where}: rank {len(dims)} differs from the model's {len(model_dims)}")
+        if not (len(model_dims) == 0 or len(dims) == len(model_dims)):
+            fail(f"{where}: rank {len(dims)} differs from the model's {len(model_dims)}")
         for axis, (given, declared) in enumerate(zip(dims, model_dims)):
-            check(declared == 0 or given == declared,
-                  f"{where}: dimension {axis} is {given}, the model's is {declared}")
+            if not (declared == 0 or given == declared):
+                fail(f"{where}: dimension {axis} is {given}, the model's is {declared}")
         shape = list(dims)
-    check(allow_unspecified or all(d > 0 for d in shape),
-          f"{where}: dimensions {shape} are not fully specified")
+    if not (allow_unspecified or all(d > 0 for d in shape)):
+        fail(f"{where}: dimensions {shape} are not fully specified")
     size = known_dims_byte_size(operand.type, shape)
-    check(size is None or size <= MAX_BYTE_SIZE,
-          f"{where}: dimensions {shape} need more than {MAX_BYTE_SIZE} bytes")
+    if not (size is None or size <= MAX_BYTE_SIZE):
+        fail(f"{where}: dimensions {shape} need more than {MAX_BYTE_SIZE} bytes")
     return shape
