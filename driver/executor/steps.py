@@ -150,6 +150,15 @@ def _condition_value(value, where: str) -> bool:
     return bool(value.reshape(-1)[0])
 
 
+def _check_present(values: list, required, where: str) -> None:
+    """Values a subgraph needs must exist: an omitted (NO_VALUE) operand handed to IF or
+    WHILE fails the execution when the subgraph uses it."""
+    for position in required:
+        if values[position] is None:
+            raise ExecutionError(f"{where}: input {position} has no value, but the subgraph "
+                                 f"uses it")
+
+
 def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[int, ...],
                  then_plan, else_plan, then_checks, else_checks,
                  declared_outputs: list[Shape]) -> Callable:
@@ -161,6 +170,7 @@ def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[in
             plan, checks = else_plan, else_checks
         if checks:
             verify_values(values, checks, f"{where}, {plan.name}")
+        _check_present(values, plan.required_inputs, f"{where}, {plan.name}")
         _store_outputs(slots, outputs, plan.run_outputs(values, ctx), declared_outputs, where)
     return if_step
 
@@ -176,8 +186,13 @@ def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...],
     body_slots = body_plan.output_slots
     single_body_slot = body_slots[0] if len(body_slots) == 1 else None
 
+    # Loop-carried values are replaced by body outputs, which always exist: only the values
+    # entering the loop can be missing.
+    required = sorted(cond_plan.required_inputs | body_plan.required_inputs)
+
     def while_step(slots, ctx):
         state = [slots[i] for i in data]
+        _check_present(state, required, where)
         loop_deadline = monotonic_ns() + ctx.loop_timeout_ns
         if ctx.deadline_ns is not None and ctx.deadline_ns < loop_deadline:
             loop_deadline = ctx.deadline_ns
