@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from driver.errors import ValidationError
@@ -29,7 +30,7 @@ from . import oracles
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
 from .oracles import ExecutionResult, HalExceptionViolation, HangViolation, OracleViolation
 from .scheduler import SCHEDULER
-from .watchdog import WATCHDOG, format_stacks, is_idle, thread_stacks
+from .watchdog import WATCHDOG, Budget, format_stacks, is_idle, thread_stacks
 
 #: How long a driver may take to answer a call that does not execute the model.
 CALL_LIMIT_S = 10.0
@@ -39,6 +40,8 @@ HANG_MARGIN_S = 1.0
 #: growing (a fuzzed model could otherwise claim minutes).
 MAX_LOOPS_COUNTED = 8
 CACHE_TOKEN = bytes(32)
+#: Waits for callbacks and fences wake up this often to look for dead driver threads.
+WAIT_SLICE_S = 0.05
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -122,30 +125,32 @@ def hal_call(limit_s: float, what: str, function: Callable[..., Any], *args: Any
         raise
     except Exception as exc:   # the oracle itself: every exception is the finding
         frames = traceback.extract_tb(exc.__traceback__)
-        raise HalExceptionViolation(f"{what} raised {type(exc).__name__}: {exc}",
+        where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno}, in {frames[-1].name})" if frames else ""
+        raise HalExceptionViolation(f"{what} raised {type(exc).__name__}: {exc}{where}",
                                     key=f"{what}: {type(exc).__name__}", frames=frames) from exc
 
 
 def wait_for_notify(callback: Any, limit_s: float, what: str, launch: ErrorStatus) -> None:
     """Wait for a callback with a bound; a driver thread dying meanwhile is reported as such."""
-    deadline = time.monotonic() + limit_s
-    while not callback.wait_for_notify(0.05):
+    budget = Budget(limit_s)
+    while not callback.wait_for_notify(WAIT_SLICE_S):
         THREAD_FAILURES.raise_first()
-        if time.monotonic() > deadline:
+        if budget.exhausted():
             if launch != ErrorStatus.NONE:
                 raise oracles.CallbackNotifyViolation(
                     f"{what} returned {launch.name} without notifying the callback",
                     key=f"{what}: failed launch, no notify")
-            raise hang_in_driver_thread(what, limit_s)
+            raise hang_in_driver_thread(what, budget)
 
 
-def hang_in_driver_thread(what: str, limit_s: float) -> HangViolation:
+def hang_in_driver_thread(what: str, budget: Budget) -> HangViolation:
     """A hang of work the driver runs on its own threads: report every thread's stack,
     and sign it with the deepest one (the busiest worker)."""
     stacks = {tid: stack for tid, stack in thread_stacks(exclude=(threading.get_ident(),)).items()
               if not is_idle(stack) and not _is_service_thread(tid)}
     deepest = max(stacks.values(), key=len, default=[])
-    return HangViolation(f"{what}: no completion within {limit_s:.1f} s; threads:\n"
+    return HangViolation(f"{what}: no completion within its {budget.limit_s:.2f} s limit "
+                         f"(gave up after {budget.describe()}); threads:\n"
                          f"{format_stacks(stacks)}", key=f"{what}: completion", frames=deepest)
 
 
@@ -290,10 +295,9 @@ def run_fenced(prepared: Any, request: Request, choices: ExecutionChoices, limit
     delay_s = max(0, choices.wait_fence_delay_ns) * 1e-9
     if wait_for:
         SCHEDULER.call_later(delay_s, lambda: _signal_all(wait_for))
-    limit_s += delay_s
-    started = time.monotonic()
+    budget = Budget(limit_s + delay_s)
     duration = OptionalTimeoutDuration(choices.fenced_duration_ns)
-    result = hal_call(limit_s, what, prepared.executeFenced, request, wait_for,
+    result = hal_call(budget.limit_s, what, prepared.executeFenced, request, wait_for,
                       choices.measureTiming, deadline_point(choices), loop_timeout(choices), duration)
     status, fence, callback = oracles.unpack(result, 3, what)
     status = oracles.as_status(status, what)
@@ -302,10 +306,10 @@ def run_fenced(prepared: Any, request: Request, choices: ExecutionChoices, limit
     oracles.check_present(status, callback, what, "an IFencedExecutionCallback")
     fence_failed = False
     if fence is not None:
-        state = fence.wait(max(0.0, limit_s - (time.monotonic() - started)))
-        if state == FenceState.ACTIVE:
+        while (state := fence.wait(WAIT_SLICE_S)) == FenceState.ACTIVE:
             THREAD_FAILURES.raise_first()
-            raise hang_in_driver_thread(f"{what} sync fence", limit_s)
+            if budget.exhausted():
+                raise hang_in_driver_thread(f"{what} sync fence", budget)
         fence_failed = state == FenceState.ERROR
     info_what = "IFencedExecutionCallback.getExecutionInfo"
     info = oracles.unpack(hal_call(CALL_LIMIT_S, info_what, callback.getExecutionInfo), 3, info_what)

@@ -25,7 +25,7 @@ from .codec import (ArgumentSpec, BlobSpec, CaseSpec, ModelSpec, OperandSpec, Re
                     RequestSpec, SubgraphSpec, ValueKind, ValueSpec, lower)
 
 #: Every seed bounds its loops: a loop that never ends costs this much, not the 2 s default.
-SEED_LOOP_TIMEOUT_NS = 20_000_000
+SEED_LOOP_TIMEOUT_NS = 5_000_000
 
 BOOL8_1 = (T.TENSOR_BOOL8, [1])
 INT32_1 = (T.TENSOR_INT32, [1])

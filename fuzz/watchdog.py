@@ -7,6 +7,11 @@ that made it (where the driver is stuck) and raises :class:`HangInterrupt` insid
 thread, asynchronously. The guard turns it into a :class:`~fuzz.oracles.HangViolation`, an
 ordinary exception: atheris records the input as a crash, pytest reports a failure.
 
+A call past its limit is only taken for a hang while its thread kept a CPU busy for a fair
+share of that time (a driver spinning in a loop). A thread that was merely not scheduled
+(a loaded machine, a stalled container) gets STALL_ALLOWANCE_S more before it is judged:
+a driver blocked for good still gets caught, a slow moment of the host does not.
+
 An asynchronous exception is only delivered when the stuck thread runs Python bytecode. A
 thread blocked inside C code (a lock without timeout, a kernel wait) never sees it; after
 a grace period the watchdog prints every thread's stack and aborts the process, which
@@ -35,6 +40,11 @@ POLL_INTERVAL_S = 0.05
 #: After the interrupt was sent, how long to wait for the stuck thread to take it before
 #: giving up on the process.
 ABORT_GRACE_S = 5.0
+#: Share of the elapsed time spent on a CPU for an overrun to count as a hang at once (a
+#: spinning driver uses far more, a descheduled thread far less).
+BUSY_SHARE = 0.2
+#: How much longer an overrun that was not busy is tolerated.
+STALL_ALLOWANCE_S = 10.0
 
 
 class HangInterrupt(BaseException):
@@ -42,13 +52,57 @@ class HangInterrupt(BaseException):
     ``except Exception`` cannot swallow it."""
 
 
+class Budget:
+    """The time limit of one call or wait, judged as the module docstring says. The CPU time
+    that counts is the calling thread's (``thread_id``) for a call the watchdog guards, the
+    whole process's for a wait on work done by threads the harness does not know.
+
+    Nothing is measured when the budget is made: ``exhausted()`` is called periodically
+    (by the watchdog, or by the waiting loop), and its first call takes the CPU reading the
+    later ones compare with. Calls shorter than one period cost nothing."""
+
+    __slots__ = ("limit_s", "stall_allowance_s", "thread_id", "started", "cpu_mark")
+
+    def __init__(self, limit_s: float, stall_allowance_s: float = STALL_ALLOWANCE_S,
+                 thread_id: int | None = None) -> None:
+        self.limit_s = limit_s
+        self.stall_allowance_s = stall_allowance_s
+        self.thread_id = thread_id
+        self.started = time.monotonic()
+        self.cpu_mark: tuple[float, float] | None = None    # (time.monotonic(), CPU seconds)
+
+    def _cpu_now(self) -> float:
+        clock = (time.CLOCK_PROCESS_CPUTIME_ID if self.thread_id is None
+                 else time.pthread_getcpuclockid(self.thread_id))
+        return time.clock_gettime(clock)
+
+    def exhausted(self) -> bool:
+        now = time.monotonic()
+        if self.cpu_mark is None:
+            self.cpu_mark = (now, self._cpu_now())
+        elapsed = now - self.started
+        if elapsed <= self.limit_s:
+            return False
+        marked_at, marked_cpu = self.cpu_mark
+        busy = self._cpu_now() - marked_cpu >= BUSY_SHARE * (now - marked_at)
+        return busy or elapsed > self.limit_s + self.stall_allowance_s
+
+    def describe(self) -> str:
+        now = time.monotonic()
+        text = f"{now - self.started:.2f} s"
+        if self.cpu_mark is not None and now > self.cpu_mark[0]:
+            share = (self._cpu_now() - self.cpu_mark[1]) / (now - self.cpu_mark[0])
+            text += f", {100 * share:.0f} % of it on a CPU"
+        return text
+
+
 @dataclass
 class _Guard:
     thread_id: int
-    deadline: float
-    limit_s: float
+    budget: Budget
     what: str
-    fired_at: float | None = None
+    fired_at: float | None = None          # time.monotonic() of the interrupt
+    report: str = ""                       # elapsed and CPU time then
     stack: list[traceback.FrameSummary] = field(default_factory=list)
 
 
@@ -90,10 +144,11 @@ class Watchdog:
 
     THREAD_NAME = "hang-watchdog"
 
-    def __init__(self, poll_interval_s: float = POLL_INTERVAL_S,
-                 abort_grace_s: float = ABORT_GRACE_S) -> None:
+    def __init__(self, poll_interval_s: float = POLL_INTERVAL_S, abort_grace_s: float = ABORT_GRACE_S,
+                 stall_allowance_s: float = STALL_ALLOWANCE_S) -> None:
         self._poll_interval_s = poll_interval_s
         self._abort_grace_s = abort_grace_s
+        self._stall_allowance_s = stall_allowance_s
         self._guards: dict[int, _Guard] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -108,7 +163,7 @@ class Watchdog:
     def call(self, limit_s: float, what: str, function: Callable[..., R], *args) -> R:
         """``function(*args)``, raising HangViolation if it runs longer than ``limit_s``."""
         thread_id = threading.get_ident()
-        guard = _Guard(thread_id, time.monotonic() + limit_s, limit_s, what)
+        guard = _Guard(thread_id, Budget(limit_s, self._stall_allowance_s, thread_id), what)
         if self._thread is None:
             self._ensure_thread()
         try:
@@ -123,7 +178,7 @@ class Watchdog:
             if guard.fired_at is None:   # not ours: someone else's interrupt, pass it on
                 raise
             raise HangViolation(
-                f"{what} overran its {limit_s:.2f} s limit (interrupted after {guard.fired_at:.2f} s); "
+                f"{what} overran its {limit_s:.2f} s limit (interrupted after {guard.report}); "
                 f"stuck at:\n{''.join(traceback.format_list(guard.stack))}",
                 key=what, frames=guard.stack) from None
 
@@ -150,19 +205,24 @@ class Watchdog:
             time.sleep(self._poll_interval_s)
             now = time.monotonic()
             with self._lock:
-                expired = [g for g in self._guards.values() if g.fired_at is None and now > g.deadline]
-                for guard in expired:
-                    frame = sys._current_frames().get(guard.thread_id)
-                    guard.stack = _below_guard(traceback.extract_stack(frame)) if frame is not None else []
-                    guard.fired_at = now - (guard.deadline - guard.limit_s)
-                    _set_async_exception(guard.thread_id, HangInterrupt)
+                for guard in self._guards.values():
+                    if guard.fired_at is None and guard.budget.exhausted():
+                        self._interrupt(guard, now)
                 stuck = [g for g in self._guards.values()
-                         if g.fired_at is not None and now > g.deadline + self._abort_grace_s]
+                         if g.fired_at is not None and now > g.fired_at + self._abort_grace_s]
             if stuck:
                 self._abort(stuck[0])
 
+    @staticmethod
+    def _interrupt(guard: _Guard, now: float) -> None:
+        frame = sys._current_frames().get(guard.thread_id)
+        guard.stack = _below_guard(traceback.extract_stack(frame)) if frame is not None else []
+        guard.fired_at = now
+        guard.report = guard.budget.describe()
+        _set_async_exception(guard.thread_id, HangInterrupt)
+
     def _abort(self, guard: _Guard) -> None:
-        report = (f"hang: {guard.what} exceeded its limit of {guard.limit_s:.1f} s and does not "
+        report = (f"hang: {guard.what} exceeded its limit of {guard.budget.limit_s:.1f} s and does not "
                   f"respond to interruption (blocked outside Python); stacks:\n"
                   + format_stacks(thread_stacks()))
         print(report, file=sys.stderr, flush=True)

@@ -11,9 +11,9 @@ For each artifact:
    timeout) and classify it: ``crash`` (the driver raised, or the process died),
    ``assertion`` (an oracle rule broke) or ``hang``;
 2. minimise it: libFuzzer's -minimize_crash for crashes and assertions, then, for every
-   kind, a structural minimiser on the decoded case (drop operations, outputs, inputs,
-   operands, subgraphs; shrink dimensions; simplify the execution choices) that keeps a
-   change only while the failure still reproduces;
+   kind, the structural minimiser of fuzz/reduce.py on the decoded case (drop subgraphs,
+   operations, outputs, inputs, operands; bypass operations; shrink dimensions; simplify
+   the execution choices), keeping a change only while the failure still reproduces;
 3. sign it: kind + rule or exception + the project frames where it happened;
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed). An input
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import copy
 import datetime
 import hashlib
 import json
@@ -36,17 +35,20 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from fuzz import harness  # noqa: E402
+from fuzz.codec import CodecLimitError, decode, encode  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, configured_spec  # noqa: E402
+from fuzz.oracles import HalExceptionViolation, HangViolation, OracleViolation  # noqa: E402
+from fuzz.reduce import case_size, minimize  # noqa: E402
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
@@ -57,6 +59,8 @@ SIGNATURE_FRAMES = 3
 #: A reproduction that takes longer than this is a hang the harness did not catch.
 PROBE_TIMEOUT_S = 60.0
 MESSAGE_LIMIT = 4000
+#: Hangs get this many times the structural minimiser's time budget.
+HANG_BUDGET_FACTOR = 3
 
 
 # --- what one run of an input gives ------------------------------------------------------------
@@ -111,7 +115,6 @@ def project_frames(frames) -> tuple[tuple[str, str], ...]:
 
 
 def describe(error: BaseException) -> Failure:
-    from fuzz.oracles import HalExceptionViolation, HangViolation, OracleViolation
     message = str(error)[:MESSAGE_LIMIT]
     if isinstance(error, HangViolation):
         return Failure("hang", error.rule, "", error.key, message, project_frames(error.frames or ()))
@@ -129,8 +132,6 @@ def describe(error: BaseException) -> Failure:
 
 def worker_main() -> None:
     """Read base64 inputs, one per line; answer one JSON line each."""
-    from fuzz import harness
-    from fuzz.oracles import HangViolation
     device = harness.default_device()
     out = sys.stdout
     sys.stdout = sys.stderr          # the driver's prints must not garble the protocol
@@ -219,184 +220,6 @@ def libfuzzer_minimize(artifact: Path, spec: str, seconds: int, workdir: Path) -
     return out if out.exists() else None
 
 
-def _remap(indexes: list[int], removed: int) -> list[int]:
-    return [i - (i > removed) for i in indexes]
-
-
-def remove_operand(subgraph, index: int) -> None:
-    """Delete an operand nothing refers to, renumbering the later ones."""
-    del subgraph.operands[index]
-    for operation in subgraph.operations:
-        operation.inputs = _remap(operation.inputs, index)
-        operation.outputs = _remap(operation.outputs, index)
-    subgraph.inputIndexes = _remap(subgraph.inputIndexes, index)
-    subgraph.outputIndexes = _remap(subgraph.outputIndexes, index)
-
-
-def tidy(case) -> None:
-    """Drop operands and referenced subgraphs that nothing uses any more."""
-    from driver.hal import OperandLifeTime
-    for subgraph in (case.model.main, *case.model.referenced):
-        used = {i for op in subgraph.operations for i in (*op.inputs, *op.outputs)}
-        used |= set(subgraph.inputIndexes) | set(subgraph.outputIndexes)
-        for index in sorted(set(range(len(subgraph.operands))) - used, reverse=True):
-            remove_operand(subgraph, index)
-    while True:
-        referenced = {operand.location.offset
-                      for subgraph in (case.model.main, *case.model.referenced)
-                      for operand in subgraph.operands if operand.lifetime == OperandLifeTime.SUBGRAPH}
-        unused = [j for j in range(len(case.model.referenced)) if j not in referenced]
-        if not unused:
-            return
-        j = unused[-1]
-        del case.model.referenced[j]
-        for subgraph in (case.model.main, *case.model.referenced):
-            for operand in subgraph.operands:
-                if operand.lifetime == OperandLifeTime.SUBGRAPH and operand.location.offset > j:
-                    operand.location.offset -= 1
-
-
-def _drop_operation(case, subgraph_index: int, op_index: int) -> None:
-    from driver.hal import OperandLifeTime
-    subgraphs = [case.model.main, *case.model.referenced]
-    subgraph = subgraphs[subgraph_index]
-    operation = subgraph.operations.pop(op_index)
-    for i in operation.inputs:
-        if 0 <= i < len(subgraph.operands) and subgraph.operands[i].numberOfConsumers > 0:
-            subgraph.operands[i].numberOfConsumers -= 1
-    for i in operation.outputs:
-        if i in subgraph.outputIndexes and subgraph_index == 0:
-            _drop_main_output(case, subgraph.outputIndexes.index(i))
-        elif 0 <= i < len(subgraph.operands) and i not in subgraph.outputIndexes:
-            subgraph.operands[i].lifetime = OperandLifeTime.TEMPORARY_VARIABLE
-
-
-def _drop_main_output(case, position: int) -> None:
-    from driver.hal import OperandLifeTime
-    main = case.model.main
-    index = main.outputIndexes.pop(position)
-    main.operands[index].lifetime = OperandLifeTime.TEMPORARY_VARIABLE
-    if position < len(case.request.outputs):
-        del case.request.outputs[position]
-
-
-def _drop_main_input(case, position: int) -> None:
-    main = case.model.main
-    index = main.inputIndexes[position]
-    if main.operands[index].numberOfConsumers:
-        raise ValueError("input still consumed")
-    del main.inputIndexes[position]
-    if position < len(case.request.inputs):
-        del case.request.inputs[position]
-
-
-def _shrink_dimension(case, value: int) -> None:
-    """Every dimension equal to ``value`` becomes 1, and byte lengths that were exactly the
-    size of the old shape (constants, request arguments) become the size of the new one."""
-    from driver.hal import OperandLifeTime
-    from driver.operands import storage_size
-
-    def shrunk(dims: list[int]) -> list[int]:
-        return [1 if d == value else d for d in dims]
-
-    main = case.model.main
-    arguments = [(argument, main.operands[index])
-                 for args, indexes in ((case.request.inputs, main.inputIndexes),
-                                       (case.request.outputs, main.outputIndexes))
-                 for argument, index in zip(args, indexes)
-                 if not argument.hasNoValue and 0 <= index < len(main.operands)]
-    old_sizes = [storage_size(operand.type, argument.dimensions or operand.dimensions)
-                 for argument, operand in arguments]
-    for subgraph in (main, *case.model.referenced):
-        for operand in subgraph.operands:
-            old = storage_size(operand.type, operand.dimensions)
-            operand.dimensions = shrunk(operand.dimensions)
-            if (operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
-                    and operand.location.length == old):
-                operand.location.length = storage_size(operand.type, operand.dimensions)
-    for (argument, operand), old in zip(arguments, old_sizes):
-        argument.dimensions = shrunk(argument.dimensions)
-        if old is not None and argument.location.length == old:
-            argument.location.length = storage_size(operand.type, argument.dimensions or operand.dimensions)
-
-
-def _simplified_choices(case) -> Iterator[tuple[str, Callable]]:
-    from driver.hal import ExecutionPreference, MeasureTiming, Priority
-    from fuzz.case import ExecutionPath
-    defaults = [("measureTiming", MeasureTiming.NO), ("deadline_ns", None),
-                ("fenced_duration_ns", None), ("preference", ExecutionPreference.FAST_SINGLE_ANSWER),
-                ("priority", Priority.MEDIUM), ("path", ExecutionPath.SYNC),
-                ("second_path", ExecutionPath.SYNC)]
-    for name, value in defaults:
-        if getattr(case.choices, name) != value:
-            yield f"choices.{name} = {value!r}", lambda c, n=name, v=value: setattr(c.choices, n, v)
-    if case.choices.wait_fences:
-        def no_fences(c):
-            c.choices.wait_fences = 0
-            c.choices.wait_fence_delay_ns = 0
-        yield "no wait fences", no_fences
-
-
-def candidate_reductions(case) -> Iterator[tuple[str, Callable]]:
-    """Changes that make a case smaller, biggest first. Each is a function editing a copy
-    of the case in place; it may raise (IndexError, ValueError) when it does not apply."""
-    subgraphs = [case.model.main, *case.model.referenced]
-    for s in range(len(subgraphs) - 1, -1, -1):
-        for i in range(len(subgraphs[s].operations) - 1, -1, -1):
-            yield f"drop operation {i} of subgraph {s}", lambda c, s=s, i=i: _drop_operation(c, s, i)
-    for k in range(len(case.model.main.outputIndexes) - 1, -1, -1):
-        yield f"drop main output {k}", lambda c, k=k: _drop_main_output(c, k)
-    for k in range(len(case.model.main.inputIndexes) - 1, -1, -1):
-        yield f"drop main input {k}", lambda c, k=k: _drop_main_input(c, k)
-    dims = sorted({d for g in subgraphs for operand in g.operands for d in operand.dimensions if d > 1},
-                  reverse=True)
-    for value in dims:
-        yield f"dimension {value} -> 1", lambda c, v=value: _shrink_dimension(c, v)
-    yield from _simplified_choices(case)
-
-
-def case_size(case) -> tuple[int, ...]:
-    """How big a case reads: operations, operands, subgraphs, then tensor elements. Bytes
-    do not say it: libFuzzer's minimiser shortens inputs by leaning on the decoder's
-    defaults for missing bytes, not by making the model simpler."""
-    import math
-    subgraphs = [case.model.main, *case.model.referenced]
-    return (sum(len(g.operations) for g in subgraphs), sum(len(g.operands) for g in subgraphs),
-            len(subgraphs), sum(math.prod(o.dimensions) for g in subgraphs for o in g.operands))
-
-
-def copy_case(case):
-    """A deep copy sharing the memory pools (mappings cannot be copied; reductions change
-    where data is, never the pools' content)."""
-    pools = [*case.model.pools, *(pool.hidlMemory for pool in case.request.pools)]
-    return copy.deepcopy(case, memo={id(pool): pool for pool in pools if pool is not None})
-
-
-def minimize_case(case, still_fails: Callable[[object], bool], budget_s: float,
-                  log: Callable[[str], None] = lambda _: None):
-    """Greedy structural minimisation: apply each reduction that keeps the failure, until
-    none does or the time budget is spent."""
-    deadline = time.monotonic() + budget_s
-    improved = True
-    while improved and time.monotonic() < deadline:
-        improved = False
-        for description, reduce in candidate_reductions(case):
-            if time.monotonic() > deadline:
-                break
-            candidate = copy_case(case)
-            try:
-                reduce(candidate)
-                tidy(candidate)
-            except (IndexError, ValueError, KeyError):
-                continue
-            if still_fails(candidate):
-                log(f"  kept: {description}")
-                case = candidate
-                improved = True
-                break          # the candidate list is stale now
-    return case
-
-
 # --- one artifact -----------------------------------------------------------------------------
 
 @dataclass
@@ -408,9 +231,14 @@ class Triaged:
     sizes: list[int] = field(default_factory=list)
 
 
+def validity(case) -> tuple[bool, bool]:
+    """(model valid, request valid) per the reference validator."""
+    model_error, request_error = harness.reference_errors(case.model, case.request)
+    return model_error is None, request_error is None
+
+
 def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libfuzzer_s: int,
                structural_s: float, workdir: Path, log: Callable[[str], None]) -> Triaged:
-    from fuzz.codec import CodecLimitError, decode, encode
     data = artifact.read_bytes()
     failure = worker.run(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
@@ -419,24 +247,33 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
         return result
     log(f"{artifact}: {failure.kind}: {failure.signature}")
 
+    # A valid model or request stays valid through minimisation: reproducers read as what
+    # a client could send, not as wreckage that happens to trip the same check.
+    wanted_validity = validity(decode(data))
+
+    def still_fails(candidate: bytes) -> bool:
+        return (validity(decode(candidate)) == wanted_validity
+                and failure.same_bug(worker.run(candidate)))
+
     if failure.kind != "hang" and libfuzzer_s > 0:
         minimized = libfuzzer_minimize(artifact, spec, libfuzzer_s, workdir)
         if minimized is not None:
             smaller = minimized.read_bytes()
-            if len(smaller) < len(data) and failure.same_bug(worker.run(smaller)):
+            if len(smaller) < len(data) and still_fails(smaller):
                 data = smaller
                 result.sizes.append(len(data))
                 log(f"  libFuzzer minimised it to {len(data)} bytes")
 
-    def still_fails(case) -> bool:
+    def case_still_fails(case) -> bool:
         try:
-            candidate = encode(case)
+            return still_fails(encode(case))
         except CodecLimitError:
             return False
-        return failure.same_bug(worker.run(candidate))
 
     original = decode(data)
-    case = minimize_case(original, still_fails, structural_s, log)
+    # Every attempt that still hangs costs the hang's time limit and a worker restart.
+    budget_s = structural_s * (HANG_BUDGET_FACTOR if failure.kind == "hang" else 1)
+    case = minimize(original, case_still_fails, budget_s, log)
     final = encode(case)
     confirmed = worker.run(final)
     if failure.same_bug(confirmed) and case_size(case) <= case_size(original):
@@ -448,13 +285,21 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
     return result
 
 
+def preference(data: bytes) -> tuple[bool, bool, int]:
+    """Which of two reproducers of one bug to keep (lower first): a valid model and request
+    over an invalid one, then the shorter."""
+    model_valid, request_valid = validity(decode(data))
+    return not model_valid, not request_valid, len(data)
+
+
 def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str) -> tuple[str, bool]:
-    """Write OUT/<hash> and its sidecar; a known signature keeps the smaller input."""
+    """Write OUT/<hash> and its sidecar; a known signature keeps the better input (see
+    ``preference``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / failure.digest
     sidecar_path = path.with_suffix(".json")
     duplicate = path.exists()
-    if duplicate and len(path.read_bytes()) <= len(data):
+    if duplicate and preference(path.read_bytes()) <= preference(data):
         sidecar = json.loads(sidecar_path.read_text()) if sidecar_path.exists() else {}
         sidecar["duplicates"] = sidecar.get("duplicates", 0) + 1
         sidecar_path.write_text(json.dumps(sidecar, indent=2) + "\n")
@@ -492,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--libfuzzer-seconds", type=int, default=30,
                         help="libFuzzer -minimize_crash time for crashes and assertions (0: skip)")
     parser.add_argument("--structural-seconds", type=float, default=120,
-                        help="time budget of the structural minimiser per artifact")
+                        help="time budget of the structural minimiser per artifact "
+                             f"({HANG_BUDGET_FACTOR}x for hangs)")
     parser.add_argument("--keep", action="store_true", help="keep the raw artifacts")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -1,31 +1,34 @@
 """Drivers with planted bugs, to show that the fuzzer finds each kind of failure.
 
-Each is the bundled SampleDriver behind a wrapper that misbehaves on a graph shape the seed
-corpus does not contain but a few mutations reach. Use them as fuzz targets:
+Each is the bundled SampleDriver behind a wrapper that misbehaves on a graph shape the
+committed corpus does not contain but a mutation or two of it reaches. Use them as fuzz
+targets:
 
     python fuzz/driver_fuzz.py --driver tests.fuzz.broken_drivers:Raising corpus/ ...
 
-- ``Raising``: preparing a WHILE whose body has exactly five operations raises IndexError
+- ``Raising``: preparing a WHILE whose body has exactly six operations raises IndexError
   (an off-by-one in a loop-body scheduling helper).
-- ``Hanging``: a WHILE with a state-only operand runs without the requested loop timeout,
-  so a loop that never ends runs for the 15 s maximum instead of the requested time.
-- ``FencedBitFlip``: executeFenced of a model with a LESS_EQUAL operation flips the lowest
-  bit of the first output's first byte.
+- ``Hanging``: an execution that measures timing runs its loops with the default loop
+  timeout (2 s) instead of the requested one (the timing wrapper does not pass it on), so
+  a loop that never ends overruns the requested time.
+- ``FencedBitFlip``: executeFenced of a model with a SPLIT operation flips the lowest bit
+  of the first output's first byte.
 - ``SupportedDisagrees``: getSupportedOperations_1_3 reports INVALID_ARGUMENT for a model
-  with a GREATER in a referenced subgraph, which prepareModel_1_3 accepts.
+  with a SQRT in a referenced subgraph, which prepareModel_1_3 accepts.
 
-The seed corpus holds none of these shapes (loop bodies of two to four operations, LESS_EQUAL
-only in models not run fenced, GREATER only in main, state-only operands only in a loop
-that ends).
+The corpus has loop bodies of at most five operations, no endless loop run with timing
+measured, SPLIT only in models that are not run fenced and no SQRT outside main; tests/fuzz/
+test_broken_drivers.py checks that it stays so.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from driver import SampleDriver
-from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime, OperationType,
-                        OptionalTimeoutDuration, Subgraph)
+from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, Model, OperandLifeTime,
+                        OperationType, OptionalTimeoutDuration, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
+from fuzz.case import ExecutionPath
 
 
 # --- delegation -------------------------------------------------------------------------------
@@ -74,7 +77,12 @@ class DeviceWrapper:
 
 # --- graph queries ----------------------------------------------------------------------------
 
+# These look at models before the inner driver validated them: they must not trip over a
+# malformed one themselves, or the fuzzer finds these helpers instead of the planted bugs.
+
 def _subgraph_operand(model: Model, subgraph: Subgraph, operand_index: int) -> Subgraph | None:
+    if not 0 <= operand_index < len(subgraph.operands):
+        return None
     operand = subgraph.operands[operand_index]
     if operand.lifetime != OperandLifeTime.SUBGRAPH or not 0 <= operand.location.offset < len(model.referenced):
         return None
@@ -96,15 +104,13 @@ def _loop_body(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
 # --- 1. an exception on a rare graph shape ----------------------------------------------------
 
 def _schedule_loop_body(body: Subgraph) -> list[tuple[int, ...]]:
-    """Group a loop body's operations into dispatch batches of at most two. The bug: the
-    odd tail of a five-operation body is taken one position too far."""
+    """Group a loop body's operations into dispatch batches of at most four. The bug: a
+    six-operation body's tail batch is taken one position too far."""
     count = len(body.operations)
-    batches = [(i, i + 1) for i in range(0, count - 1, 2)]
-    if count == 5:
-        batches.append((count,))                     # off by one: the tail is count - 1
-        body.operations[batches[-1][0]].type         # ... and is looked up
-    elif count % 2:
-        batches.append((count - 1,))
+    batches = [tuple(range(i, min(i + 4, count))) for i in range(0, count, 4)]
+    if count == 6:
+        batches[-1] = (4, 6)                         # off by one: the tail is (4, 5)
+        body.operations[batches[-1][-1]].type        # ... and is looked up
     return batches
 
 
@@ -119,48 +125,38 @@ class Raising(DeviceWrapper):
 
 # --- 2. a hang: the loop timeout ignored ------------------------------------------------------
 
-def _has_state_only_operand(model: Model) -> bool:
-    """A WHILE whose body returns more values than the loop outputs: the extra ones are
-    state-only operands."""
-    for subgraph, operation in _while_loops(model):
-        body = _loop_body(model, subgraph, operation)
-        if body is not None and len(body.outputIndexes) > len(operation.outputs):
-            return True
-    return False
-
-
-_NO_LOOP_LIMIT = OptionalTimeoutDuration(LoopTimeoutDurationNs.MAXIMUM)
+_DEFAULT_LOOP_LIMIT = OptionalTimeoutDuration(LoopTimeoutDurationNs.DEFAULT)
 
 
 class _LoopTimeoutIgnoringModel(PreparedModelWrapper):
-    def _timeout(self, requested: OptionalTimeoutDuration) -> OptionalTimeoutDuration:
-        return _NO_LOOP_LIMIT if _has_state_only_operand(self.model) else requested
+    @staticmethod
+    def _timeout(measure, requested: OptionalTimeoutDuration) -> OptionalTimeoutDuration:
+        return _DEFAULT_LOOP_LIMIT if measure == MeasureTiming.YES else requested
 
     def executeSynchronously_1_3(self, request, measure, deadline, loopTimeoutDuration):
         return self.inner.executeSynchronously_1_3(request, measure, deadline,
-                                                   self._timeout(loopTimeoutDuration))
+                                                   self._timeout(measure, loopTimeoutDuration))
 
     def execute_1_3(self, request, measure, deadline, loopTimeoutDuration, callback):
-        return self.inner.execute_1_3(request, measure, deadline, self._timeout(loopTimeoutDuration),
-                                      callback)
+        return self.inner.execute_1_3(request, measure, deadline,
+                                      self._timeout(measure, loopTimeoutDuration), callback)
 
     def executeFenced(self, request, waitFor, measure, deadline, loopTimeoutDuration, duration):
         return self.inner.executeFenced(request, waitFor, measure, deadline,
-                                        self._timeout(loopTimeoutDuration), duration)
+                                        self._timeout(measure, loopTimeoutDuration), duration)
 
     def configureExecutionBurst(self, callback=None):
         status, burst = self.inner.configureExecutionBurst(callback)
-        return status, (_LoopTimeoutIgnoringBurst(burst, self) if burst is not None else None)
+        return status, (_LoopTimeoutIgnoringBurst(burst) if burst is not None else None)
 
 
 class _LoopTimeoutIgnoringBurst:
-    def __init__(self, inner: Any, prepared: _LoopTimeoutIgnoringModel) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.prepared = prepared
 
     def execute(self, request, slots, measure, deadline, loopTimeoutDuration):
         return self.inner.execute(request, slots, measure, deadline,
-                                  self.prepared._timeout(loopTimeoutDuration))
+                                  _LoopTimeoutIgnoringModel._timeout(measure, loopTimeoutDuration))
 
     def freeMemory(self, slot: int) -> None:
         self.inner.freeMemory(slot)
@@ -186,7 +182,7 @@ class _BitFlippingFencedModel(PreparedModelWrapper):
     def executeFenced(self, request, waitFor, measure, deadline, loopTimeoutDuration, duration):
         status, fence, callback = self.inner.executeFenced(
             request, waitFor, measure, deadline, loopTimeoutDuration, duration)
-        if status != ErrorStatus.NONE or not _has_operation(self.model, OperationType.LESS_EQUAL):
+        if status != ErrorStatus.NONE or not _has_operation(self.model, OperationType.SPLIT):
             return status, fence, callback
         state = fence.wait() if fence is not None else FenceState.SIGNALED
         first = request.outputs[0] if request.outputs else None
@@ -205,7 +201,7 @@ class FencedBitFlip(DeviceWrapper):
 
 class SupportedDisagrees(DeviceWrapper):
     def getSupportedOperations_1_3(self, model: Model):
-        if _referenced_operation(model, OperationType.GREATER):
+        if _referenced_operation(model, OperationType.SQRT):
             return ErrorStatus.INVALID_ARGUMENT, []
         return self.inner.getSupportedOperations_1_3(model)
 
@@ -217,3 +213,20 @@ EXPECTED_RULES = {
     "FencedBitFlip": "NondeterminismViolation",
     "SupportedDisagrees": "SupportedPrepareViolation",
 }
+
+
+def planted_bug_reached(name: str, case) -> bool:
+    """Whether ``case`` (a FuzzCase) has the shape that sets off the named driver's bug;
+    for Hanging, whether it could (an endless loop is only known by running it)."""
+    model = case.model
+    if name == "Raising":
+        return any(body is not None and len(body.operations) == 6
+                   for body in (_loop_body(model, g, op) for g, op in _while_loops(model)))
+    if name == "Hanging":
+        return case.choices.measureTiming == MeasureTiming.YES and any(_while_loops(model))
+    if name == "FencedBitFlip":
+        fenced = ExecutionPath.FENCED in (case.choices.path, case.choices.second_path)
+        return fenced and _has_operation(model, OperationType.SPLIT)
+    if name == "SupportedDisagrees":
+        return _referenced_operation(model, OperationType.SQRT)
+    raise ValueError(f"no broken driver {name}")

@@ -32,6 +32,21 @@ def driver_name(info: dict) -> str:
 
 
 REPRODUCERS = reproducers()
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+
+
+@pytest.mark.parametrize("name", sorted(broken_drivers.EXPECTED_RULES))
+def test_the_corpus_does_not_already_hold_the_planted_bug(name):
+    """Otherwise fuzzing from the corpus would find it at once and show nothing. Inputs of
+    the right shape must also run clean (for Hanging, the shape alone does not decide)."""
+    from fuzz.codec import decode
+    inputs = sorted(CORPUS.iterdir()) if CORPUS.is_dir() else []
+    reaching = [p for p in inputs if broken_drivers.planted_bug_reached(name, decode(p.read_bytes()))]
+    if name != "Hanging":
+        assert not reaching, f"corpus inputs already reaching {name}'s bug: {[p.name for p in reaching[:5]]}"
+    device = make_device(f"{MODULE}:{name}")
+    for path in reaching:
+        harness.run_one(path.read_bytes(), device)
 
 
 @pytest.mark.parametrize("name", sorted(broken_drivers.EXPECTED_RULES))

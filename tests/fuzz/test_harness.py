@@ -6,45 +6,21 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from driver import SampleDriver
 from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, OperationType,
                         OutputShape, Timing)
 from fuzz import harness, oracles
-from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from fuzz.case import ExecutionPath
 from fuzz.scheduler import Scheduler
 from fuzz.watchdog import Watchdog
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.broken_drivers import DeviceWrapper, PreparedModelWrapper
+from tests.fuzz.cases import endless_loop_case, loop_condition, make_case, split_model, sqrt_branch_model
 
 PATHS = list(ExecutionPath)
-SHORT_LOOP_NS = 10_000_000
-
-
-def make_case(model_case: models.ModelCase, path=ExecutionPath.SYNC, second=ExecutionPath.ASYNC,
-              **choices) -> FuzzCase:
-    choices.setdefault("loopTimeoutDuration_ns", SHORT_LOOP_NS)
-    return FuzzCase(model_case.model, model_case.request(),
-                    ExecutionChoices(path=path, second_path=second, **choices))
-
-
-def infinite_fibonacci_case(path: ExecutionPath) -> FuzzCase:
-    """A WHILE with a state-only counter whose bound (a request input) is never reached."""
-    model_case = models.fibonacci_while_model(6)
-    request = models.make_request(model_case.model, [np.array([2 ** 31 - 1], np.int32)])
-    return FuzzCase(model_case.model, request,
-                    ExecutionChoices(path=path, second_path=ExecutionPath.SYNC,
-                                     loopTimeoutDuration_ns=SHORT_LOOP_NS))
-
-
-def loop_condition(operation_type: OperationType) -> models.ModelCase:
-    """The counting loop with another comparison as its condition."""
-    model_case = models.while_counter_model()
-    model_case.model.referenced[0].operations[0].type = operation_type
-    return model_case
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +232,7 @@ def test_each_broken_contract_is_caught(name, make_device, make, violation, mess
 
 
 def test_supported_disagreement_is_caught():
-    case = make_case(loop_condition(OperationType.GREATER))
+    case = make_case(sqrt_branch_model())
     with pytest.raises(oracles.SupportedPrepareViolation, match="INVALID_ARGUMENT but prepareModel_1_3 succeeded"):
         harness.run_case(case, broken_drivers.SupportedDisagrees())
 
@@ -264,7 +240,7 @@ def test_supported_disagreement_is_caught():
 def test_exception_from_a_rare_graph_shape_is_caught():
     case = make_case(models.fibonacci_while_model())
     body = case.model.referenced[1]
-    body.operations += body.operations[:2]               # five operations (and invalid)
+    body.operations += body.operations[:3]               # six operations (and invalid)
     with pytest.raises(oracles.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
         harness.run_case(case, broken_drivers.Raising())
     assert any(frame.name == "_schedule_loop_body" for frame in info.value.frames)
@@ -274,22 +250,21 @@ def test_exception_from_a_rare_graph_shape_is_caught():
 def test_fenced_bit_flip_is_nondeterminism(path):
     second = ExecutionPath.SYNC if path == ExecutionPath.FENCED else ExecutionPath.FENCED
     with pytest.raises(oracles.NondeterminismViolation, match="output 0 bytes differ"):
-        harness.run_case(make_case(loop_condition(OperationType.LESS_EQUAL), path, second),
-                         broken_drivers.FencedBitFlip())
+        harness.run_case(make_case(split_model(), path, second), broken_drivers.FencedBitFlip())
 
 
 @pytest.mark.parametrize("path", [ExecutionPath.SYNC, ExecutionPath.FENCED], ids=lambda p: p.name)
 def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
     started = time.monotonic()
     with pytest.raises(oracles.HangViolation) as info:
-        harness.run_case(infinite_fibonacci_case(path), broken_drivers.Hanging())
+        harness.run_case(endless_loop_case(path, measureTiming=MeasureTiming.YES), broken_drivers.Hanging())
     elapsed = time.monotonic() - started
     assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + 1.5
     assert "while_step" in str(info.value) and info.value.frames
 
 
 def test_sample_driver_does_not_hang_on_the_same_loop(device):
-    outcome = harness.run_case(infinite_fibonacci_case(ExecutionPath.SYNC), device)
+    outcome = harness.run_case(endless_loop_case(ExecutionPath.SYNC, measureTiming=MeasureTiming.YES), device)
     assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
@@ -318,6 +293,22 @@ def test_watchdog_interrupts_an_overrunning_call_and_shows_its_stack():
     assert time.monotonic() - started < 1.0
     assert info.value.frames[0].name == "spin"
     assert watchdog.call(1.0, "after", lambda: "still usable") == "still usable"
+
+
+def doze(seconds: float) -> None:
+    """Wait without using the CPU, yet interruptibly (as a process that is not scheduled)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.005)
+
+
+def test_watchdog_gives_an_idle_overrun_the_stall_allowance():
+    watchdog = Watchdog(poll_interval_s=0.01, stall_allowance_s=0.4)
+    started = time.monotonic()
+    with pytest.raises(oracles.HangViolation, match="idle"):
+        watchdog.call(0.1, "idle", doze, 10.0)
+    assert 0.5 <= time.monotonic() - started < 1.5
+    watchdog.call(0.1, "idle but done in time", doze, 0.3)     # no verdict before 0.5 s
 
 
 def test_watchdog_guards_calls_on_any_thread():
@@ -405,7 +396,7 @@ def test_fuzzer_finds_a_planted_bug_and_its_children_use_the_same_driver(tmp_pat
     from fuzz.codec import encode
     seeds = tmp_path / "seeds"
     seeds.mkdir()
-    (seeds / "seed").write_bytes(encode(make_case(loop_condition(OperationType.GREATER))))
+    (seeds / "seed").write_bytes(encode(make_case(sqrt_branch_model())))
     entry = Path(__file__).resolve().parents[2] / "fuzz" / "driver_fuzz.py"
     driver = ["--driver", "tests.fuzz.broken_drivers:SupportedDisagrees"]
 

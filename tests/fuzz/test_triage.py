@@ -1,0 +1,153 @@
+"""The crash pipeline: structural reductions (fuzz/reduce.py), signatures, storage with
+sidecars and deduplication, and one artifact triaged end to end (scripts/triage.py)."""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import pytest
+
+from driver.hal import OperandLifeTime as L, OperationType
+from fuzz import harness, oracles, reduce
+from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from fuzz.codec import decode, encode
+from tests import models
+from tests.fuzz import broken_drivers
+from tests.fuzz.cases import make_case, sqrt_branch_model
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import triage  # noqa: E402
+
+
+def case_of(model_case: models.ModelCase, **choices) -> FuzzCase:
+    return FuzzCase(model_case.model, model_case.request(), ExecutionChoices(**choices))
+
+
+def valid(case: FuzzCase) -> bool:
+    return harness.reference_errors(case.model, case.request) == (None, None)
+
+
+# --- reductions -------------------------------------------------------------------------------
+
+def test_bypass_replaces_an_operation_by_its_input():
+    case = case_of(models.constant_reference_model())      # two chained ADDs
+    before = len(case.model.main.operations)
+    reduce.bypass_operation(case, 0, 1)                      # the second ADD
+    assert len(case.model.main.operations) == before - 1
+    assert valid(case)
+    assert harness.run_case(case, harness.default_device()).first.status == 0
+
+
+def test_drop_operation_keeps_consumer_counts():
+    case = case_of(models.constant_reference_model())
+    reduce.drop_operation(case, 0, 1)
+    main = case.model.main
+    read = [sum(op.inputs.count(i) for op in main.operations) for i in range(len(main.operands))]
+    assert [o.numberOfConsumers for o in main.operands] == read
+    assert len(case.request.outputs) == len(main.outputIndexes)
+
+
+def test_drop_referenced_renumbers_references():
+    case = case_of(models.nested_model())    # referenced: then, else, loop condition, loop body
+    references = lambda: sorted(o.location.offset for g in reduce.subgraphs(case)   # noqa: E731
+                                for o in g.operands if o.lifetime == L.SUBGRAPH)
+    assert references() == [0, 1, 2, 3]
+    reduce.drop_referenced(case, 1)
+    assert references() == [0, 1, 1, 2]      # the dangling one now points elsewhere: invalid
+    assert not valid(case)
+
+
+def test_shrink_dimension_keeps_byte_lengths_consistent():
+    case = case_of(models.add_model())       # [2, 2] inputs and output
+    reduce.shrink_dimension(case, 2)
+    assert all(o.dimensions == [1, 1] for o in case.model.main.operands if o.dimensions)
+    assert valid(case)
+
+
+def test_minimize_keeps_what_the_predicate_needs():
+    case = case_of(models.constant_reference_model(), path=ExecutionPath.BURST, measureTiming=1)
+    size = reduce.case_size(case)
+
+    def still_adds(candidate: FuzzCase) -> bool:
+        return valid(candidate) and any(op.type == OperationType.ADD for op in candidate.model.main.operations)
+    smaller = reduce.minimize(case, still_adds, budget_s=30)
+    assert still_adds(smaller)
+    assert len(smaller.model.main.operations) == 1
+    assert all(d == 1 for o in smaller.model.main.operands for d in o.dimensions)
+    assert smaller.choices.path == ExecutionPath.SYNC and smaller.choices.measureTiming == 0
+    assert reduce.case_size(case) == size          # the original is left as it was
+
+
+# --- signatures and storage -------------------------------------------------------------------
+
+def failure_from(make_error) -> triage.Failure:
+    try:
+        make_error()
+    except Exception as error:   # the error under test, whatever its type
+        return triage.describe(error)
+    raise AssertionError("nothing raised")
+
+
+def raise_from_driver_frame():
+    broken_drivers._schedule_loop_body(type("Body", (), {"operations": [object()] * 6})())
+
+
+def test_crash_signature_names_exception_and_driver_frames_only():
+    def call():
+        harness.hal_call(1.0, "prepareModel_1_3", raise_from_driver_frame)
+    failure = failure_from(call)
+    assert failure.kind == "crash" and failure.exception == "IndexError"
+    assert failure.frames[0] == ("tests/fuzz/broken_drivers.py", "_schedule_loop_body")
+    assert all(not path.startswith("fuzz/") for path, _ in failure.frames)
+    assert failure.signature == failure_from(call).signature
+    assert len(failure.digest) == 16
+
+
+def test_assertion_and_hang_signatures():
+    assertion = triage.describe(oracles.TimingViolation("late", key="SYNC: on error"))
+    assert assertion.kind == "assertion" and "timing" in assertion.signature
+    assert "SYNC: on error" in assertion.signature
+    stack = traceback.extract_stack()
+    hang = triage.describe(oracles.HangViolation("stuck", key="x", frames=stack))
+    assert hang.kind == "hang" and hang.same_bug(triage.describe(oracles.HangViolation("y", frames=[])))
+    assert not hang.same_bug(assertion)
+
+
+def test_store_writes_sidecar_and_collapses_duplicates(tmp_path):
+    failure = triage.describe(oracles.TimingViolation("late", key="k"))
+    small = encode(case_of(models.add_model()))
+    big = encode(case_of(models.nested_model()))
+    path, duplicate = triage.store(big, failure, tmp_path, "driver:SampleDriver", "crash-1")
+    assert not duplicate and Path(path).read_bytes() == big
+    sidecar = json.loads(Path(path).with_suffix(".json").read_text())
+    assert sidecar["status"] == "open" and sidecar["kind"] == "assertion"
+    assert sidecar["signature"] == failure.signature and sidecar["message"] == "[timing] late"
+    path, duplicate = triage.store(small, failure, tmp_path, "driver:SampleDriver", "crash-2")
+    assert duplicate and Path(path).read_bytes() == small           # the smaller one stays
+    triage.store(big, failure, tmp_path, "driver:SampleDriver", "crash-3")
+    assert Path(path).read_bytes() == small
+    assert json.loads(Path(path).with_suffix(".json").read_text())["duplicates"] == 1
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+@pytest.mark.slow
+def test_an_artifact_is_triaged_end_to_end(tmp_path):
+    case = make_case(sqrt_branch_model(), ExecutionPath.ASYNC, measureTiming=1)
+    artifact = tmp_path / "crash-planted"
+    artifact.write_bytes(encode(case))
+    out = tmp_path / "out"
+    spec = "tests.fuzz.broken_drivers:SupportedDisagrees"
+    worker = triage.Worker(spec)
+    try:
+        result = triage.triage_one(artifact, worker, out, spec, libfuzzer_s=0, structural_s=60,
+                                   workdir=tmp_path, log=lambda _line: None)
+    finally:
+        worker.close()
+    assert result.failure.kind == "assertion" and result.failure.rule == "supported-vs-prepare"
+    reproducer = decode(Path(result.stored).read_bytes())
+    assert reproducer.choices.path == ExecutionPath.SYNC and valid(reproducer)
+    with pytest.raises(oracles.SupportedPrepareViolation):
+        harness.run_case(reproducer, broken_drivers.SupportedDisagrees())
