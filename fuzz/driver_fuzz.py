@@ -136,16 +136,8 @@ def main() -> None:
             raise
 
     WATCHDOG.before_abort = lambda _report: print_stats()
-    mutators = {}
-    try:
-        from fuzz import mutator
-    except ImportError:
-        mutator = None
-    if mutator is not None:
-        mutators["custom_mutator"] = mutator.mutate
-        if hasattr(mutator, "crossover"):
-            mutators["custom_crossover"] = mutator.crossover
-    atheris.Setup(argv, test_one_input, **mutators)
+    from fuzz.mutator import crossover, mutate
+    atheris.Setup(argv, test_one_input, custom_mutator=mutate, custom_crossover=crossover)
     print_stats_at_exit(print_stats)
     atheris.Fuzz()
 

@@ -6,18 +6,18 @@ targets:
 
     python fuzz/driver_fuzz.py --driver tests.fuzz.broken_drivers:Raising corpus/ ...
 
-- ``Raising``: preparing a WHILE whose body has exactly six operations raises IndexError
-  (an off-by-one in a loop-body scheduling helper).
-- ``Hanging``: an execution that measures timing runs its loops with the default loop
-  timeout (2 s) instead of the requested one (the timing wrapper does not pass it on), so
-  a loop that never ends overruns the requested time.
+- ``Raising``: preparing a (valid) model with a WHILE whose body has exactly six operations
+  raises IndexError (an off-by-one in a loop-body scheduling helper).
+- ``Hanging``: a model prepared with Priority.HIGH runs its loops with the default loop
+  timeout (2 s) instead of the requested one (the high-priority path does not pass it on),
+  so a loop that never ends overruns the requested time.
 - ``FencedBitFlip``: executeFenced of a model with a SPLIT operation flips the lowest bit
   of the first output's first byte.
 - ``SupportedDisagrees``: getSupportedOperations_1_3 reports INVALID_ARGUMENT for a model
   with a SQRT in a referenced subgraph, which prepareModel_1_3 accepts.
 
-The corpus has loop bodies of at most five operations, no endless loop run with timing
-measured, SPLIT only in models that are not run fenced and no SQRT outside main; tests/fuzz/
+The corpus has loop bodies of at most five operations, no loop prepared with high priority,
+SPLIT only in models that are not run fenced and no SQRT outside main; tests/fuzz/
 test_broken_drivers.py checks that it stays so.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from driver import SampleDriver
-from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, Model, OperandLifeTime,
-                        OperationType, OptionalTimeoutDuration, Subgraph)
+from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime, OperationType,
+                        OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
 from fuzz.case import ExecutionPath
 
@@ -47,9 +47,10 @@ class _PreparedModelCallbackProxy:
 class PreparedModelWrapper:
     """An IPreparedModel delegating to the inner one; subclasses override what they break."""
 
-    def __init__(self, inner: Any, model: Model) -> None:
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
         self.inner = inner
         self.model = model
+        self.priority = priority
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -70,7 +71,7 @@ class DeviceWrapper:
     def prepareModel_1_3(self, model, preference, priority, deadline, modelCache, dataCache,
                          token, callback) -> ErrorStatus:
         proxy = _PreparedModelCallbackProxy(
-            callback, lambda prepared: self.prepared_model_class(prepared, model))
+            callback, lambda prepared: self.prepared_model_class(prepared, model, priority))
         return self.inner.prepareModel_1_3(model, preference, priority, deadline, modelCache,
                                            dataCache, token, proxy)
 
@@ -114,13 +115,18 @@ def _schedule_loop_body(body: Subgraph) -> list[tuple[int, ...]]:
     return batches
 
 
+class _LoopSchedulingModel(PreparedModelWrapper):
+    """Plans its loop bodies when it is made, i.e. while the model is being prepared."""
+
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+        super().__init__(inner, model, priority)
+        self.loop_schedules = [_schedule_loop_body(body)
+                               for body in (_loop_body(model, g, op) for g, op in _while_loops(model))
+                               if body is not None]
+
+
 class Raising(DeviceWrapper):
-    def prepareModel_1_3(self, model, *args) -> ErrorStatus:
-        for subgraph, operation in _while_loops(model):
-            body = _loop_body(model, subgraph, operation)
-            if body is not None:
-                _schedule_loop_body(body)
-        return super().prepareModel_1_3(model, *args)
+    prepared_model_class = _LoopSchedulingModel
 
 
 # --- 2. a hang: the loop timeout ignored ------------------------------------------------------
@@ -129,34 +135,34 @@ _DEFAULT_LOOP_LIMIT = OptionalTimeoutDuration(LoopTimeoutDurationNs.DEFAULT)
 
 
 class _LoopTimeoutIgnoringModel(PreparedModelWrapper):
-    @staticmethod
-    def _timeout(measure, requested: OptionalTimeoutDuration) -> OptionalTimeoutDuration:
-        return _DEFAULT_LOOP_LIMIT if measure == MeasureTiming.YES else requested
+    def _timeout(self, requested: OptionalTimeoutDuration) -> OptionalTimeoutDuration:
+        return _DEFAULT_LOOP_LIMIT if self.priority == Priority.HIGH else requested
 
     def executeSynchronously_1_3(self, request, measure, deadline, loopTimeoutDuration):
         return self.inner.executeSynchronously_1_3(request, measure, deadline,
-                                                   self._timeout(measure, loopTimeoutDuration))
+                                                   self._timeout(loopTimeoutDuration))
 
     def execute_1_3(self, request, measure, deadline, loopTimeoutDuration, callback):
-        return self.inner.execute_1_3(request, measure, deadline,
-                                      self._timeout(measure, loopTimeoutDuration), callback)
+        return self.inner.execute_1_3(request, measure, deadline, self._timeout(loopTimeoutDuration),
+                                      callback)
 
     def executeFenced(self, request, waitFor, measure, deadline, loopTimeoutDuration, duration):
         return self.inner.executeFenced(request, waitFor, measure, deadline,
-                                        self._timeout(measure, loopTimeoutDuration), duration)
+                                        self._timeout(loopTimeoutDuration), duration)
 
     def configureExecutionBurst(self, callback=None):
         status, burst = self.inner.configureExecutionBurst(callback)
-        return status, (_LoopTimeoutIgnoringBurst(burst) if burst is not None else None)
+        return status, (_LoopTimeoutIgnoringBurst(burst, self) if burst is not None else None)
 
 
 class _LoopTimeoutIgnoringBurst:
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, prepared: _LoopTimeoutIgnoringModel) -> None:
         self.inner = inner
+        self.prepared = prepared
 
     def execute(self, request, slots, measure, deadline, loopTimeoutDuration):
         return self.inner.execute(request, slots, measure, deadline,
-                                  _LoopTimeoutIgnoringModel._timeout(measure, loopTimeoutDuration))
+                                  self.prepared._timeout(loopTimeoutDuration))
 
     def freeMemory(self, slot: int) -> None:
         self.inner.freeMemory(slot)
@@ -223,7 +229,7 @@ def planted_bug_reached(name: str, case) -> bool:
         return any(body is not None and len(body.operations) == 6
                    for body in (_loop_body(model, g, op) for g, op in _while_loops(model)))
     if name == "Hanging":
-        return case.choices.measureTiming == MeasureTiming.YES and any(_while_loops(model))
+        return case.choices.priority == Priority.HIGH and any(_while_loops(model))
     if name == "FencedBitFlip":
         fenced = ExecutionPath.FENCED in (case.choices.path, case.choices.second_path)
         return fenced and _has_operation(model, OperationType.SPLIT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from driver.hal import OperandType, OperationType
+from driver.hal import Operand, OperandType, Operation, OperationType
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from tests import models
 
@@ -51,3 +51,22 @@ def split_model() -> models.ModelCase:
     graph.operation(OperationType.SPLIT, [x, axis, parts], outputs)
     value = np.array([[1.5, -2.0], [0.25, 8.0]], np.float32)
     return models.ModelCase("split", builder.build(graph.build()), [value], [value[:1], value[1:]])
+
+
+def six_operation_loop() -> models.ModelCase:
+    """The counting loop with its body stretched to six operations: ADD, then NEG four
+    times and ABS (the same count, in more steps)."""
+    model_case = models.while_counter_model()
+    body = model_case.model.referenced[1]
+    result = body.outputIndexes[0]
+    previous = len(body.operands)
+    body.operands.append(Operand(OperandType.TENSOR_INT32, [1], numberOfConsumers=1))
+    body.operations[0].outputs = [previous]
+    for operation_type in (OperationType.NEG,) * 4 + (OperationType.ABS,):
+        last = operation_type == OperationType.ABS
+        target = result if last else len(body.operands)
+        if not last:
+            body.operands.append(Operand(OperandType.TENSOR_INT32, [1], numberOfConsumers=1))
+        body.operations.append(Operation(operation_type, [previous], [target]))
+        previous = target
+    return model_case

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from driver import SampleDriver
-from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, OperationType,
-                        OutputShape, Timing)
+from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, OutputShape,
+                        Priority, Timing)
 from fuzz import harness, oracles
 from fuzz.case import ExecutionPath
 from fuzz.scheduler import Scheduler
@@ -18,7 +18,8 @@ from fuzz.watchdog import Watchdog
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.broken_drivers import DeviceWrapper, PreparedModelWrapper
-from tests.fuzz.cases import endless_loop_case, loop_condition, make_case, split_model, sqrt_branch_model
+from tests.fuzz.cases import (endless_loop_case, make_case, six_operation_loop, split_model,
+                              sqrt_branch_model)
 
 PATHS = list(ExecutionPath)
 
@@ -238,9 +239,8 @@ def test_supported_disagreement_is_caught():
 
 
 def test_exception_from_a_rare_graph_shape_is_caught():
-    case = make_case(models.fibonacci_while_model())
-    body = case.model.referenced[1]
-    body.operations += body.operations[:3]               # six operations (and invalid)
+    case = make_case(six_operation_loop())
+    assert harness.run_case(case, harness.default_device()).first.outputs    # valid, runs
     with pytest.raises(oracles.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
         harness.run_case(case, broken_drivers.Raising())
     assert any(frame.name == "_schedule_loop_body" for frame in info.value.frames)
@@ -257,14 +257,14 @@ def test_fenced_bit_flip_is_nondeterminism(path):
 def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
     started = time.monotonic()
     with pytest.raises(oracles.HangViolation) as info:
-        harness.run_case(endless_loop_case(path, measureTiming=MeasureTiming.YES), broken_drivers.Hanging())
+        harness.run_case(endless_loop_case(path, priority=Priority.HIGH), broken_drivers.Hanging())
     elapsed = time.monotonic() - started
     assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + 1.5
     assert "while_step" in str(info.value) and info.value.frames
 
 
 def test_sample_driver_does_not_hang_on_the_same_loop(device):
-    outcome = harness.run_case(endless_loop_case(ExecutionPath.SYNC, measureTiming=MeasureTiming.YES), device)
+    outcome = harness.run_case(endless_loop_case(ExecutionPath.SYNC, priority=Priority.HIGH), device)
     assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
