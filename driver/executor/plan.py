@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import numpy as np
-
 from ..errors import check
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import Model, Subgraph
 from ..operands import operation_context, subgraph_infos
-from ..operations.registry import OperandInfo, lookup
+from ..operations.registry import lookup
 from .shapes import check_value_size, declared_shape, is_fully_known, merge_shapes
 from .steps import (InputCheck, make_if_step, make_input_checks, make_operation_step,
                     make_while_step)
@@ -257,4 +255,4 @@ def _op_name(operation_type: int) -> str:
         return str(operation_type)
 
 
-__all__ = ["SubgraphPlan", "ModelAnalysis", "compile_model", "subgraph_name", "np", "OperandInfo"]
+__all__ = ["SubgraphPlan", "ModelAnalysis", "compile_model", "subgraph_name"]

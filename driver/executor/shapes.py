@@ -71,7 +71,3 @@ def check_value_size(operand_type: int, shape: Shape, what: str) -> None:
 def storage_nbytes(operand_type: int, shape: tuple[int, ...]) -> int:
     dtype = STORAGE_DTYPE[operand_type]
     return dtype.itemsize * math.prod(shape)
-
-
-__all__ = ["MAX_VALUE_BYTES", "declared_shape", "is_fully_known", "merge_shapes",
-           "matches_declared", "check_value_size", "storage_nbytes", "OperandType"]
