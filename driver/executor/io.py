@@ -49,10 +49,6 @@ def read_inputs(model: Model, request: Request, buffers: list[memoryview],
     return values
 
 
-def output_dimensions(value) -> list[int]:
-    return list(value.shape)
-
-
 def write_outputs(request: Request, values: list, buffers: list[memoryview],
                   ) -> tuple[ErrorStatus, list[OutputShape]]:
     """Copy output values into their buffers, or report OUTPUT_INSUFFICIENT_SIZE (writing
@@ -66,7 +62,7 @@ def write_outputs(request: Request, values: list, buffers: list[memoryview],
                                  f"is incompatible with the request's {list(argument.dimensions)}")
         fits = argument.hasNoValue or value.nbytes <= argument.location.length
         sufficient = sufficient and fits
-        shapes.append(OutputShape(dimensions=output_dimensions(value), isSufficient=fits))
+        shapes.append(OutputShape(dimensions=list(value.shape), isSufficient=fits))
     if not sufficient:
         return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes
     for argument, value in zip(request.outputs, values):

@@ -81,7 +81,6 @@ class ModelAnalysis:
     which operations of each subgraph the driver supports."""
     plans: list[SubgraphPlan]           # index 0: main, then model.referenced
     supported: list[list[bool]]         # per subgraph, per operation
-    fully_supported: bool               # every operation reachable from main is supported
 
 
 def subgraph_name(index: int) -> str:
@@ -105,8 +104,7 @@ def compile_model(model: Model, *, build_steps: bool = True) -> ModelAnalysis:
         depths[index] = 1 + max((depths[c] for c in callees), default=0)
         plans[index], supported[index] = _compile_subgraph(
             model, subgraphs, index, plans, supported, build_steps, depths)
-    return ModelAnalysis(plans=plans, supported=supported,
-                         fully_supported=all(supported[0]))
+    return ModelAnalysis(plans=plans, supported=supported)
 
 
 def _callees(subgraph: Subgraph) -> list[int]:
@@ -168,8 +166,8 @@ def _compile_subgraph(model: Model, subgraphs: list[Subgraph], index: int, plans
                        if subgraph.operands[i].lifetime == OperandLifeTime.SUBGRAPH]
             # Each nesting level costs interpreter stack: deeper control flow is reported
             # unsupported rather than risking a RecursionError mid-execution.
-            ok = all(_plan_fully_supported(supported_by_subgraph, c)
-                     and depths[c] < MAX_CONTROL_FLOW_DEPTH for c in callees)
+            ok = all(all(supported_by_subgraph[c]) and depths[c] < MAX_CONTROL_FLOW_DEPTH
+                     for c in callees)
             supported.append(ok)
             if ok and build_steps:
                 plan.steps.append(_control_flow_step(operation, plan, values, plans, where))
@@ -214,10 +212,6 @@ def _required_inputs(subgraph: Subgraph) -> frozenset[int]:
             if operand in position_of and k not in optional:
                 required.add(position_of[operand])
     return frozenset(required)
-
-
-def _plan_fully_supported(supported_by_subgraph: list, plan_index: int) -> bool:
-    return all(supported_by_subgraph[plan_index])
 
 
 def _control_flow_step(operation, plan: SubgraphPlan, values: list, plans: list, where: str) -> Step:

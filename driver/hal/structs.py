@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..memory import Memory
-from .enums import (DeviceType, ErrorStatus, OperandLifeTime, OperandType, OperationType,
-                    UINT64_MAX)
+from .enums import OperandLifeTime, OperandType, OperationType, UINT64_MAX
 
 
 @dataclass
@@ -169,13 +168,6 @@ class BufferRole:
     modelIndex: int
     ioIndex: int
     frequency: float
-
-
-@dataclass
-class PrepareResult:
-    """What a prepared-model callback received; used by the bundled callbacks."""
-    status: ErrorStatus
-    preparedModel: object | None
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name[0].isupper()]

@@ -8,7 +8,8 @@ from typing import Sequence
 
 from ..hal.enums import (ExtensionTypeEncoding, OperandLifeTime, OperandType, OperationType,
                          SCALAR_OPERAND_TYPES)
-from ..operations.common import STORAGE_DTYPE
+from ..errors import fail
+from ..hal.dtypes import STORAGE_DTYPE
 
 UINT16_MAX = 0xFFFF
 UINT32_MAX = 0xFFFF_FFFF
@@ -115,6 +116,19 @@ def _type_name(enum_type, type_code: object) -> str:
 # table rather than through the enum's constructor.
 _OPERAND_TYPE_NAMES = {int(t): t.name for t in OperandType}
 _OPERATION_TYPE_NAMES = {int(t): t.name for t in OperationType}
+
+
+def check_type_code(type_code: object, base_types: frozenset[int],
+                    extension_prefixes: frozenset[int], kind: str, where: str) -> None:
+    """A base type of the HAL, or an extension type whose prefix the model declares."""
+    if not is_uint32(type_code):
+        fail(f"{where}: invalid {kind} type {type_code!r}")
+    if is_extension_type(type_code):
+        if extension_prefix(type_code) not in extension_prefixes:
+            fail(f"{where}: extension {kind} type {type_code:#x} has prefix "
+                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
+    elif type_code not in base_types:
+        fail(f"{where}: invalid {kind} type {type_code}")
 
 
 def operand_type_name(type_code: object) -> str:

@@ -9,8 +9,7 @@ from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L
 from ..hal.structs import Operation, Subgraph
 from .common import (BASE_OPERATION_TYPES, VALUE_KNOWN_LIFETIMES, WRITTEN_LIFETIMES,
-                     extension_prefix, is_extension_type, is_uint32, is_uint32_list,
-                     operation_label)
+                     check_type_code, is_uint32_list, operation_label)
 
 
 def check_not_empty(subgraph: Subgraph, label: str) -> None:
@@ -56,16 +55,7 @@ def check_operation_type(operation: Operation, extension_prefixes: frozenset[int
                          where: str) -> None:
     """A base type of the HAL (OEM_OPERATION included), or an extension type whose prefix
     the model declares. A valid type the driver does not implement is not an error."""
-    type_code = operation.type
-    if not is_uint32(type_code):
-        fail(f"{where}: invalid operation type {type_code!r}")
-    if is_extension_type(type_code):
-        if extension_prefix(type_code) not in extension_prefixes:
-            fail(f"{where}: extension operation type {type_code:#x} has prefix "
-                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
-    else:
-        if type_code not in BASE_OPERATION_TYPES:
-            fail(f"{where}: invalid operation type {type_code}")
+    check_type_code(operation.type, BASE_OPERATION_TYPES, extension_prefixes, "operation", where)
 
 
 def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:

@@ -20,7 +20,7 @@ from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
 from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, LIFETIMES, MAX_BYTE_SIZE,
-                     byte_size, extension_prefix, is_extension_type, is_float32, is_int,
+                     byte_size, check_type_code, is_extension_type, is_float32, is_int,
                      is_int32, is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size,
                      operand_type_name)
 
@@ -76,15 +76,7 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
 
 
 def check_operand_type(type_code: object, extension_prefixes: frozenset[int], where: str) -> None:
-    if not is_uint32(type_code):
-        fail(f"{where}: invalid operand type {type_code!r}")
-    if is_extension_type(type_code):
-        if extension_prefix(type_code) not in extension_prefixes:
-            fail(f"{where}: extension operand type {type_code:#x} has prefix "
-                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
-    else:
-        if type_code not in BASE_OPERAND_TYPES:
-            fail(f"{where}: invalid operand type {type_code}")
+    check_type_code(type_code, BASE_OPERAND_TYPES, extension_prefixes, "operand", where)
 
 
 def check_dimensions(operand: Operand, where: str) -> None:
