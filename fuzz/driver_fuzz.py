@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Coverage-guided fuzzing of an NN HAL 1.3 driver with atheris and libFuzzer.
 
-    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [CORPUS_DIR ...] [libFuzzer flags]
+    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--trace-comparisons] [CORPUS_DIR ...]
+                               [libFuzzer flags]
 
 ``--driver`` names a callable returning an IDevice (default ``driver:SampleDriver``); the
 bundled driver package and the named driver's package are instrumented for coverage. Every
@@ -12,8 +13,14 @@ itself, long before that). Harness statistics are printed when the process ends,
 failure is logged as one line (artifact hash, violation) to findings.log beside the
 artifacts.
 
+Coverage is traced per branch only. atheris can also trace the operands of every
+comparison (for libFuzzer's value profile and comparison-guided byte mutations), but this
+harness mutates structure with its own mutator, and that tracing more than halves
+throughput and makes memory grow with every input. ``--trace-comparisons`` turns it back
+on (with -use_value_profile=1, say).
+
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
-it is executable and carries the driver choice in the environment.
+it is executable and carries the driver choice and the tracing choice in the environment.
 """
 from __future__ import annotations
 
@@ -35,6 +42,8 @@ from fuzz.drivers import DRIVER_ENV, configured_spec, top_package  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 60
 DRIVER_FLAG = "--driver"
+TRACE_COMPARISONS_FLAG = "--trace-comparisons"
+TRACE_COMPARISONS_ENV = "NNHAL_FUZZ_TRACE_COMPARISONS"
 
 
 def split_driver_flag(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -53,6 +62,24 @@ def split_driver_flag(argv: list[str]) -> tuple[str | None, list[str]]:
         else:
             rest.append(argument)
     return spec, rest
+
+
+def split_trace_flag(argv: list[str]) -> tuple[bool, list[str]]:
+    """(whether ``--trace-comparisons`` was given, the other arguments)."""
+    rest = [argument for argument in argv if argument != TRACE_COMPARISONS_FLAG]
+    return len(rest) != len(argv), rest
+
+
+def instrumented_imports(packages: set[str], trace_comparisons: bool):
+    """A context in which imports of ``packages`` (and their submodules) are instrumented
+    for coverage; comparison operands are traced only when asked (see the module doc)."""
+    import atheris
+    try:
+        from atheris.import_hook import HookManager
+    except ImportError:      # an atheris without it: public API, comparisons traced
+        return atheris.instrument_imports(include=sorted(packages))
+    return HookManager(set(packages), set(), enable_loader_override=True,
+                       trace_dataflow=trace_comparisons)
 
 
 def has_flag(argv: list[str], name: str) -> bool:
@@ -109,11 +136,15 @@ def main() -> None:
     if spec:
         os.environ[DRIVER_ENV] = spec   # inherited by -fork / -jobs / -minimize_crash children
     spec = configured_spec()
+    trace_comparisons, argv = split_trace_flag(argv)
+    if trace_comparisons:
+        os.environ[TRACE_COMPARISONS_ENV] = "1"
+    trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
     keep_interpreter_for_children()
     argv = with_default_flags(argv)
 
     import atheris
-    with atheris.instrument_imports(include=sorted({"driver", top_package(spec)})):
+    with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
         from driver.operations.registry import supported_types
         from fuzz import harness
         from fuzz.drivers import make_device

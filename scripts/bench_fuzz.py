@@ -9,6 +9,10 @@ Prints:
   prepare and execute success rates, the share of executions running IF/WHILE;
 - the in-process rate of ``run_one`` over the corpus inputs and mutations of them (no
   instrumentation, no libFuzzer: the harness and driver alone);
+- the instrumented basic blocks the driver executes per input, by phase, replaying the
+  corpus and a fixed set of mutations of it. atheris calls back into libFuzzer at every
+  block, so this count is the instrumentation's cost per input, and unlike a rate it does
+  not depend on how busy the machine is (only loops that run until their timeout vary);
 - the line coverage of driver/ reached by replaying the corpus (coverage.py; the
   conformance runner, driver/conformance/, is not part of what is fuzzed and is left out).
 
@@ -87,6 +91,66 @@ def in_process_rate(corpus: Path, seconds: float) -> dict:
             "harness": harness.STATS.summary()}
 
 
+def replay_inputs(corpus: Path, mutations: int, seed: int = 1) -> list[bytes]:
+    """The corpus, then ``mutations`` inputs made from it by the custom mutator (a fixed
+    sequence for a given corpus)."""
+    import random
+    from fuzz.mutator import mutate
+    seeds = [p.read_bytes() for p in corpus_files(corpus)]
+    rng = random.Random(seed)
+    return seeds + [mutate(rng.choice(seeds), 4096, rng.randrange(1 << 30))
+                    for _ in range(mutations if seeds else 0)]
+
+
+def blocks_child(corpus: Path, mutations: int, report: Path) -> None:
+    """Replay under atheris instrumentation (as the fuzzer does, without libFuzzer), with
+    the block callback counting; write the counts per phase to ``report``."""
+    import atheris
+    from fuzz.driver_fuzz import instrumented_imports
+    with instrumented_imports({"driver"}, trace_comparisons=False):
+        from driver.operations.registry import supported_types
+        from fuzz import harness
+        supported_types()
+        device = harness.default_device()
+    counted = [0]
+
+    def count_block(_index: int) -> None:
+        counted[0] += 1
+    atheris._trace_branch = count_block      # what instrumented code calls at each block
+    per_phase: dict[str, int] = {}
+
+    def counting(name: str, function):
+        def wrapper(*args, **kwargs):
+            before = counted[0]
+            try:
+                return function(*args, **kwargs)
+            finally:
+                per_phase[name] = per_phase.get(name, 0) + counted[0] - before
+        return wrapper
+    harness.reference_errors = counting("reference validation", harness.reference_errors)
+    device.getSupportedOperations_1_3 = counting("getSupportedOperations_1_3",
+                                                 device.getSupportedOperations_1_3)
+    harness.prepare = counting("prepareModel_1_3", harness.prepare)
+    harness.execute = counting("executions", harness.execute)
+    inputs = replay_inputs(corpus, mutations)
+    from fuzz.oracles import OracleViolation
+    for data in inputs:
+        try:
+            harness.run_one(data, device)
+        except OracleViolation:
+            pass
+    report.write_text(json.dumps({"inputs": len(inputs), "total": counted[0], "phases": per_phase}))
+
+
+def blocks_per_input(corpus: Path, mutations: int) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "blocks.json"
+        subprocess.run([sys.executable, __file__, "--blocks-child", str(report), "--corpus", str(corpus),
+                        "--mutations", str(mutations)], cwd=REPO_ROOT, check=True, timeout=1800,
+                       stderr=subprocess.DEVNULL)
+        return json.loads(report.read_text())
+
+
 def coverage_child(corpus: Path, report: Path) -> None:
     """Replay the corpus under coverage.py; write the totals to ``report``."""
     import coverage
@@ -126,10 +190,17 @@ def main() -> int:
     parser.add_argument("--in-process-seconds", type=float, default=20)
     parser.add_argument("--skip-fuzz", action="store_true")
     parser.add_argument("--skip-coverage", action="store_true")
+    parser.add_argument("--skip-blocks", action="store_true")
+    parser.add_argument("--mutations", type=int, default=2000,
+                        help="mutated inputs replayed after the corpus for the block count")
     parser.add_argument("--coverage-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--blocks-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.coverage_child:
         coverage_child(args.corpus, args.coverage_child)
+        return 0
+    if args.blocks_child:
+        blocks_child(args.corpus, args.mutations, args.blocks_child)
         return 0
 
     inputs = corpus_files(args.corpus)
@@ -150,6 +221,13 @@ def main() -> int:
               f"{local['execs_per_s']:.0f} exec/s over {local['runs']} inputs, "
               f"{local['violations']} violations")
         print(f"  {local['harness']}")
+    if not args.skip_blocks:
+        blocks = blocks_per_input(args.corpus, args.mutations)
+        count = max(1, blocks["inputs"])
+        print(f"instrumented blocks per input (corpus + {args.mutations} mutations, "
+              f"{blocks['inputs']} inputs): {blocks['total'] / count:.0f}")
+        for phase, total in sorted(blocks["phases"].items(), key=lambda item: -item[1]):
+            print(f"  {phase}: {total / count:.0f}")
     if not args.skip_coverage:
         covered = coverage_of_replay(args.corpus)
         verdict = "meets" if covered["percent"] >= TARGET_COVERAGE else "below"

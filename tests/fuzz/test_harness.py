@@ -379,6 +379,8 @@ def test_entry_point_strips_its_own_flag_and_adds_defaults():
     spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--driver=m:g", "-fork=2"])
     assert spec == "m:g" and rest == ["fuzz.py", "-fork=2"]
     assert driver_fuzz.split_driver_flag(["fuzz.py", "corpus"]) == (None, ["fuzz.py", "corpus"])
+    assert driver_fuzz.split_trace_flag(["fuzz.py", "--trace-comparisons", "corpus"]) == (True, ["fuzz.py", "corpus"])
+    assert driver_fuzz.split_trace_flag(["fuzz.py", "corpus"]) == (False, ["fuzz.py", "corpus"])
     flags = driver_fuzz.with_default_flags(["fuzz.py", "corpus"])
     assert any(f.startswith("-artifact_prefix=") and f.endswith("crashes/") for f in flags)
     assert f"-timeout={driver_fuzz.DEFAULT_TIMEOUT_S}" in flags
