@@ -40,7 +40,9 @@ class ExecutionBurst:
                 self._cache[slot] = pool.hidlMemory
             elif pool.token is None and slot not in self._cache:
                 self._cache[slot] = self._fetch(slot, i)
-            pools.append(MemoryPool(hidlMemory=self._cache[slot]) if pool.token is None else pool)
+            # A pool that names its memory (or a token) is passed on as it is.
+            unnamed = pool.hidlMemory is None and pool.token is None
+            pools.append(MemoryPool(hidlMemory=self._cache[slot]) if unnamed else pool)
         return Request(inputs=request.inputs, outputs=request.outputs, pools=pools)
 
     def _fetch(self, slot: int, position: int) -> Memory:

@@ -6,11 +6,13 @@ from typing import Any, Sequence
 from . import arguments
 from .errors import DriverError, ValidationError
 from .executor.plan import ModelAnalysis, compile_model
+from .fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
 from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
 from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
                           OperandPerformance, OptionalTimePoint, PerformanceInfo, Subgraph)
+from .operands import reusing_operand_infos
 from .prepared_model import SamplePreparedModel
-from .validation import validate_model
+from .validation.model import validate_fingerprinted_model
 
 VERSION = "nnhal-py-1.3"
 
@@ -21,6 +23,11 @@ class SampleDriver:
 
     def __init__(self, name: str = "sample-python") -> None:
         self.name = name
+        # What validating and compiling the most recent models gave, by content: a
+        # client's getSupportedOperations_1_3 and prepareModel_1_3 of one model do the
+        # work once. Sharing a ModelAnalysis is safe: a plan holds copies of the model's
+        # constants and no per-execution state (many executions already run one plan).
+        self._analyses: ContentMemo[ModelAnalysis | CachedFailure] = ContentMemo(16)
 
     # --- queries -------------------------------------------------------------------------
 
@@ -52,11 +59,23 @@ class SampleDriver:
 
     # --- models --------------------------------------------------------------------------
 
-    @staticmethod
-    def _analyse(model: Model, *, build_steps: bool) -> ModelAnalysis:
+    def _analyse(self, model: Model, *, build_steps: bool) -> ModelAnalysis:
         arguments.check_type(model, Model, "model")
-        validate_model(model)
-        return compile_model(model, build_steps=build_steps)
+        fingerprint = model_fingerprint(model)
+        if fingerprint is None:     # fields of unexpected types: no memo, full checks
+            return _validate_and_compile(model, None, build_steps)
+        key = (fingerprint, build_steps)
+        result = self._analyses.get(key)
+        if result is MISSING:
+            try:
+                result = _validate_and_compile(model, fingerprint, build_steps)
+            except DriverError as error:
+                self._analyses.put(key, CachedFailure.of(error))
+                raise
+            self._analyses.put(key, result)
+        elif isinstance(result, CachedFailure):
+            result.raise_again()
+        return result
 
     def getSupportedOperations_1_3(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
         try:
@@ -119,6 +138,15 @@ class SampleDriver:
         # Driver-managed buffers (memory domains) are not offered: the HAL's answer for
         # that is GENERAL_FAILURE.
         return ErrorStatus.GENERAL_FAILURE, None, 0
+
+
+def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None,
+                          build_steps: bool) -> ModelAnalysis:
+    """Validate (through the verdict memo), then compile with the operand views that
+    validation made."""
+    infos = validate_fingerprinted_model(model, fingerprint)
+    with reusing_operand_infos(model, infos):
+        return compile_model(model, build_steps=build_steps)
 
 
 def _model_for_requests(model: Model) -> Model:

@@ -6,15 +6,18 @@ every constant's pool index, offset and length before anything calls them)."""
 from __future__ import annotations
 
 import math
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from .hal.enums import OperandLifeTime, OperandType, SCALAR_OPERAND_TYPES
-from .hal.structs import Model, Operand, Operation, Subgraph
+from .hal.enums import OperandLifeTime, OperationType, SCALAR_OPERAND_TYPES
+from .hal.structs import Model, Operand, Operation, Subgraph, SymmPerChannelQuantParams
 from .operations.common import STORAGE_DTYPE
 from .operations.registry import OperandInfo, OperationContext
 
-CONSTANT_LIFETIMES = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+CONSTANT_LIFETIMES = frozenset({OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE})
 
 
 def is_scalar_type(operand_type: int) -> bool:
@@ -39,14 +42,6 @@ def storage_size(operand_type: int, dimensions) -> int | None:
     return size * math.prod(dimensions)
 
 
-def constant_bytes(model: Model, operand: Operand) -> memoryview:
-    location = operand.location
-    if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
-        return memoryview(model.operandValues)[location.offset:location.offset + location.length]
-    pool = model.pools[location.poolIndex]
-    return pool.buffer()[location.offset:location.offset + location.length]
-
-
 def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     """The value of a CONSTANT_COPY / CONSTANT_REFERENCE operand as a (read-only) numpy
     array of its storage dtype and declared shape; None for any other lifetime or for
@@ -56,37 +51,99 @@ def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     dtype = STORAGE_DTYPE.get(operand.type)
     if dtype is None:
         return None
-    raw = constant_bytes(model, operand)
-    shape = () if is_scalar_type(operand.type) else tuple(operand.dimensions)
+    location = operand.location
+    start, end = location.offset, location.offset + location.length
+    if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+        # Slicing bytes copies them; bytearray and memoryview slices are copied below.
+        raw = model.operandValues[start:end]
+    else:
+        raw = model.pools[location.poolIndex].buffer()[start:end]
     # Copy out of the pool: a constant must not change if the client rewrites the pool
-    # after preparation, and a numpy view would pin the mapping open.
-    value = np.frombuffer(bytes(raw), dtype=dtype).reshape(shape)
-    value.flags.writeable = False
-    return value
+    # after preparation, and a numpy view would pin the mapping open. An array over
+    # (immutable) bytes is read-only. Validation made the length exactly the shape's.
+    if type(raw) is not bytes:
+        raw = bytes(raw)
+    shape = () if is_scalar_type(operand.type) else tuple(operand.dimensions)
+    return np.ndarray(shape, dtype, raw)
+
+
+#: Lifetimes by value: OperandLifeTime(x) costs an enum constructor call per operand.
+_LIFETIMES = {int(lifetime): lifetime for lifetime in OperandLifeTime}
+_OPERATION_TYPES = {int(operation_type): operation_type for operation_type in OperationType}
+
+
+#: OperandInfo views of a model's operands: per subgraph (main, then each referenced one),
+#: by operand index, None where none was made.
+ModelInfos = tuple[tuple[Optional[OperandInfo], ...], ...]
+
+
+class _ReusedInfos(threading.local):
+    """The infos operand_info answers from on this thread (see reusing_operand_infos)."""
+    model: Optional[Model] = None
+    by_subgraph: dict[int, Sequence[Optional[OperandInfo]]] = {}
+
+
+_reused = _ReusedInfos()
+
+
+@contextmanager
+def reusing_operand_infos(model: Model, infos: ModelInfos) -> Iterator[None]:
+    """Within the block, on this thread, ``operand_info(model, subgraph, i)`` returns the
+    info in ``infos`` where there is one rather than making it again (copying constants).
+
+    ``infos`` must describe ``model`` as it is during the block: validation made them for
+    this model, or for one of the same content (an equal fingerprint). OperandInfo is
+    immutable and holds no reference into the client's model, so sharing one is safe."""
+    subgraphs = [model.main, *model.referenced]
+    previous = (_reused.model, _reused.by_subgraph)
+    _reused.model = model
+    _reused.by_subgraph = {id(subgraph): subgraph_infos
+                           for subgraph, subgraph_infos in zip(subgraphs, infos)}
+    try:
+        yield
+    finally:
+        _reused.model, _reused.by_subgraph = previous
 
 
 def operand_info(model: Model, subgraph: Subgraph, index: int) -> OperandInfo:
+    if _reused.model is model:
+        known = _reused.by_subgraph.get(id(subgraph))
+        if known is not None and known[index] is not None:
+            return known[index]
     operand = subgraph.operands[index]
+    lifetime = _LIFETIMES.get(operand.lifetime)
+    if lifetime is None:
+        lifetime = OperandLifeTime(operand.lifetime)    # raises ValueError, as it always did
+    channel_quant = operand.extraParams.channelQuant
+    if channel_quant is not None:
+        # The info may outlive the client's Model (a compiled plan keeps it): no
+        # reference into the client's structures.
+        channel_quant = SymmPerChannelQuantParams(list(channel_quant.scales),
+                                                  channel_quant.channelDim)
+    # Positional arguments (in field order: index, type, dimensions, scale, zeroPoint,
+    # lifetime, value, channelQuant): keywords cost a third more, for every operand.
     return OperandInfo(
-        index=index, type=operand.type, dimensions=tuple(operand.dimensions),
-        scale=operand.scale, zeroPoint=operand.zeroPoint,
-        lifetime=OperandLifeTime(operand.lifetime), value=constant_value(model, operand),
-        channelQuant=operand.extraParams.channelQuant)
+        index, operand.type, tuple(operand.dimensions), operand.scale, operand.zeroPoint,
+        lifetime, constant_value(model, operand) if lifetime in CONSTANT_LIFETIMES else None,
+        channel_quant)
 
 
 def operation_context(model: Model, subgraph: Subgraph, op_index: int,
                       infos: list[OperandInfo] | None = None) -> OperationContext:
     """The context an operation module validates and builds against. ``infos`` caches
-    OperandInfo per operand index across the operations of one subgraph."""
+    OperandInfo per operand index across the operations of one subgraph; it must hold the
+    infos of this operation's operands."""
     operation: Operation = subgraph.operations[op_index]
     if infos is None:
-        infos = [operand_info(model, subgraph, i) for i in range(len(subgraph.operands))]
-    from .hal.enums import OperationType
+        infos = subgraph_infos(model, subgraph)
+    operation_type = _OPERATION_TYPES.get(operation.type)
+    if operation_type is None:
+        operation_type = OperationType(operation.type)  # raises ValueError, as it always did
+    # Positional, in field order (type, index, inputs, outputs, relaxed), as above.
     return OperationContext(
-        type=OperationType(operation.type), index=op_index,
-        inputs=tuple(infos[i] for i in operation.inputs),
-        outputs=tuple(infos[i] for i in operation.outputs),
-        relaxed=model.relaxComputationFloat32toFloat16)
+        operation_type, op_index, tuple(map(infos.__getitem__, operation.inputs)),
+        tuple(map(infos.__getitem__, operation.outputs)),
+        model.relaxComputationFloat32toFloat16)
 
 
 def subgraph_infos(model: Model, subgraph: Subgraph) -> list[OperandInfo]:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
 from . import arguments
 from .burst import ExecutionBurst
-from .errors import DriverError, ExecutionError, ValidationError
+from .errors import ValidationError
 from .executor.plan import ModelAnalysis
-from .executor.run import ExecutionResult, failure, run_request
+from .executor.run import ExecutionResult, MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
+from .executor.workers import WorkerPool
 from .hal.enums import ErrorStatus, MeasureTiming, Priority
 from .hal.structs import (NO_TIMING, Model, OptionalTimeoutDuration, OptionalTimePoint,
                           OutputShape, Request, Timing)
@@ -22,7 +22,7 @@ from .validation import validate_request
 
 # Asynchronous executions run here. Runs are bounded by their loop timeouts and deadlines
 # and never wait on each other, so a small shared pool cannot deadlock.
-_ASYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nnhal-exec")
+_ASYNC_POOL = WorkerPool(max_workers=4, thread_name_prefix="nnhal-exec")
 
 
 class FencedExecutionCallback:
@@ -49,7 +49,7 @@ class SamplePreparedModel:
 
     def __init__(self, model: Model, analysis: ModelAnalysis, priority: Priority) -> None:
         self._model = model
-        self._main_plan = analysis.plans[0]
+        self._program = MainProgram.of(model, analysis.plans[0])
         self.priority = priority
 
     # --- shared ----------------------------------------------------------------------
@@ -60,13 +60,16 @@ class SamplePreparedModel:
 
     def _execute(self, request: Request, measure, ctx: ExecutionContext,
                  started_ns: Optional[int] = None, validated: bool = False) -> ExecutionResult:
-        return run_request(self._model, self._main_plan, request, measure, ctx, started_ns,
-                           validated=validated)
+        return run_request(self._program, request, measure, ctx, started_ns, validated=validated)
 
     def _checked(self, request, measure, deadline, loopTimeoutDuration):
         """Arguments validated before anything runs: (measure, context)."""
         arguments.check_type(request, Request, "request")
-        return arguments.measure_timing(measure), self._context(deadline, loopTimeoutDuration)
+        # A MeasureTiming member is valid as it is (the usual case, checked for the price
+        # of a type test); anything else gets the full check.
+        if type(measure) is not MeasureTiming:
+            measure = arguments.measure_timing(measure)
+        return measure, self._context(deadline, loopTimeoutDuration)
 
     # --- executeSynchronously_1_3 --------------------------------------------------------
 
@@ -135,15 +138,21 @@ class SamplePreparedModel:
                 status, message, timing_launched, timing_fenced = self._run_fenced(
                     request, fences, measure, ctx, duration_ns, launched)
             except BaseException:
-                # A bug: signal the failure so nobody waits forever, and re-raise so the
-                # thread's exception hook reports it.
+                # A bug: signal the failure so nobody waits forever, and re-raise so it
+                # stays visible (to the thread's exception hook, or to the caller when the
+                # execution ran in the call).
                 info._complete(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING, "internal error")
                 done.signal(FenceState.ERROR)
                 raise
             info._complete(status, timing_launched, timing_fenced, message)
             done.signal(FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR)
-        # A thread of its own: it may wait on fences that other executions will signal.
-        threading.Thread(target=run, name="nnhal-fenced", daemon=True).start()
+        if all(fence.state != FenceState.ACTIVE for fence in fences):
+            # Nothing left to wait for: run here, as the reference driver does, and return
+            # a fence that has already signalled; a thread would only add its start-up.
+            run()
+        else:
+            # A thread of its own: it may wait on fences that other executions will signal.
+            threading.Thread(target=run, name="nnhal-fenced", daemon=True).start()
         return ErrorStatus.NONE, done, info
 
     def _run_fenced(self, request, fences, measure, ctx: ExecutionContext, duration_ns, launched):

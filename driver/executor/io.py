@@ -1,15 +1,52 @@
 """Moving data between a Request's memory pools and a plan: reading main inputs, writing
-main outputs and reporting their shapes."""
+main outputs and reporting their shapes.
+
+What each main input needs of its operand (type, storage dtype, declared dimensions, and
+whether an operation requires a value) is gathered once per prepared model into
+InputLayouts, so that reading a request's inputs only looks at the request."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
-from ..errors import ExecutionError, check
-from ..hal.enums import ErrorStatus
+from ..errors import ExecutionError, ValidationError
+from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus
 from ..hal.structs import Model, OutputShape, Request
-from ..operands import is_scalar_type
 from ..operations.common import STORAGE_DTYPE
-from .shapes import check_value_size, matches_declared, storage_nbytes
+from .shapes import MAX_VALUE_BYTES, matches_declared, value_nbytes, value_too_large
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """One main-subgraph input, as reading a request argument for it needs it."""
+    position: int                   # in Request.inputs
+    operand: int                    # operand index in the main subgraph
+    operand_type: int
+    dtype: Optional[np.dtype]       # storage dtype; None for types without one
+    scalar: bool
+    declared: tuple[int, ...]       # the model's dimensions (used when the request gives none)
+    required: bool                  # an operation needs a value (hasNoValue refused)
+
+    @property
+    def what(self) -> str:
+        return f"request input {self.position} (operand {self.operand})"
+
+
+def input_layouts(model: Model, required: frozenset[int]) -> tuple[InputLayout, ...]:
+    """The layouts of the main subgraph's inputs; ``required`` holds the positions some
+    operation needs a value for."""
+    main = model.main
+    layouts = []
+    for position, index in enumerate(main.inputIndexes):
+        operand = main.operands[index]
+        layouts.append(InputLayout(
+            position=position, operand=index, operand_type=operand.type,
+            dtype=STORAGE_DTYPE.get(operand.type),
+            scalar=operand.type in SCALAR_OPERAND_TYPES,
+            declared=tuple(operand.dimensions), required=position in required))
+    return tuple(layouts)
 
 
 def request_pool_buffers(request: Request) -> list[memoryview]:
@@ -17,35 +54,39 @@ def request_pool_buffers(request: Request) -> list[memoryview]:
     return [pool.hidlMemory.buffer() for pool in request.pools]
 
 
-def read_inputs(model: Model, request: Request, buffers: list[memoryview],
-                required: frozenset[int] = frozenset()) -> list:
+def read_inputs(layouts: tuple[InputLayout, ...], request: Request,
+                buffers: list[memoryview]) -> list:
     """Main-subgraph input values as fresh numpy arrays (None for omitted inputs, which
-    are refused at the ``required`` positions).
+    are refused where an operation requires a value).
 
     Copies, so that a client writing to its pool while an execution runs cannot change
     what the execution sees."""
     values = []
-    for position, (argument, index) in enumerate(zip(request.inputs, model.main.inputIndexes)):
+    for layout, argument in zip(layouts, request.inputs):
         if argument.hasNoValue:
-            check(position not in required, f"request input {position} (operand {index}) "
-                  f"has no value, but an operation requires it")
+            if layout.required:
+                raise ValidationError(f"{layout.what} has no value, but an operation requires it")
             values.append(None)
             continue
-        operand = model.main.operands[index]
-        if is_scalar_type(operand.type):
+        if layout.scalar:
             shape: tuple[int, ...] = ()
         else:
-            shape = tuple(argument.dimensions) if argument.dimensions else tuple(operand.dimensions)
-        what = f"request input {position} (operand {index})"
-        check(all(d > 0 for d in shape) or not shape and is_scalar_type(operand.type),
-              f"{what}: dimensions {list(shape)} are not fully specified")
-        check_value_size(operand.type, shape, what)
-        nbytes = storage_nbytes(operand.type, shape)
+            dims = argument.dimensions
+            shape = tuple(dims) if dims else layout.declared
+            if shape and min(shape) <= 0:
+                raise ValidationError(f"{layout.what}: dimensions {list(shape)} are not fully specified")
+        nbytes = value_nbytes(layout.operand_type, shape)
+        if nbytes > MAX_VALUE_BYTES:
+            raise value_too_large(layout.what, shape, nbytes)
+        # A type without a storage dtype has no numpy form to read it into.
+        dtype = layout.dtype if layout.dtype is not None else STORAGE_DTYPE[layout.operand_type]
         location = argument.location
-        check(location.length >= nbytes,
-              f"{what}: {location.length} bytes given, {nbytes} needed for shape {list(shape)}")
-        raw = buffers[location.poolIndex][location.offset:location.offset + nbytes]
-        values.append(np.frombuffer(raw, dtype=STORAGE_DTYPE[operand.type]).reshape(shape).copy())
+        if location.length < nbytes:
+            raise ValidationError(f"{layout.what}: {location.length} bytes given, {nbytes} "
+                                  f"needed for shape {list(shape)}")
+        values.append(np.frombuffer(buffers[location.poolIndex], dtype=dtype,
+                                    count=nbytes // dtype.itemsize,
+                                    offset=location.offset).reshape(shape).copy())
     return values
 
 
@@ -56,19 +97,22 @@ def write_outputs(request: Request, values: list, buffers: list[memoryview],
     shapes = []
     sufficient = True
     for position, (argument, value) in enumerate(zip(request.outputs, values)):
-        if argument.dimensions and not matches_declared(value.shape, tuple(argument.dimensions)):
+        shape = value.shape
+        dims = argument.dimensions
+        if dims and not matches_declared(shape, tuple(dims)):
             # The request fixed the output's shape; the computation disagrees with it.
-            raise ExecutionError(f"request output {position}: computed shape {list(value.shape)} "
-                                 f"is incompatible with the request's {list(argument.dimensions)}")
+            raise ExecutionError(f"request output {position}: computed shape {list(shape)} "
+                                 f"is incompatible with the request's {list(dims)}")
         fits = argument.hasNoValue or value.nbytes <= argument.location.length
         sufficient = sufficient and fits
-        shapes.append(OutputShape(dimensions=list(value.shape), isSufficient=fits))
+        shapes.append(OutputShape(dimensions=list(shape), isSufficient=fits))
     if not sufficient:
         return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes
     for argument, value in zip(request.outputs, values):
-        if argument.hasNoValue or value.nbytes == 0:
+        nbytes = value.nbytes
+        if argument.hasNoValue or nbytes == 0:
             continue
         location = argument.location
-        buffers[location.poolIndex][location.offset:location.offset + value.nbytes] = \
-            np.ascontiguousarray(value).tobytes()
+        # tobytes() lays out any array in C order, contiguous or not.
+        buffers[location.poolIndex][location.offset:location.offset + nbytes] = value.tobytes()
     return ErrorStatus.NONE, shapes

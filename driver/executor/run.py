@@ -8,7 +8,7 @@ from ..errors import DriverError, ExecutionError, ValidationError
 from ..hal.enums import ErrorStatus, MeasureTiming
 from ..hal.structs import NO_TIMING, Model, OutputShape, Request, Timing
 from ..validation import validate_request
-from .io import read_inputs, request_pool_buffers, write_outputs
+from .io import InputLayout, input_layouts, read_inputs, request_pool_buffers, write_outputs
 from .plan import SubgraphPlan
 from .steps import ExecutionContext
 
@@ -28,7 +28,21 @@ def failure(error: DriverError) -> ExecutionResult:
     return ExecutionResult(error.status, [], NO_TIMING, error.message)
 
 
-def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure: MeasureTiming,
+@dataclass(frozen=True)
+class MainProgram:
+    """What executions of a prepared model run: the model requests are checked against,
+    the main subgraph's plan and the layout of its inputs. Immutable and shared by every
+    execution; each run has its own slots."""
+    model: Model
+    plan: SubgraphPlan
+    inputs: tuple[InputLayout, ...]
+
+    @classmethod
+    def of(cls, model: Model, plan: SubgraphPlan) -> "MainProgram":
+        return cls(model, plan, input_layouts(model, plan.required_inputs))
+
+
+def run_request(program: MainProgram, request: Request, measure: MeasureTiming,
                 ctx: ExecutionContext, started_ns: int | None = None, *,
                 validated: bool = False) -> ExecutionResult:
     """Validate the request, run the plan and fill the output buffers.
@@ -38,9 +52,9 @@ def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure
     driver_start = time.perf_counter_ns() if started_ns is None else started_ns
     try:
         if not validated:
-            validate_request(request, model)
+            validate_request(request, program.model)
         buffers = request_pool_buffers(request)
-        inputs = read_inputs(model, request, buffers, main_plan.required_inputs)
+        inputs = read_inputs(program.inputs, request, buffers)
     except DriverError as error:
         return failure(error)
     if ctx.deadline_ns is not None and time.monotonic_ns() > ctx.deadline_ns:
@@ -48,7 +62,7 @@ def run_request(model: Model, main_plan: SubgraphPlan, request: Request, measure
                                       ErrorStatus.MISSED_DEADLINE_PERSISTENT))
     device_start = time.perf_counter_ns()
     try:
-        outputs = main_plan.run_outputs(inputs, ctx)
+        outputs = program.plan.run_outputs(inputs, ctx)
     except ValidationError as error:
         # Shapes only known at run time did not fit an operation: the execution fails, the
         # request itself was valid.

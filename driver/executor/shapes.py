@@ -1,13 +1,10 @@
-"""Shape bookkeeping shared by planning and running: declared shapes, merging what the
-model declares with what inference found, and the memory bound on any one value."""
+"""Shape bookkeeping shared by planning and running: merging what the model declares
+with what inference found, matching run-time shapes, and the memory bound on any one
+value."""
 from __future__ import annotations
 
-import math
-
-from ..errors import ResourceError, check
-from ..hal.enums import ErrorStatus, OperandType
-from ..hal.structs import Operand
-from ..operands import is_scalar_type
+from ..errors import ResourceError, ValidationError
+from ..hal.enums import ErrorStatus
 from ..operations.common import STORAGE_DTYPE
 from ..operations.registry import Shape
 
@@ -16,36 +13,32 @@ from ..operations.registry import Shape
 MAX_VALUE_BYTES = 256 * 1024 * 1024
 
 
-def declared_shape(operand: Operand) -> Shape:
-    """The shape the model declares: () for scalars, None for a tensor of unknown rank."""
-    if is_scalar_type(operand.type):
-        return ()
-    return tuple(operand.dimensions) if operand.dimensions else None
-
-
 def is_fully_known(shape: Shape) -> bool:
-    return shape is not None and all(d > 0 for d in shape)
+    """A shape of known rank whose dimensions are all > 0."""
+    return shape is not None and (not shape or min(shape) > 0)
 
 
 def merge_shapes(declared: Shape, inferred: Shape, what: str) -> Shape:
     """Combine a declared and an inferred shape; ValidationError where they disagree."""
     if declared is None:
         return inferred
-    if inferred is None:
+    if inferred is None or declared == inferred:
         return declared
-    check(len(declared) == len(inferred),
-          f"{what}: inferred rank {len(inferred)} differs from declared dimensions {list(declared)}")
+    if len(declared) != len(inferred):
+        raise ValidationError(f"{what}: inferred rank {len(inferred)} differs from declared "
+                              f"dimensions {list(declared)}")
     merged = []
     for d, i in zip(declared, inferred):
-        check(d == 0 or i == 0 or d == i,
-              f"{what}: inferred dimensions {list(inferred)} differ from declared {list(declared)}")
+        if d and i and d != i:
+            raise ValidationError(f"{what}: inferred dimensions {list(inferred)} differ from "
+                                  f"declared {list(declared)}")
         merged.append(d or i)
     return tuple(merged)
 
 
 def matches_declared(actual: tuple[int, ...], declared: Shape) -> bool:
     """Does an actual (run-time) shape satisfy a declared one (0 and None are wildcards)?"""
-    if declared is None:
+    if declared is None or actual == declared:
         return True
     if len(actual) != len(declared):
         return False
@@ -55,19 +48,26 @@ def matches_declared(actual: tuple[int, ...], declared: Shape) -> bool:
     return True
 
 
+def value_nbytes(operand_type: int, shape: tuple[int, ...]) -> int:
+    """Bytes of a value of this shape, unknown (0) dimensions counted as 1."""
+    dtype = STORAGE_DTYPE.get(operand_type)
+    nbytes = dtype.itemsize if dtype is not None else 1
+    for d in shape:
+        if d > 1:
+            nbytes *= d
+    return nbytes
+
+
 def check_value_size(operand_type: int, shape: Shape, what: str) -> None:
     """Refuse values whose byte size exceeds MAX_VALUE_BYTES (unknown dims count as 1)."""
     if shape is None:
         return
-    dtype = STORAGE_DTYPE.get(operand_type)
-    itemsize = dtype.itemsize if dtype is not None else 1
-    nbytes = itemsize * math.prod(max(d, 1) for d in shape)
+    nbytes = value_nbytes(operand_type, shape)
     if nbytes > MAX_VALUE_BYTES:
-        raise ResourceError(f"{what}: shape {list(shape)} needs {nbytes} bytes, over the "
-                            f"{MAX_VALUE_BYTES}-byte limit per value",
-                            ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+        raise value_too_large(what, shape, nbytes)
 
 
-def storage_nbytes(operand_type: int, shape: tuple[int, ...]) -> int:
-    dtype = STORAGE_DTYPE[operand_type]
-    return dtype.itemsize * math.prod(shape)
+def value_too_large(what: str, shape: tuple[int, ...], nbytes: int) -> ResourceError:
+    return ResourceError(f"{what}: shape {list(shape)} needs {nbytes} bytes, over the "
+                         f"{MAX_VALUE_BYTES}-byte limit per value",
+                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)

@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 from ..errors import ExecutionError
 from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs
 from ..operations.registry import Shape
-from .shapes import check_value_size, is_fully_known, matches_declared, merge_shapes
+from .shapes import check_value_size, matches_declared, merge_shapes
 
 monotonic_ns = time.monotonic_ns
 
@@ -72,19 +72,31 @@ def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],
     # iteration, so avoiding a list comprehension and *args matters. The one check kept is
     # a tuple comparison of the result's shape with the planned one: a zero-sized result
     # can hide behind a planned shape (0 also means "unknown" in a model's dimensions).
-    def mismatch(k: int, value) -> ExecutionError:
-        return ExecutionError(f"{where}, output {k} (operand slot {outputs[k]}): computed shape "
-                              f"{list(value.shape)} differs from the planned {list(shapes[k])}")
-
     if len(outputs) == 1:
         out, shape = outputs[0], shapes[0]
+        ufunc = getattr(kernel, "binary_ufunc", None)
+        if ufunc is not None and len(inputs) >= 2:
+            a, b = inputs[0], inputs[1]
+
+            def step_ufunc(slots, _ctx):
+                # The kernel's own numpy call, without the kernel around it (see
+                # registry.py, binary_ufunc).
+                try:
+                    value = ufunc(slots[a], slots[b])
+                except ValueError:
+                    # Not the planned shapes after all: the kernel reports it.
+                    value = kernel(*[slots[i] for i in inputs])[0]
+                if value.shape != shape:
+                    raise _mismatch(where, outputs, shapes, 0, value)
+                slots[out] = value
+            return step_ufunc
         if len(inputs) == 2:
             a, b = inputs
 
             def step2(slots, _ctx):
                 value = kernel(slots[a], slots[b])[0]
                 if value.shape != shape:
-                    raise mismatch(0, value)
+                    raise _mismatch(where, outputs, shapes, 0, value)
                 slots[out] = value
             return step2
         if len(inputs) == 3:
@@ -93,23 +105,38 @@ def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],
             def step3(slots, _ctx):
                 value = kernel(slots[a], slots[b], slots[c])[0]
                 if value.shape != shape:
-                    raise mismatch(0, value)
+                    raise _mismatch(where, outputs, shapes, 0, value)
                 slots[out] = value
             return step3
+        if len(inputs) == 1:
+            (a,) = inputs
+
+            def step1(slots, _ctx):
+                value = kernel(slots[a])[0]
+                if value.shape != shape:
+                    raise _mismatch(where, outputs, shapes, 0, value)
+                slots[out] = value
+            return step1
 
         def step_n(slots, _ctx):
             value = kernel(*[slots[i] for i in inputs])[0]
             if value.shape != shape:
-                raise mismatch(0, value)
+                raise _mismatch(where, outputs, shapes, 0, value)
             slots[out] = value
         return step_n
 
     def step_multi(slots, _ctx):
         for k, (slot, value) in enumerate(zip(outputs, kernel(*[slots[i] for i in inputs]))):
             if value.shape != shapes[k]:
-                raise mismatch(k, value)
+                raise _mismatch(where, outputs, shapes, k, value)
             slots[slot] = value
     return step_multi
+
+
+def _mismatch(where: str, outputs: tuple[int, ...], shapes: tuple[tuple[int, ...], ...], k: int,
+              value) -> ExecutionError:
+    return ExecutionError(f"{where}, output {k} (operand slot {outputs[k]}): computed shape "
+                          f"{list(value.shape)} differs from the planned {list(shapes[k])}")
 
 
 def make_input_checks(where: str, declared: Sequence[Shape],
@@ -137,7 +164,7 @@ def verify_values(values: list, checks: list[InputCheck], where: str) -> None:
 
 def _store_outputs(slots, outputs, values, declared, where: str) -> None:
     for k, (slot, value) in enumerate(zip(outputs, values)):
-        if declared[k] is not None and not matches_declared(value.shape, declared[k]):
+        if not matches_declared(value.shape, declared[k]):
             raise ExecutionError(f"{where}, output {k} (operand {slot}): shape "
                                  f"{list(value.shape)} is incompatible with declared {list(declared[k])}")
         slots[slot] = value
@@ -150,13 +177,13 @@ def _condition_value(value, where: str) -> bool:
     return bool(value.reshape(-1)[0])
 
 
-def _check_present(values: list, required, where: str) -> None:
+def _check_present(values: list, required, where: str, subgraph: str = "") -> None:
     """Values a subgraph needs must exist: an omitted (NO_VALUE) operand handed to IF or
     WHILE fails the execution when the subgraph uses it."""
     for position in required:
         if values[position] is None:
-            raise ExecutionError(f"{where}: input {position} has no value, but the subgraph "
-                                 f"uses it")
+            raise ExecutionError(f"{where}{', ' if subgraph else ''}{subgraph}: input {position} "
+                                 f"has no value, but the subgraph uses it")
 
 
 def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[int, ...],
@@ -170,8 +197,10 @@ def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[in
             plan, checks = else_plan, else_checks
         if checks:
             verify_values(values, checks, f"{where}, {plan.name}")
-        _check_present(values, plan.required_inputs, f"{where}, {plan.name}")
-        _store_outputs(slots, outputs, plan.run_outputs(values, ctx), declared_outputs, where)
+        _check_present(values, plan.required_inputs, where, plan.name)
+        branch = plan.run(values, ctx)
+        _store_outputs(slots, outputs, [branch[i] for i in plan.output_slots],
+                       declared_outputs, where)
     return if_step
 
 

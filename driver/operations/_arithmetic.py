@@ -17,7 +17,7 @@ from .common import (activation_bounds, activation_value, broadcast_shapes, chec
                      check_counts, check_input_type, check_not_omitted, check_quant_params,
                      check_rank_at_most, check_same_type, check_shape_rank, dequantize,
                      quantized_activation_range, requantize)
-from .registry import Kernel, OperationContext, Shape
+from .registry import Kernel, OperationContext, Shape, with_binary_ufunc
 
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -74,7 +74,7 @@ def _int_kernel(ctx: OperationContext, int_fn: BinaryFn) -> Kernel:
                 return (int_fn(a, b),)
             except ValueError:
                 broadcast_failure(ctx, a, b)
-        return int_kernel
+        return with_binary_ufunc(int_kernel, int_fn)
 
     def int_kernel_checked(a, b, activation):
         check(int(activation) == FusedActivationFunc.NONE,
@@ -89,22 +89,22 @@ def _int_kernel(ctx: OperationContext, int_fn: BinaryFn) -> Kernel:
 def _float_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
     static_activation = ctx.scalar(2)
 
+    # inf/nan follow IEEE, as on a device: kernels run with floating-point errors ignored
+    # (registry.py, "Floating-point errors").
     if static_activation == FusedActivationFunc.NONE:
         def float_kernel(a, b, _activation):
             try:
-                with np.errstate(all="ignore"):   # inf/nan follow IEEE, as on a device
-                    return (float_fn(a, b),)
+                return (float_fn(a, b),)
             except ValueError:
                 broadcast_failure(ctx, a, b)
-        return float_kernel
+        return with_binary_ufunc(float_kernel, float_fn)
 
     if static_activation is not None:
         low, high = activation_bounds(static_activation)
 
         def float_clamped_kernel(a, b, _activation):
             try:
-                with np.errstate(all="ignore"):
-                    result = float_fn(a, b)
+                result = float_fn(a, b)
             except ValueError:
                 broadcast_failure(ctx, a, b)
             return (np.clip(result, low, high).astype(result.dtype, copy=False),)
@@ -113,8 +113,7 @@ def _float_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
     def float_dynamic_kernel(a, b, activation):
         low, high = activation_bounds(activation_value(ctx, 2, (a, b, activation)))
         try:
-            with np.errstate(all="ignore"):
-                result = float_fn(a, b)
+            result = float_fn(a, b)
         except ValueError:
             broadcast_failure(ctx, a, b)
         return (np.clip(result, low, high).astype(result.dtype, copy=False),)

@@ -18,7 +18,7 @@ from ._arithmetic import broadcast_failure
 from .common import (QUANT8_ASYMM_TENSORS, broadcast_shapes, check_counts, check_input_type,
                      check_not_omitted, check_output_type, check_quant_params, check_same_type,
                      real_values_f32)
-from .registry import Kernel, OperationContext, Shape
+from .registry import Kernel, OperationContext, Shape, with_binary_ufunc
 
 Comparison = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -67,4 +67,4 @@ def build_comparison(ctx: OperationContext, compare: Comparison) -> Kernel:
             return (compare(a, b),)
         except ValueError:
             broadcast_failure(ctx, a, b)
-    return kernel
+    return with_binary_ufunc(kernel, compare)

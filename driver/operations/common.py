@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.enums import FusedActivationFunc, OperandType
 from ..hal.dtypes import STORAGE_DTYPE  # noqa: F401  (re-exported for operation modules)
 from .registry import OperationContext, Shape
@@ -31,11 +31,14 @@ def quant_range(operand_type: int) -> tuple[int, int]:
 # --- signature checks -------------------------------------------------------------------
 
 def check_counts(ctx: OperationContext, inputs: int | Sequence[int], outputs: int) -> None:
-    allowed = (inputs,) if isinstance(inputs, int) else tuple(inputs)
-    check(len(ctx.inputs) in allowed,
-          f"{ctx.name}: expected {' or '.join(map(str, allowed))} inputs, got {len(ctx.inputs)}")
-    check(len(ctx.outputs) == outputs,
-          f"{ctx.name}: expected {outputs} outputs, got {len(ctx.outputs)}")
+    # Messages are built only on failure: these checks run for every operation validated.
+    input_count = len(ctx.inputs)
+    count_allowed = input_count == inputs if isinstance(inputs, int) else input_count in inputs
+    if not count_allowed:
+        allowed = (inputs,) if isinstance(inputs, int) else tuple(inputs)
+        fail(f"{ctx.name}: expected {' or '.join(map(str, allowed))} inputs, got {input_count}")
+    if len(ctx.outputs) != outputs:
+        fail(f"{ctx.name}: expected {outputs} outputs, got {len(ctx.outputs)}")
 
 
 def check_input_type(ctx: OperationContext, i: int, allowed: Sequence[int]) -> None:
@@ -53,20 +56,21 @@ def check_same_type(ctx: OperationContext, what: str, operand, expected_type: in
 
 def check_not_omitted(ctx: OperationContext) -> None:
     for i, operand in enumerate(ctx.inputs):
-        check(not operand.is_omitted, f"{ctx.name}: input {i} (operand {operand.index}) has no value")
+        if operand.is_omitted:
+            fail(f"{ctx.name}: input {i} (operand {operand.index}) has no value")
 
 
 def check_rank_at_most(ctx: OperationContext, i: int, max_rank: int) -> None:
     dims = ctx.inputs[i].dimensions
-    check(len(dims) <= max_rank,
-          f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {len(dims)} > {max_rank}")
+    if len(dims) > max_rank:
+        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {len(dims)} > {max_rank}")
 
 
 def check_quant_params(ctx: OperationContext, operand, what: str) -> None:
     """Asymmetric 8-bit operands need a positive scale (tensor types validation already
     enforces zero-point ranges); arithmetic kernels rely on it."""
-    if operand.type in QUANT8_ASYMM_TENSORS:
-        check(operand.scale > 0, f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} <= 0")
+    if operand.type in QUANT8_ASYMM_TENSORS and not operand.scale > 0:
+        fail(f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} <= 0")
 
 
 def _name(operand_type: int) -> str:
@@ -105,13 +109,17 @@ def shape_known(shape: Shape) -> bool:
 
 # --- fused activations ------------------------------------------------------------------
 
+_ACTIVATIONS = tuple(FusedActivationFunc)
+
+
 def check_activation(ctx: OperationContext, i: int, *, allow: Sequence[int] | None = None) -> None:
     check_input_type(ctx, i, (T.INT32,))
     value = ctx.scalar(i)
     if value is not None:
-        allowed = tuple(FusedActivationFunc) if allow is None else tuple(allow)
-        check(value in allowed, f"{ctx.name}: fused activation {value} is not one of "
-              f"{', '.join(FusedActivationFunc(a).name for a in allowed)}")
+        allowed = _ACTIVATIONS if allow is None else tuple(allow)
+        if value not in allowed:
+            fail(f"{ctx.name}: fused activation {value} is not one of "
+                 f"{', '.join(FusedActivationFunc(a).name for a in allowed)}")
 
 
 def activation_bounds(activation: int) -> tuple[float, float]:
@@ -174,9 +182,9 @@ def activation_value(ctx: OperationContext, i: int, inputs: Sequence[np.ndarray]
 
 def check_output_type(ctx: OperationContext, j: int, allowed: Sequence[int]) -> None:
     operand = ctx.outputs[j]
-    check(operand.type in allowed,
-          f"{ctx.name}: output {j} (operand {operand.index}) has type {_name(operand.type)},"
-          f" expected {' or '.join(_name(t) for t in allowed)}")
+    if operand.type not in allowed:
+        fail(f"{ctx.name}: output {j} (operand {operand.index}) has type {_name(operand.type)},"
+             f" expected {' or '.join(_name(t) for t in allowed)}")
 
 
 def check_scalar_input(ctx: OperationContext, i: int, scalar_type: int) -> None:
@@ -188,10 +196,11 @@ def check_rank_in(ctx: OperationContext, i: int, low: int, high: int | None = No
     dims = ctx.inputs[i].dimensions
     if not dims:
         return
-    what = f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {len(dims)}"
-    check(len(dims) >= low, f"{what} < {low}")
-    if high is not None:
-        check(len(dims) <= high, f"{what} > {high}")
+    rank = len(dims)
+    if rank < low:
+        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {rank} < {low}")
+    if high is not None and rank > high:
+        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {rank} > {high}")
 
 
 def check_same_quantization(ctx: OperationContext, operand, reference, what: str,
@@ -199,10 +208,10 @@ def check_same_quantization(ctx: OperationContext, operand, reference, what: str
     """For quantized types: scale and zero point must equal the reference operand's."""
     if operand.type in QUANT8_ASYMM_TENSORS or operand.type in (T.TENSOR_QUANT16_ASYMM,
                                                                  T.TENSOR_QUANT16_SYMM):
-        check(operand.scale == reference.scale and operand.zeroPoint == reference.zeroPoint,
-              f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} and "
-              f"zero point {operand.zeroPoint}, expected those of {reference_what} "
-              f"({reference.scale}, {reference.zeroPoint})")
+        if not (operand.scale == reference.scale and operand.zeroPoint == reference.zeroPoint):
+            fail(f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} and "
+                 f"zero point {operand.zeroPoint}, expected those of {reference_what} "
+                 f"({reference.scale}, {reference.zeroPoint})")
 
 
 # --- shape inference helpers ------------------------------------------------------------
@@ -212,14 +221,16 @@ def check_shape_rank(ctx: OperationContext, shape: Shape, what: str, low: int = 
     """An inferred-from shape of known rank has low <= rank <= high."""
     if shape is None:
         return
-    check(len(shape) >= low, f"{ctx.name}: {what} has rank {len(shape)} < {low}")
-    if high is not None:
-        check(len(shape) <= high, f"{ctx.name}: {what} has rank {len(shape)} > {high}")
+    if len(shape) < low:
+        fail(f"{ctx.name}: {what} has rank {len(shape)} < {low}")
+    if high is not None and len(shape) > high:
+        fail(f"{ctx.name}: {what} has rank {len(shape)} > {high}")
 
 
 def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
     """Two sizes of one dimension (0: unknown) that must agree."""
-    check(a == 0 or b == 0 or a == b, f"{ctx.name}: {what}: sizes {a} and {b} differ")
+    if not (a == 0 or b == 0 or a == b):
+        fail(f"{ctx.name}: {what}: sizes {a} and {b} differ")
     return a or b
 
 

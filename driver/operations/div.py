@@ -20,13 +20,10 @@ def validate(ctx):
     validate_arithmetic(ctx, TYPES)
 
 
-def int_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", over="ignore"):   # numpy gives 0 for x // 0
-        return np.floor_divide(a, b)
-
-
 def build(ctx):
-    return build_arithmetic(ctx, np.divide, int_floor_divide)
+    # numpy gives 0 for x // 0 (its divide-by-zero warning is off while kernels run, see
+    # registry.py), and floor_divide wraps INT32_MIN // -1.
+    return build_arithmetic(ctx, np.divide, np.floor_divide)
 
 
 register(OperationDef(OperationType.DIV, validate, infer_broadcast, build))

@@ -32,6 +32,17 @@ Outputs whose shape depends on input values
     for the dimensions (or None for the rank) it cannot know, even at run time. The array
     the kernel returns is then authoritative; the executor checks it against the
     declared and inferred shapes, where 0 and None match anything.
+Floating-point errors
+    Kernels run with numpy's floating-point errors ignored: the executor enters
+    ``np.errstate(all="ignore")`` once per execution, on the executing thread, so overflow,
+    division by zero and invalid operations give their IEEE results (inf, NaN; 0 for an
+    integer division by zero) without a kernel entering errstate on every call. Code that
+    calls a kernel directly sets the same state for the same results without warnings.
+The binary ufunc of a kernel (``with_binary_ufunc``)
+    A kernel whose result is a single numpy ufunc of its first two inputs (``ADD`` of
+    int32 with a constant NONE activation is ``np.add(a, b)``) says so; a step whose shapes
+    are all known at prepare time then calls the ufunc itself. The kernel stays the
+    authority: it is still called whenever the ufunc raises ValueError.
 Omitted inputs (``optional_inputs``)
     Input positions listed in ``OperationDef.optional_inputs`` may have no value: a
     NO_VALUE operand, or a subgraph input that the request omits (hasNoValue). The kernel
@@ -104,6 +115,15 @@ class OperationDef:
     build: Callable[[OperationContext], Kernel]
     #: Input positions that may have no value (see the module docstring).
     optional_inputs: frozenset[int] = frozenset()
+
+
+def with_binary_ufunc(kernel: Kernel, ufunc: Callable) -> Kernel:
+    """Mark ``kernel`` as computing ``(ufunc(inputs[0], inputs[1]),)`` for inputs of the
+    shapes inference accepted (see the module docstring); only numpy ufuncs qualify, since
+    they raise nothing but ValueError for shapes that do not broadcast."""
+    if isinstance(ufunc, np.ufunc):
+        kernel.binary_ufunc = ufunc
+    return kernel
 
 
 _REGISTRY: dict[int, OperationDef] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check, fail
+from ..errors import fail
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -30,6 +30,14 @@ def _extra_params(operand: Operand | OperandInfo) -> OperandExtraParams:
     if isinstance(operand, OperandInfo):
         return OperandExtraParams(channelQuant=operand.channelQuant)
     return operand.extraParams
+
+
+def compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo) -> bool:
+    """check_compatible's verdict, without a message."""
+    return (outer.type == inner.type
+            and dimensions_compatible(outer.dimensions, inner.dimensions)
+            and outer.scale == inner.scale and outer.zeroPoint == inner.zeroPoint
+            and _extra_params(outer) == _extra_params(inner))
 
 
 def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,

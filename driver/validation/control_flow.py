@@ -10,11 +10,11 @@ the reference.
 """
 from __future__ import annotations
 
-from ..errors import check, fail
+from ..errors import fail
 from ..hal.enums import OperandType as T
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from .common import byte_size, is_extension_type, operand_type_name
-from .compat import check_compatible
+from .compat import check_compatible, compatible
 
 IF_CONDITION, IF_THEN, IF_ELSE, IF_FIRST_INPUT = 0, 1, 2, 3
 WHILE_CONDITION, WHILE_BODY, WHILE_FIRST_INPUT = 0, 1, 2
@@ -38,11 +38,22 @@ def _referenced(model: Model, subgraph: Subgraph, operand_index: int,
     return index, model.referenced[index]
 
 
+def _has_known_size(operand: Operand) -> bool:
+    return is_extension_type(operand.type) or byte_size(operand.type, operand.dimensions) is not None
+
+
+def _any_size(operand: Operand) -> bool:
+    return True
+
+
 def _check_known_size(operand: Operand, what: str) -> None:
-    if not is_extension_type(operand.type):
-        if byte_size(operand.type, operand.dimensions) is None:
-            fail(f"{what}: {operand_type_name(operand.type)} of dimensions "
-                 f"{list(operand.dimensions)} has no known size, which WHILE requires")
+    if not _has_known_size(operand):
+        fail(f"{what}: {operand_type_name(operand.type)} of dimensions "
+             f"{list(operand.dimensions)} has no known size, which WHILE requires")
+
+
+# The loops below name an operand pair in a message only when a check fails: they run for
+# every IF and WHILE validated, and building each message costs more than its checks.
 
 
 def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str) -> None:
@@ -67,11 +78,13 @@ def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str)
             fail(f"{branch_where} has {len(branch.outputIndexes)} outputs, the IF has "
                  f"{len(operation.outputs)}")
         for i, (outer, inner) in enumerate(zip(data_inputs, branch.inputIndexes)):
-            check_compatible(subgraph.operands[outer], branch.operands[inner],
-                             f"{branch_where} input {i} (operand {inner}, IF operand {outer})")
+            if not compatible(subgraph.operands[outer], branch.operands[inner]):
+                check_compatible(subgraph.operands[outer], branch.operands[inner],
+                                 f"{branch_where} input {i} (operand {inner}, IF operand {outer})")
         for i, (outer, inner) in enumerate(zip(operation.outputs, branch.outputIndexes)):
-            check_compatible(subgraph.operands[outer], branch.operands[inner],
-                             f"{branch_where} output {i} (operand {inner}, IF operand {outer})")
+            if not compatible(subgraph.operands[outer], branch.operands[inner]):
+                check_compatible(subgraph.operands[outer], branch.operands[inner],
+                                 f"{branch_where} output {i} (operand {inner}, IF operand {outer})")
 
 
 def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: str,
@@ -88,6 +101,8 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
         fail(f"{where}: needs at least 1 output")
     loop_inputs = inputs[WHILE_FIRST_INPUT:]
     known_size = _check_known_size if require_known_sizes else (lambda operand, what: None)
+    sized = _has_known_size if require_known_sizes else _any_size
+    operands = subgraph.operands
 
     cond_index, cond = _referenced(model, subgraph, inputs[WHILE_CONDITION], f"{where}: condition")
     cond_where = f"{where}: condition (referenced subgraph {cond_index})"
@@ -96,10 +111,13 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     if len(cond.outputIndexes) != 1:
         fail(f"{cond_where} has {len(cond.outputIndexes)} outputs, expected 1")
     for i, (outer, inner) in enumerate(zip(loop_inputs, cond.inputIndexes)):
-        what = f"{cond_where} input {i} (operand {inner}, WHILE operand {outer})"
-        check_compatible(subgraph.operands[outer], cond.operands[inner], what)
-        known_size(cond.operands[inner], what)
-        known_size(subgraph.operands[outer], what)
+        outer_operand, inner_operand = operands[outer], cond.operands[inner]
+        if not (compatible(outer_operand, inner_operand) and sized(inner_operand)
+                and sized(outer_operand)):
+            what = f"{cond_where} input {i} (operand {inner}, WHILE operand {outer})"
+            check_compatible(outer_operand, inner_operand, what)
+            known_size(inner_operand, what)
+            known_size(outer_operand, what)
     cond_output = cond.outputIndexes[0]
     check_condition_operand(cond.operands[cond_output],
                             f"{cond_where} output (operand {cond_output})")
@@ -114,17 +132,24 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     if len(body_inputs) < len(body_outputs):
         fail(f"{body_where} has more outputs ({len(body_outputs)}) than inputs ({len(body_inputs)})")
     for i, (outer, inner) in enumerate(zip(loop_inputs, body_inputs)):
-        what = f"{body_where} input {i} (operand {inner}, WHILE operand {outer})"
-        check_compatible(subgraph.operands[outer], body.operands[inner], what)
-        known_size(body.operands[inner], what)
-        known_size(subgraph.operands[outer], what)
+        outer_operand, inner_operand = operands[outer], body.operands[inner]
+        if not (compatible(outer_operand, inner_operand) and sized(inner_operand)
+                and sized(outer_operand)):
+            what = f"{body_where} input {i} (operand {inner}, WHILE operand {outer})"
+            check_compatible(outer_operand, inner_operand, what)
+            known_size(inner_operand, what)
+            known_size(outer_operand, what)
     for i, (outer, inner) in enumerate(zip(outputs, body_outputs)):
-        what = f"{body_where} output {i} (operand {inner}, WHILE output operand {outer})"
-        check_compatible(subgraph.operands[outer], body.operands[inner], what)
-        known_size(subgraph.operands[outer], what)
+        outer_operand, inner_operand = operands[outer], body.operands[inner]
+        if not (compatible(outer_operand, inner_operand) and sized(outer_operand)):
+            what = f"{body_where} output {i} (operand {inner}, WHILE output operand {outer})"
+            check_compatible(outer_operand, inner_operand, what)
+            known_size(outer_operand, what)
     for i, (inner_in, inner_out) in enumerate(zip(body_inputs, body_outputs)):
         # An output becomes the same-position input of the next iteration.
-        what = (f"{body_where} output {i} (operand {inner_out}) fed back to input {i} "
-                f"(operand {inner_in})")
-        check_compatible(body.operands[inner_in], body.operands[inner_out], what)
-        known_size(body.operands[inner_out], what)
+        in_operand, out_operand = body.operands[inner_in], body.operands[inner_out]
+        if not (compatible(in_operand, out_operand) and sized(out_operand)):
+            what = (f"{body_where} output {i} (operand {inner_out}) fed back to input {i} "
+                    f"(operand {inner_in})")
+            check_compatible(in_operand, out_operand, what)
+            known_size(out_operand, what)

@@ -17,22 +17,38 @@ as the reference validators do; reference cycles are rejected wherever they occu
 from __future__ import annotations
 
 import re
+from itertools import chain, repeat
+from typing import Optional
 
 from ..errors import ValidationError, check, fail
+from ..fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Subgraph
 from ..memory import Memory
-from ..operands import operation_context, subgraph_infos
+from ..operands import ModelInfos, operand_info, operation_context
 from ..operations.registry import OperandInfo, lookup
 from .common import (POOL_NAMES, UINT16_MAX, is_extension_type, is_int, operation_label,
                      subgraph_label)
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
-from .operand import check_operand, storage_of
+from .operand import check_operand, operand_is_plainly_valid, storage_of
+
+# Enum members as module constants: looking one up through its class costs more than
+# the comparison it is used in.
+_SUBGRAPH = OperandLifeTime.SUBGRAPH
+_IF, _WHILE = OperationType.IF, OperationType.WHILE
 
 #: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
 #: (a reverse domain name such as "com.example.my_extension").
 _EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
+
+
+#: Verdicts on the most recently validated models, by content (see driver/fingerprint.py):
+#: a client's getSupportedOperations_1_3 and prepareModel_1_3 of one model, or a fuzz
+#: harness checking the model itself first, validate it once.
+#: A valid model's entry keeps the OperandInfo views its validation made, which compiling
+#: the model reuses (see driver/operands.py reusing_operand_infos).
+VERDICTS: ContentMemo[ModelInfos | CachedFailure] = ContentMemo(64)
 
 
 def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> None:
@@ -41,7 +57,38 @@ def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> No
 
     ``allow_unknown_size_while`` (the default) lifts the HAL 1.3 reference rule that every
     operand of a WHILE (and of the subgraphs it calls) has a known size: this driver runs
-    loops whose state changes shape between iterations. Pass False for the strict rule."""
+    loops whose state changes shape between iterations. Pass False for the strict rule.
+
+    The verdict on a model of the same content as a recent one is remembered; a
+    remembered failure is raised as a new ValidationError with the same message."""
+    validate_fingerprinted_model(model, model_fingerprint(model),
+                                 allow_unknown_size_while=allow_unknown_size_while)
+
+
+def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFingerprint], *,
+                                 allow_unknown_size_while: bool = True) -> ModelInfos:
+    """validate_model for a caller that already computed ``model_fingerprint(model)``
+    (None: no fingerprint, validate in full). Returns the OperandInfo views validation
+    made, for compile_model to reuse."""
+    if fingerprint is None:
+        return check_model(model, allow_unknown_size_while)
+    key = (fingerprint, allow_unknown_size_while)
+    verdict = VERDICTS.get(key)
+    if verdict is MISSING:
+        try:
+            verdict = check_model(model, allow_unknown_size_while)
+        except ValidationError as error:
+            VERDICTS.put(key, CachedFailure.of(error))
+            raise
+        VERDICTS.put(key, verdict)
+    elif isinstance(verdict, CachedFailure):
+        verdict.raise_again()
+    return verdict
+
+
+def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
+    """validate_model without the memo: every check, every time. Returns the OperandInfo
+    views made for the operations' signature checks."""
     if not isinstance(model, Model):
         fail(f"model: {type(model).__name__} is not a Model")
     if not isinstance(model.relaxComputationFloat32toFloat16, bool):
@@ -57,15 +104,19 @@ def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> No
     storage = storage_of(model, prefixes)
     for label, subgraph in subgraphs:
         check_not_empty(subgraph, label)
-        for index, operand in enumerate(subgraph.operands):
-            check_operand(operand, storage, f"{label}, operand {index}")
+        # The fast path over all operands first (map/all: no per-operand loop code for
+        # coverage to trace); the detailed checks name the first operand at fault.
+        if not all(map(operand_is_plainly_valid, subgraph.operands, repeat(storage))):
+            for index, operand in enumerate(subgraph.operands):
+                if not operand_is_plainly_valid(operand, storage):
+                    check_operand(operand, storage, f"{label}, operand {index}")
         check_io_indexes(subgraph, label)
     check_no_reference_cycles(model)
     for label, subgraph in subgraphs:
         check_operations(subgraph, prefixes, label)
         check_data_flow(subgraph, label)
-    for label, subgraph in subgraphs:
-        check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
+    return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
+                 for label, subgraph in subgraphs)
 
 
 def labelled_subgraphs(model: Model) -> list[tuple[str, Subgraph]]:
@@ -119,7 +170,7 @@ def check_no_reference_cycles(model: Model) -> None:
     Iterative depth-first search: nesting depth is the client's to choose."""
     subgraphs = [model.main] + list(model.referenced)   # node 0 is main, node i+1 referenced[i]
     callees = [sorted({operand.location.offset + 1 for operand in subgraph.operands
-                       if operand.lifetime == OperandLifeTime.SUBGRAPH}) for subgraph in subgraphs]
+                       if operand.lifetime == _SUBGRAPH}) for subgraph in subgraphs]
     done = [False] * len(subgraphs)
     for root in range(len(subgraphs)):
         if done[root]:
@@ -149,21 +200,27 @@ def _node_name(node: int) -> str:
 
 
 def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
-                               allow_unknown_size_while: bool) -> None:
-    infos: list[OperandInfo] | None = None   # built once, only if a registered op needs it
+                               allow_unknown_size_while: bool) -> tuple[OperandInfo | None, ...]:
+    """IF/WHILE against the subgraphs they call, and every registered operation's own
+    validate. Returns the OperandInfo views made, by operand index."""
+    # OperandInfo views (constants copied) are made once per operand, and only for the
+    # operands of operations this driver implements.
+    infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
         type_code = operation.type
-        where = f"{label}, {operation_label(op_index, type_code)}"
-        if type_code == OperationType.IF:
-            check_if(model, subgraph, operation, where)
-        elif type_code == OperationType.WHILE:
-            check_while(model, subgraph, operation, where,
+        if type_code == _IF:
+            check_if(model, subgraph, operation,
+                     f"{label}, {operation_label(op_index, type_code)}")
+        elif type_code == _WHILE:
+            check_while(model, subgraph, operation,
+                        f"{label}, {operation_label(op_index, type_code)}",
                         require_known_sizes=not allow_unknown_size_while)
         definition = None if is_extension_type(type_code) else lookup(type_code)
         if definition is None:
             continue   # a valid type this driver does not implement: unsupported, not invalid
-        if infos is None:
-            infos = subgraph_infos(model, subgraph)
+        for index in chain(operation.inputs, operation.outputs):
+            if infos[index] is None:
+                infos[index] = operand_info(model, subgraph, index)
         context = operation_context(model, subgraph, op_index, infos)
         try:
             definition.validate(context)
@@ -172,3 +229,4 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
             if not message.startswith(context.name):
                 message = f"{context.name}: {message}"
             raise ValidationError(f"{label}, {message}") from error
+    return tuple(infos)

@@ -13,15 +13,20 @@ never crash on what a client sends:
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from math import prod
+from operator import attrgetter
+from typing import NamedTuple
 
-from ..errors import check, fail
+from ..errors import fail
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
-from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, LIFETIMES, MAX_BYTE_SIZE,
-                     byte_size, check_type_code, is_extension_type, is_float32, is_int,
-                     is_int32, is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size,
+from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, FLOAT32_MAX, INT32_MAX, INT32_MIN,
+                     LIFETIMES, MAX_BYTE_SIZE, UINT32_MAX, byte_size, check_type_code,
+                     element_size, is_extension_type, is_float32, is_int, is_int32,
+                     is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size,
                      operand_type_name)
 
 #: Types whose scale must be exactly 0.
@@ -53,6 +58,148 @@ class ModelStorage:
 
 
 _LIFETIME_NAMES = {int(t): t.name for t in L}
+
+
+# --- the fast path ----------------------------------------------------------------------
+#
+# Nearly every operand is plainly valid. ``operand_is_plainly_valid`` recognises the
+# common case with one table lookup and a few comparisons, and answers False whenever
+# anything is unusual; ``check_operand`` then runs the detailed checks, which find the
+# error (or accept the operand) and name it. The fast path therefore only has to be
+# conservative: it never accepts an operand check_operand would reject.
+
+class _Storage(enum.Enum):
+    """Where a lifetime's value lives, as far as its location is concerned."""
+    NONE = enum.auto()              # location all zero
+    OPERAND_VALUES = enum.auto()    # CONSTANT_COPY
+    POOL = enum.auto()              # CONSTANT_REFERENCE
+    SUBGRAPH = enum.auto()          # an index into Model.referenced
+
+
+class _PlainRule(NamedTuple):
+    """What check_operand requires of an operand of one base type and lifetime, folded
+    into ranges: scale in [scale_low, scale_high] (a positive scale is one of at least the
+    smallest positive double), zeroPoint in [zero_point_low, zero_point_high]. A tuple, so
+    that the fast path unpacks it at once."""
+    scalar: bool
+    constant: bool
+    element_size: int           # 0: no storage (SUBGRAPH)
+    scale_low: float
+    scale_high: float
+    zero_point_low: int
+    zero_point_high: int
+    storage: _Storage
+
+
+_SMALLEST_POSITIVE_DOUBLE = 5e-324
+_STORAGE_OF_LIFETIME = {L.CONSTANT_COPY: _Storage.OPERAND_VALUES,
+                        L.CONSTANT_REFERENCE: _Storage.POOL, L.SUBGRAPH: _Storage.SUBGRAPH}
+
+
+def _plain_rule(type_code: T, lifetime: L) -> _PlainRule:
+    if type_code in _NO_SCALE_TYPES:
+        scale_range = (0.0, 0.0)
+    elif type_code == T.TENSOR_INT32:
+        scale_range = (0.0, FLOAT32_MAX)
+    elif type_code in _POSITIVE_SCALE_TYPES:
+        scale_range = (_SMALLEST_POSITIVE_DOUBLE, FLOAT32_MAX)
+    else:   # OEM types
+        scale_range = (-FLOAT32_MAX, FLOAT32_MAX)
+    if type_code in _OEM_TYPES:
+        zero_point_range = (INT32_MIN, INT32_MAX)
+    else:
+        zero_point_range = _ZERO_POINT_RANGES.get(type_code, (0, 0))
+    return _PlainRule(is_scalar_type(type_code), lifetime in CONSTANT_LIFETIMES,
+                      element_size(type_code) or 0, *scale_range, *zero_point_range,
+                      _STORAGE_OF_LIFETIME.get(lifetime, _Storage.NONE))
+
+
+#: Rules by (type, lifetime) for every combination check_location allows (SUBGRAPH type
+#: exactly with SUBGRAPH lifetime). Per-channel operands, which carry channelQuant, and
+#: extension types are left to the detailed checks.
+_PLAIN_RULES = {(int(type_code), int(lifetime)): _plain_rule(type_code, lifetime)
+                for type_code in T if type_code != T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+                for lifetime in L if (type_code == T.SUBGRAPH) == (lifetime == L.SUBGRAPH)}
+#: The classes of a plain operand's fields (type, lifetime, numberOfConsumers, zeroPoint,
+#: scale, dimensions, location, extraParams): the enum fields hold the enum or a plain int,
+#: never a bool or a float that equals one.
+_PLAIN_FIELD_CLASSES = frozenset(
+    (type_class, lifetime_class, int, int, float, list, DataLocation, OperandExtraParams)
+    for type_class in (int, T) for lifetime_class in (int, L))
+_operand_fields = attrgetter("type", "lifetime", "numberOfConsumers", "zeroPoint", "scale",
+                             "dimensions", "location", "extraParams")
+_location_fields = attrgetter("poolIndex", "offset", "length")
+_THREE_INTS = (int, int, int)
+_NO_EXTRA_PARAMS = (None, None)
+_NO_LOCATION = (0, 0, 0)
+_INT = frozenset({int})
+# Enum members as module constants: looking one up through its class costs more than
+# the comparison it is used in.
+_NO_STORAGE, _IN_SUBGRAPH = _Storage.NONE, _Storage.SUBGRAPH
+_IN_OPERAND_VALUES = _Storage.OPERAND_VALUES
+
+
+def operand_is_plainly_valid(operand: Operand, storage: ModelStorage) -> bool:
+    """True only for an operand check_operand accepts; False for anything unusual (which
+    may still be valid).
+
+    Written for few branches, since coverage instrumentation traces each one: the classes
+    of all fields are compared at once, and the range checks come from one rule."""
+    if type(operand) is not Operand:
+        return False
+    type_code, lifetime, consumers, zero_point, scale, dims, location, extra = \
+        _operand_fields(operand)
+    if (type(type_code), type(lifetime), type(consumers), type(zero_point), type(scale),
+            type(dims), type(location), type(extra)) not in _PLAIN_FIELD_CLASSES:
+        return False
+    rule = _PLAIN_RULES.get((type_code, lifetime))
+    if rule is None or (extra.channelQuant, extra.extension) != _NO_EXTRA_PARAMS:
+        return False
+    (scalar, constant, element_bytes, scale_low, scale_high, zero_point_low, zero_point_high,
+     where) = rule
+    if not (0 <= consumers <= UINT32_MAX and zero_point_low <= zero_point <= zero_point_high
+            and scale_low <= scale <= scale_high):
+        return False
+    pool, offset, length = _location_fields(location)
+    if (type(pool), type(offset), type(length)) != _THREE_INTS:
+        return False
+
+    # Dimensions (and, for constants, the byte size their location must give).
+    if scalar:
+        if dims:
+            return False
+        size = element_bytes
+    elif dims:
+        if not _INT.issuperset(map(type, dims)):
+            return False
+        if constant:
+            if min(dims) <= 0:
+                return False
+            size = element_bytes * prod(dims)
+        else:
+            # Unknown dimensions (0) count as 1; a positive dimension is at most the
+            # product, so the product's bound also bounds each dimension.
+            if min(dims) < 0:
+                return False
+            size = element_bytes * prod(filter(None, dims))
+        if size > MAX_BYTE_SIZE:
+            return False
+    elif constant:
+        return False                # a constant tensor of unknown rank
+    else:
+        size = 0
+
+    # Location.
+    if where is _NO_STORAGE:
+        return (pool, offset, length) == _NO_LOCATION
+    if where is _IN_SUBGRAPH:
+        return pool == 0 and length == 0 and 0 <= offset < storage.referenced_count
+    if length != size or not 0 <= offset <= UINT32_MAX:
+        return False
+    if where is _IN_OPERAND_VALUES:
+        return pool == 0 and offset + length <= storage.operand_values_size
+    return 0 <= pool < len(storage.pool_sizes) and offset + length <= storage.pool_sizes[pool]
+
 
 def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage:
     """Assumes the pools were checked (each a Memory)."""

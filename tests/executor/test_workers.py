@@ -1,0 +1,67 @@
+"""The worker pool of asynchronous executions: every job runs, on a bounded number of
+threads, and a job's exception reaches threading.excepthook without ending its thread."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from driver.executor.workers import WorkerPool
+
+WAIT_S = 10.0
+
+
+def test_every_job_runs_on_at_most_max_workers_threads():
+    pool = WorkerPool(max_workers=3, thread_name_prefix="test-pool")
+    release = threading.Event()
+    finished = threading.Semaphore(0)
+    done, names = [], set()
+    lock = threading.Lock()
+
+    def job(n: int) -> None:
+        release.wait(WAIT_S)        # every thread busy: later jobs queue up
+        with lock:
+            done.append(n)
+            names.add(threading.current_thread().name)
+        finished.release()
+
+    for n in range(20):
+        pool.submit(lambda n=n: job(n))
+    release.set()
+    assert all(finished.acquire(timeout=WAIT_S) for _ in range(20))
+    assert sorted(done) == list(range(20))
+    assert 1 <= len(names) <= 3 and all(name.startswith("test-pool-") for name in names)
+
+
+def test_a_failing_job_reaches_the_excepthook_and_the_thread_goes_on(monkeypatch):
+    pool = WorkerPool(max_workers=1, thread_name_prefix="test-failing")
+    reported = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: reported.append(args))
+    after = threading.Event()
+
+    def failing() -> None:
+        raise KeyError("bug")
+
+    pool.submit(failing)
+    pool.submit(after.set)
+    assert after.wait(WAIT_S), "the job after a failing one did not run"
+    assert len(reported) == 1
+    assert reported[0].exc_type is KeyError
+    assert reported[0].thread.name == "test-failing-1"
+
+
+def test_sequential_jobs_reuse_one_thread():
+    pool = WorkerPool(max_workers=4, thread_name_prefix="test-reuse")
+    names = []
+    for _ in range(10):
+        done = threading.Event()
+        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        assert done.wait(WAIT_S)
+    # A job submitted while the previous one's thread is still on its way back to the
+    # queue may start a second thread; never one per job.
+    assert len(set(names)) <= 2
+
+
+def test_max_workers_must_be_positive():
+    with pytest.raises(ValueError, match="max_workers"):
+        WorkerPool(max_workers=0, thread_name_prefix="test-none")
