@@ -67,7 +67,10 @@ Shape = Optional[tuple[int, ...]]   # None: unknown rank; 0 in a dimension: unkn
 Kernel = Callable[..., tuple]
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which made
+# building these views (one per operand per analysed model) several times dearer. They are
+# still never changed once made; compiled plans share them.
+@dataclass(slots=True)
 class OperandInfo:
     """What an operation sees of one of its operands while being validated or built."""
     index: int                      # operand index in its subgraph (for messages)
@@ -88,7 +91,7 @@ class OperandInfo:
         return self.lifetime == OperandLifeTime.NO_VALUE
 
 
-@dataclass(frozen=True)
+@dataclass   # not frozen, for the reason given at OperandInfo
 class OperationContext:
     """An operation instance with its operands, as validate/infer_shapes/build see it."""
     type: OperationType
