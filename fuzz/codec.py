@@ -20,6 +20,10 @@ draw on a per-case budget, so decoding stays cheap. Values the HAL would reject 
 unknown dimensions, out-of-range indexes, unknown types and lifetimes, overlapping or
 out-of-bounds locations, zero or infinite scales) all remain expressible.
 
+``encode_parts(spec)`` serializes as ``serialize`` does, keeping the bytes of each part of the
+spec (and of the operands, operations and arguments in it) in an :class:`EncodedSpec`: the
+custom mutator changes a copy of such a spec and serializes only what changed.
+
 ``encode(case)`` is the exact inverse on everything ``decode`` produces:
 ``decode(encode(decode(b))) == decode(b)``. The one value the decoder never produces is a
 NaN scale (read as +inf), because NaN would not compare equal to itself.
@@ -59,9 +63,9 @@ import enum
 import struct
 from collections import deque
 from dataclasses import dataclass, field, replace
-from itertools import islice
-from operator import length_hint
-from typing import Iterable, Iterator, Sequence
+from itertools import chain, compress, islice
+from operator import is_not, length_hint
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -119,6 +123,10 @@ FENCED_DURATION_CAP_US = 10_000_000
 NUM_SEEDS = 254
 
 MEMORY_NAMES = ("ashmem", "mmap_fd", "hardware_buffer_blob")
+
+
+_P = TypeVar("_P")
+_D = TypeVar("_D", "OperandSpec", "ArgumentSpec")
 
 
 class CodecLimitError(ValueError):
@@ -250,14 +258,18 @@ class ValueKind(enum.IntEnum):
     GENERATED = 2
 
 
-@dataclass
+@dataclass(frozen=True)
 class ValueSpec:
     """The content of a constant or request argument whose place the decoder chooses. Its
     length follows from the operand type and dimensions (plus a request argument's
-    ``size_delta``), except for literals, which are exactly ``data``."""
+    ``size_delta``), except for literals, which are exactly ``data``. Immutable, so that
+    operands and arguments can share one (the decoder shares one per seed)."""
     kind: ValueKind = ValueKind.ZERO
     seed: int = 0          # GENERATED: 0 .. NUM_SEEDS-1
     data: bytes = b""      # LITERAL
+
+
+_ZERO_VALUE = ValueSpec()
 
 
 @dataclass
@@ -291,7 +303,7 @@ class OperandSpec:
     #: subgraph ``target``; any other lifetime gets the all-zero location.
     location: DataLocation | None = None
     target: int = 0
-    value: ValueSpec = field(default_factory=ValueSpec)
+    value: ValueSpec = _ZERO_VALUE
     extraParams: OperandExtraParams = field(default_factory=OperandExtraParams)
 
 
@@ -323,7 +335,7 @@ class ArgumentSpec:
     #: None: placed by the decoder in request pool ``target`` (no location for hasNoValue).
     location: DataLocation | None = None
     target: int = 0
-    value: ValueSpec = field(default_factory=ValueSpec)
+    value: ValueSpec = _ZERO_VALUE
     #: Added to the operand's storage size (not for literals): < 0 gives a too-small buffer.
     size_delta: int = 0
 
@@ -354,6 +366,10 @@ class CaseSpec:
 _OPERAND_TYPES = {int(t): t for t in OperandType}
 _OPERATION_TYPES = {int(t): t for t in OperationType}
 _LIFETIMES = {int(t): t for t in OperandLifeTime}
+# Codes that fit one varint byte (all but OEM's) are looked up by index: cheaper than a dict
+# lookup with a default, and decoding does one per operand and operation.
+_OPERAND_TYPE_OF_BYTE = tuple(_OPERAND_TYPES.get(b, b) for b in range(0x80))
+_OPERATION_TYPE_OF_BYTE = tuple(_OPERATION_TYPES.get(b, b) for b in range(0x80))
 _PATHS = tuple(ExecutionPath)
 _PRIORITIES = (Priority.LOW, Priority.MEDIUM, Priority.HIGH, Priority.MEDIUM)
 _PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_ANSWER,
@@ -361,10 +377,18 @@ _PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_A
 _KINDS = tuple(ElementKind)
 _MEASURE = (MeasureTiming.NO, MeasureTiming.YES)
 
-_COPY = OperandLifeTime.CONSTANT_COPY
-_REFERENCE = OperandLifeTime.CONSTANT_REFERENCE
-_SUBGRAPH = OperandLifeTime.SUBGRAPH
+# Plain ints: they are compared with raw codes as well as with enum members.
+_COPY = int(OperandLifeTime.CONSTANT_COPY)
+_REFERENCE = int(OperandLifeTime.CONSTANT_REFERENCE)
+_SUBGRAPH = int(OperandLifeTime.SUBGRAPH)
+_PLACED_LIFETIMES = frozenset((_COPY, _REFERENCE, _SUBGRAPH))
 _LIFETIME_ESCAPE = 7        # operand head lifetime bits: the raw lifetime follows
+_LIFETIME_OF_CODE = tuple(_LIFETIMES.get(b, b) for b in range(_LIFETIME_ESCAPE))
+
+#: A value recipe byte -> its ValueSpec (1, a literal, is followed by its bytes).
+_VALUE_OF_TAG: tuple[ValueSpec, ...] = (
+    _ZERO_VALUE, ValueSpec(ValueKind.LITERAL),
+    *(ValueSpec(ValueKind.GENERATED, seed) for seed in range(NUM_SEEDS)))
 
 # Operand head byte.
 _OP_QUANT = 0x08
@@ -379,6 +403,8 @@ _ARG_DELTA = 0x04
 # Choices bytes.
 _CH_DEADLINE = 0x80
 _CH_FENCED_DURATION = 0x10
+
+_GENERATED = ValueKind.GENERATED
 
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
@@ -416,12 +442,50 @@ def _count(it: Iterator[int], cap: int) -> int:
     return b if b <= cap else cap
 
 
+def _capped(it: Iterator[int], first: int, cap: int) -> int:
+    """A count whose first byte ``first`` (already read) is over ``cap``: the cap, unless
+    the varint it starts ends under the cap."""
+    return cap if first < 0x80 else min(_varint_tail(it, first), cap)
+
+
 def _u32(it: Iterator[int]) -> int:
     b = next(it, 0)
     if b < 0x80:
         return b
     b = _varint_tail(it, b)
     return b if b <= UINT32_MAX else UINT32_MAX
+
+
+def _u32s_from(source: Iterator[int], n: int) -> list[int]:
+    values = []
+    for _ in range(n):
+        b = next(source, 0)
+        values.append(b if b < 0x80 else min(_varint_tail(source, b), UINT32_MAX))
+    return values
+
+
+def _u32s(it: Iterator[int], n: int) -> list[int]:
+    """``n`` varints capped at UINT32_MAX (dimensions, indexes). Nearly always each is one
+    byte: they are taken in one slice, and only decoded one by one when some is longer."""
+    if n == 1:
+        b = next(it, 0)
+        return [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
+    values = list(islice(it, n))
+    if len(values) < n or (values and max(values) >= 0x80):
+        return _finish_u32s(it, values, n)
+    return values
+
+
+def _finish_u32s(it: Iterator[int], taken: list[int], n: int) -> list[int]:
+    """``n`` varints of which the first ``taken`` bytes were read in one slice, found to be
+    cut short by the end of the input or to hold a multi-byte varint."""
+    if len(taken) < n:                      # the input ended: the rest reads as zeros
+        taken += bytes(n - len(taken))
+    if max(taken) < 0x80:
+        return taken
+    # The bytes taken start the n varints (each is at least one byte long): decode them
+    # again one by one, reading on into the input where the varints go on.
+    return _u32s_from(chain(taken, it), n)
 
 
 def _i32(it: Iterator[int]) -> int:
@@ -459,13 +523,48 @@ def _memory_name(it: Iterator[int], data: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def _operand_type(it: Iterator[int]) -> OperandType | int:
+    b = next(it, 0)
+    return _OPERAND_TYPE_OF_BYTE[b] if b < 0x80 else _wide_operand_type(it, b)
+
+
+def _operation_type(it: Iterator[int]) -> OperationType | int:
+    b = next(it, 0)
+    return _OPERATION_TYPE_OF_BYTE[b] if b < 0x80 else _wide_operation_type(it, b)
+
+
+def _wide_operand_type(it: Iterator[int], first: int) -> OperandType | int:
+    value = min(_varint_tail(it, first), UINT32_MAX)
+    return _OPERAND_TYPES.get(value, value)
+
+
+def _wide_operation_type(it: Iterator[int], first: int) -> OperationType | int:
+    value = min(_varint_tail(it, first), UINT32_MAX)
+    return _OPERATION_TYPES.get(value, value)
+
+
+def _dims(it: Iterator[int]) -> list[int]:
+    """An operand's rank and dimensions."""
+    rank = next(it, 0)
+    if not rank:
+        return []
+    return _u32s(it, rank if rank <= MAX_RANK else _capped(it, rank, MAX_RANK))
+
+
+def _indexes(it: Iterator[int], cap: int) -> list[int]:
+    n = next(it, 0)
+    if n >= 0x80 or n > cap:
+        n = _capped(it, n, cap)
+    elif not n:
+        return []
+    return _u32s(it, n)
+
+
 def _read_value(it: Iterator[int], data: bytes) -> ValueSpec:
     tag = next(it, 0)
-    if tag == 0:
-        return ValueSpec()
     if tag == 1:
         return ValueSpec(ValueKind.LITERAL, 0, _take(it, data, _varint(it)))
-    return ValueSpec(ValueKind.GENERATED, tag - 2)
+    return _VALUE_OF_TAG[tag]
 
 
 def _read_segments(it: Iterator[int], data: bytes) -> list[Segment]:
@@ -484,58 +583,41 @@ def _read_segments(it: Iterator[int], data: bytes) -> list[Segment]:
     return segments
 
 
-def _read_blob(it: Iterator[int], data: bytes) -> BlobSpec:
+def _blob_name(it: Iterator[int], data: bytes) -> str:
     code = next(it, 0)
-    name = MEMORY_NAMES[code] if code < len(MEMORY_NAMES) else _memory_name(it, data)
+    return MEMORY_NAMES[code] if code < len(MEMORY_NAMES) else _memory_name(it, data)
+
+
+def _read_blob(it: Iterator[int], data: bytes) -> BlobSpec:
+    name = _blob_name(it, data)
     return BlobSpec(name, _read_segments(it, data))
 
 
-def _read_indexes(it: Iterator[int], cap: int) -> list[int]:
-    out = []
-    for _ in range(_count(it, cap)):
-        b = next(it, 0)
-        out.append(b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX))
-    return out
-
-
 def _read_operand(it: Iterator[int], data: bytes) -> OperandSpec:
-    nx = next
-    head = nx(it, 0)
-    operand_type = nx(it, 0)
-    if operand_type >= 0x80:
-        operand_type = min(_varint_tail(it, operand_type), UINT32_MAX)
-    operand_type = _OPERAND_TYPES.get(operand_type, operand_type)
-    rank = nx(it, 0)
-    if rank:
-        if rank > MAX_RANK:
-            rank = MAX_RANK if rank < 0x80 else min(_varint_tail(it, rank), MAX_RANK)
-        dims = []
-        for _ in range(rank):
-            d = nx(it, 0)
-            dims.append(d if d < 0x80 else min(_varint_tail(it, d), UINT32_MAX))
-    else:
-        dims = []
+    head = next(it, 0)
+    operand_type = _operand_type(it)
+    dims = _dims(it)
+    if head < _LIFETIME_ESCAPE:
+        # The common case: a lifetime in range, no quantization, counted consumers, placed,
+        # no extra params.
+        lifetime = _LIFETIME_OF_CODE[head]
+        if head == _COPY:
+            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0,
+                               _read_value(it, data), OperandExtraParams())
+        if head == _REFERENCE:
+            target = _u32(it)
+            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, target,
+                               _read_value(it, data), OperandExtraParams())
+        return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None,
+                           _u32(it) if head == _SUBGRAPH else 0, _ZERO_VALUE,
+                           OperandExtraParams())
     lifetime = head & 7
     if lifetime == _LIFETIME_ESCAPE:
         lifetime = _u32(it)
     lifetime = _LIFETIMES.get(lifetime, lifetime)
-    if not head & 0xF8:
-        # The common case: no quantization, counted consumers, placed, no extra params.
-        if lifetime == _COPY:
-            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0,
-                               _read_value(it, data), OperandExtraParams())
-        if lifetime == _REFERENCE:
-            target = _u32(it)
-            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, target,
-                               _read_value(it, data), OperandExtraParams())
-        if lifetime == _SUBGRAPH:
-            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, _u32(it),
-                               ValueSpec(), OperandExtraParams())
-        return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0, ValueSpec(),
-                           OperandExtraParams())
     spec = OperandSpec(operand_type, dims, lifetime=lifetime)
     if head & _OP_QUANT:
-        wide = nx(it, 0) & 1
+        wide = next(it, 0) & 1
         spec.scale = _float(it, bool(wide))
         spec.zeroPoint = _i32(it)
     if head & _OP_CONSUMERS:
@@ -547,28 +629,42 @@ def _read_operand(it: Iterator[int], data: bytes) -> OperandSpec:
             spec.target = _u32(it)
         if lifetime == _COPY or lifetime == _REFERENCE:
             spec.value = _read_value(it, data)
-    if head & (_OP_CHANNEL_QUANT | _OP_EXTENSION):
-        extra = spec.extraParams
-        if head & _OP_CHANNEL_QUANT:
-            wide = bool(nx(it, 0) & 1)
-            scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
-            extra.channelQuant = SymmPerChannelQuantParams(scales, _u32(it))
-        if head & _OP_EXTENSION:
-            extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
+    _read_extra(it, data, head, spec.extraParams)
     return spec
+
+
+def _read_extra(it: Iterator[int], data: bytes, head: int, extra: OperandExtraParams) -> None:
+    if head & _OP_CHANNEL_QUANT:
+        wide = bool(next(it, 0) & 1)
+        scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
+        extra.channelQuant = SymmPerChannelQuantParams(scales, _u32(it))
+    if head & _OP_EXTENSION:
+        extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
+
+
+def _read_operations(it: Iterator[int]) -> list[Operation]:
+    operations = []
+    for _ in range(_count(it, MAX_OPERATIONS)):
+        operation_type = _operation_type(it)
+        inputs = _indexes(it, MAX_OPERATION_INPUTS)
+        operations.append(Operation(operation_type, inputs,
+                                    _indexes(it, MAX_OPERATION_OUTPUTS)))
+    return operations
 
 
 def _read_subgraph(it: Iterator[int], data: bytes) -> SubgraphSpec:
     operands = [_read_operand(it, data) for _ in range(_count(it, MAX_OPERANDS))]
-    operations = []
-    for _ in range(_count(it, MAX_OPERATIONS)):
-        operation_type = _u32(it)
-        operation_type = _OPERATION_TYPES.get(operation_type, operation_type)
-        inputs = _read_indexes(it, MAX_OPERATION_INPUTS)
-        operations.append(Operation(operation_type, inputs,
-                                    _read_indexes(it, MAX_OPERATION_OUTPUTS)))
-    inputs = _read_indexes(it, MAX_IO_INDEXES)
-    return SubgraphSpec(operands, operations, inputs, _read_indexes(it, MAX_IO_INDEXES))
+    operations = _read_operations(it)
+    inputs = _indexes(it, MAX_IO_INDEXES)
+    return SubgraphSpec(operands, operations, inputs, _indexes(it, MAX_IO_INDEXES))
+
+
+def _read_extensions(it: Iterator[int], data: bytes) -> list[ExtensionNameAndPrefix]:
+    extensions = []
+    for _ in range(_count(it, MAX_EXTENSIONS)):
+        name = _text(it, data)
+        extensions.append(ExtensionNameAndPrefix(name, min(_varint(it), UINT16_MAX)))
+    return extensions
 
 
 def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
@@ -578,21 +674,23 @@ def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
     pools = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
     main = _read_subgraph(it, data)
     referenced = [_read_subgraph(it, data) for _ in range(referenced_count)]
-    extensions = []
-    if flags & 2:
-        for _ in range(_count(it, MAX_EXTENSIONS)):
-            name = _text(it, data)
-            extensions.append(ExtensionNameAndPrefix(name, min(_varint(it), UINT16_MAX)))
+    extensions = _read_extensions(it, data) if flags & 2 else []
     return ModelSpec(main, referenced, values, pools, bool(flags & 1), extensions)
 
 
 def _read_dims(it: Iterator[int]) -> list[int]:
-    return [_u32(it) for _ in range(_count(it, MAX_RANK))]
+    """A request argument's dimensions."""
+    return _indexes(it, MAX_RANK)
 
 
 def _read_argument(it: Iterator[int], data: bytes) -> ArgumentSpec:
     head = next(it, 0)
-    spec = ArgumentSpec(bool(head & _ARG_NO_VALUE), _read_dims(it))
+    dims = _read_dims(it)
+    if head == 0:
+        # The common case: a value placed by the decoder, no size delta.
+        target = _u32(it)
+        return ArgumentSpec(False, dims, None, target, _read_value(it, data), 0)
+    spec = ArgumentSpec(bool(head & _ARG_NO_VALUE), dims)
     if head & _ARG_DELTA:
         spec.size_delta = min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
     if head & _ARG_LOCATION:
@@ -744,14 +842,17 @@ def _blob_out(out: bytearray, blob: BlobSpec, where: tuple) -> None:
 
 
 def _dims_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
-    _varint_out(out, len(dims), MAX_RANK, where, "rank")
-    for d in dims:
-        _u32_out(out, d, where, "dimension")
+    _indexes_out(out, dims, MAX_RANK, where, "dimension", "rank")
 
 
 def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,
-                 what: str) -> None:
-    _varint_out(out, len(indexes), cap, where, f"{what} count")
+                 what: str, count_what: str | None = None) -> None:
+    n = len(indexes)
+    if n < 0x80 and n <= cap and (not indexes or 0 <= min(indexes) <= max(indexes) < 0x80):
+        out.append(n)
+        out += bytes(indexes)      # all one-byte varints: the usual case
+        return
+    _varint_out(out, n, cap, where, count_what or f"{what} count")
     for i in indexes:
         _u32_out(out, i, where, what)
 
@@ -763,6 +864,31 @@ def _location_out(out: bytearray, location: DataLocation, where: tuple) -> None:
 
 
 def _operand_out(out: bytearray, o: OperandSpec, where: tuple) -> None:
+    head = o.lifetime
+    operand_type = o.type
+    dims = o.dimensions
+    extra = o.extraParams
+    if (0 <= head < _LIFETIME_ESCAPE and 0 <= operand_type < 0x80
+            and o.location is None and o.consumers is None and not o.scale
+            and not o.zeroPoint and extra.channelQuant is None and extra.extension is None
+            and len(dims) <= MAX_RANK and (not dims or 0 <= min(dims) <= max(dims) < 0x80)):
+        # The common operand, written at once: a lifetime in range, one-byte type and
+        # dimensions, placed, nothing else set.
+        out += bytes((head, operand_type, len(dims), *dims))
+        if head in _PLACED_LIFETIMES:
+            if head != _COPY:
+                target = o.target
+                if 0 <= target < 0x80:
+                    out.append(target)
+                else:
+                    _u32_out(out, target, where, "target")
+            if head != _SUBGRAPH:
+                value = o.value
+                if value.kind == _GENERATED and 0 <= value.seed < NUM_SEEDS:
+                    out.append(2 + value.seed)
+                else:
+                    _value_out(out, value, where)
+        return
     lifetime = int(o.lifetime)
     head = lifetime if 0 <= lifetime < _LIFETIME_ESCAPE else _LIFETIME_ESCAPE
     quant = o.scale != 0 or o.zeroPoint != 0
@@ -796,21 +922,35 @@ def _operand_out(out: bytearray, o: OperandSpec, where: tuple) -> None:
         out += extra.extension
 
 
+def _operation_out(out: bytearray, op: Operation, where: tuple) -> None:
+    operation_type = op.type
+    inputs = op.inputs
+    outputs = op.outputs
+    if (0 <= operation_type < 0x80 and len(inputs) < 0x80
+            and (not inputs or 0 <= min(inputs) <= max(inputs) < 0x80)
+            and len(outputs) <= MAX_OPERATION_OUTPUTS
+            and (not outputs or 0 <= min(outputs) <= max(outputs) < 0x80)):
+        # One-byte type and indexes (the usual case), written at once.
+        out += bytes((operation_type, len(inputs), *inputs, len(outputs), *outputs))
+        return
+    _u32_out(out, int(operation_type), where, "type")
+    _indexes_out(out, inputs, MAX_OPERATION_INPUTS, where, "input")
+    _indexes_out(out, outputs, MAX_OPERATION_OUTPUTS, where, "output")
+
+
 def _subgraph_out(out: bytearray, sg: SubgraphSpec, name: str) -> None:
     _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
     for i, operand in enumerate(sg.operands):
         _operand_out(out, operand, (name, "operand", i))
     _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
     for i, op in enumerate(sg.operations):
-        where = (name, "operation", i)
-        _u32_out(out, int(op.type), where, "type")
-        _indexes_out(out, op.inputs, MAX_OPERATION_INPUTS, where, "input")
-        _indexes_out(out, op.outputs, MAX_OPERATION_OUTPUTS, where, "output")
+        _operation_out(out, op, (name, "operation", i))
     _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
     _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
 
 
-def _model_out(out: bytearray, m: ModelSpec) -> None:
+def _model_head_out(out: bytearray, m: ModelSpec) -> None:
+    """The model up to its subgraphs."""
     out.append((1 if m.relaxComputationFloat32toFloat16 else 0)
                | (2 if m.extensionNameToPrefix else 0))
     _varint_out(out, len(m.referenced), MAX_REFERENCED, ("model",), "referenced count")
@@ -818,15 +958,29 @@ def _model_out(out: bytearray, m: ModelSpec) -> None:
     _varint_out(out, len(m.pools), MAX_POOLS, ("model",), "pool count")
     for j, pool in enumerate(m.pools):
         _blob_out(out, pool, ("model pool", j))
-    _subgraph_out(out, m.main, "main")
-    for i, sg in enumerate(m.referenced):
-        _subgraph_out(out, sg, f"subgraph {i + 1}")
+
+
+def _model_tail_out(out: bytearray, m: ModelSpec) -> None:
+    """The model after its subgraphs."""
     if m.extensionNameToPrefix:
         _varint_out(out, len(m.extensionNameToPrefix), MAX_EXTENSIONS, ("model",),
                     "extension count")
         for ext in m.extensionNameToPrefix:
             _text_out(out, ext.name, ("extension",), "name")
             _varint_out(out, ext.prefix, UINT16_MAX, ("extension", ext.name), "prefix")
+
+
+def _subgraph_name(k: int) -> str:
+    """Subgraph k (0: main) as error messages name it."""
+    return "main" if k == 0 else f"subgraph {k}"
+
+
+def _model_out(out: bytearray, m: ModelSpec) -> None:
+    _model_head_out(out, m)
+    _subgraph_out(out, m.main, "main")
+    for i, sg in enumerate(m.referenced):
+        _subgraph_out(out, sg, _subgraph_name(i + 1))
+    _model_tail_out(out, m)
 
 
 def _argument_out(out: bytearray, a: ArgumentSpec, where: tuple) -> None:
@@ -845,7 +999,7 @@ def _argument_out(out: bytearray, a: ArgumentSpec, where: tuple) -> None:
         _value_out(out, a.value, where)
 
 
-def _request_out(out: bytearray, r: RequestSpec) -> None:
+def _request_pools_out(out: bytearray, r: RequestSpec) -> None:
     _varint_out(out, len(r.pools), MAX_POOLS, ("request",), "pool count")
     for j, pool in enumerate(r.pools):
         if pool.token is not None:
@@ -854,6 +1008,10 @@ def _request_out(out: bytearray, r: RequestSpec) -> None:
         else:
             out.append(0)
             _blob_out(out, pool.blob, ("request pool", j))
+
+
+def _request_out(out: bytearray, r: RequestSpec) -> None:
+    _request_pools_out(out, r)
     for role, args in (("input", r.inputs), ("output", r.outputs)):
         _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
         for i, arg in enumerate(args):
@@ -902,6 +1060,283 @@ def serialize(spec: CaseSpec) -> bytes:
     _model_out(out, spec.model)
     _request_out(out, spec.request)
     return bytes(out)
+
+
+# --- serializing part by part --------------------------------------------------------------
+# The custom mutator changes a few things of a spec per call. An EncodedSpec keeps the bytes
+# of each part of a spec (choices, model head (flags .. pools), each subgraph (main first),
+# model tail (extensions), request) and of each element of the lists a part holds (operands,
+# operations, request inputs and outputs). Its copy() is the spec to change, noting where
+# each part came from; encode_parts then serializes what no longer is what it came from.
+
+#: The bytes of the elements of a part: (operands, operations) of a subgraph, (inputs,
+#: outputs) of the request, nothing for the other parts.
+Elements = tuple[tuple[bytes, ...], tuple[bytes, ...]]
+_NO_ELEMENTS: Elements = ((), ())
+
+#: id() of a part of a copied spec -> (that part, the part it was copied from, its bytes,
+#: its elements' bytes). Holding the copy keeps its id from being reused by another object.
+Origins = dict[int, tuple[object, object, bytes, Elements]]
+
+_new_instance = object.__new__
+
+
+@dataclass(frozen=True)
+class EncodedSpec:
+    """A spec with the serialized bytes of its parts and their elements. The spec must not
+    change afterwards (copy() gives one that may): that is what makes the bytes reusable."""
+    spec: CaseSpec
+    parts: tuple[bytes, ...]
+    elements: tuple[Elements, ...]      # per part
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+    def copy(self, origins: Origins) -> CaseSpec:
+        """A copy of the spec to change; its parts' origins are added to ``origins``."""
+        return CaseSpec(self.copy_model(origins), self._copy_request(origins),
+                        self.copy_choices(origins))
+
+    def copy_choices(self, origins: Origins) -> ExecutionChoices:
+        return self._note(origins, _copy_choices(self.spec.choices), self.spec.choices, 0)
+
+    def copy_subgraph(self, k: int, origins: Origins) -> SubgraphSpec:
+        """A copy of subgraph k (0: main, k: referenced[k - 1])."""
+        model = self.spec.model
+        sg = model.main if k == 0 else model.referenced[k - 1]
+        copy = SubgraphSpec(sg.operands.copy(), sg.operations.copy(), sg.inputIndexes.copy(),
+                            sg.outputIndexes.copy())
+        return self._note(origins, copy, sg, 2 + k)
+
+    def copy_model(self, origins: Origins) -> ModelSpec:
+        m = self.spec.model
+        referenced = [self.copy_subgraph(k + 1, origins) for k in range(len(m.referenced))]
+        model = ModelSpec(self.copy_subgraph(0, origins), referenced, m.operandValues.copy(),
+                          m.pools.copy(), m.relaxComputationFloat32toFloat16,
+                          m.extensionNameToPrefix.copy())
+        return self._note(origins, model, m, 1)
+
+    def _copy_request(self, origins: Origins) -> RequestSpec:
+        r = self.spec.request
+        request = RequestSpec(r.inputs.copy(), r.outputs.copy(), r.pools.copy())
+        return self._note(origins, request, r, len(self.parts) - 1)
+
+    def _note(self, origins: Origins, copy: _P, original: object, part: int) -> _P:
+        origins[id(copy)] = (copy, original, self.parts[part], self.elements[part])
+        return copy
+
+
+# A copy has lists of its own (operands, operations, indexes, arguments, pools, ...) and
+# shares their elements with the original: a mutation changes few of them, and replaces
+# each by a copy first (writable_operand, writable_operation, writable_argument). Values,
+# locations, extra params, segments and pools are only ever replaced, never changed.
+
+def _writable(items: list[_D], i: int) -> _D:
+    """items[i] (an OperandSpec or ArgumentSpec), first replaced by a copy with its own
+    list of dimensions."""
+    # Copying the instance's __dict__: copy.copy without the cost of its generic protocol.
+    item = items[i]
+    fields = item.__dict__.copy()
+    fields["dimensions"] = fields["dimensions"].copy()
+    copy = _new_instance(type(item))
+    copy.__dict__ = fields
+    items[i] = copy
+    return copy
+
+
+def writable_operand(sg: SubgraphSpec, i: int) -> OperandSpec:
+    """Operand i of ``sg``, first replaced by a copy of its own (with its own dimensions):
+    change an operand only through this, as copies of an EncodedSpec share operands."""
+    return _writable(sg.operands, i)
+
+
+def writable_operation(sg: SubgraphSpec, k: int) -> Operation:
+    """Operation k of ``sg``, first replaced by a copy of its own: change an operation only
+    through this, as copies of an EncodedSpec share operations."""
+    op = sg.operations[k]
+    copy = Operation(op.type, op.inputs.copy(), op.outputs.copy())
+    sg.operations[k] = copy
+    return copy
+
+
+def writable_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
+    """Argument i of a request's ``arguments`` (inputs or outputs), first replaced by a copy
+    of its own: change an argument only through this, as copies of an EncodedSpec share
+    arguments."""
+    return _writable(arguments, i)
+
+
+# Whether a part still equals its origin. The elements a mutation left alone are the very
+# objects of the origin, which lists compare at C speed; one replaced compares by value (an
+# equal copy still counts as unchanged). Equal parts serialize to the same bytes, but for
+# the sign of a zero scale, which no mutation produces on purpose.
+
+def _same_choices(a: ExecutionChoices, b: ExecutionChoices) -> bool:
+    return vars(a) == vars(b)
+
+
+def _same_head(a: ModelSpec, b: ModelSpec) -> bool:
+    return (a.relaxComputationFloat32toFloat16 == b.relaxComputationFloat32toFloat16
+            and bool(a.extensionNameToPrefix) == bool(b.extensionNameToPrefix)
+            and len(a.referenced) == len(b.referenced)
+            and a.operandValues == b.operandValues and a.pools == b.pools)
+
+
+def _same_subgraph(a: SubgraphSpec, b: SubgraphSpec) -> bool:
+    return (a.inputIndexes == b.inputIndexes and a.outputIndexes == b.outputIndexes
+            and a.operations == b.operations and a.operands == b.operands)
+
+
+def _same_request(a: RequestSpec, b: RequestSpec) -> bool:
+    return a.pools == b.pools and a.inputs == b.inputs and a.outputs == b.outputs
+
+
+# Fields the encoding leaves out are set back to their defaults in what is serialized anew,
+# so that a spec encode_parts made is the one its bytes parse to.
+
+def _is_zero_value(value: ValueSpec) -> bool:
+    return value is _ZERO_VALUE or value == _ZERO_VALUE
+
+
+def _encoded_operand(operands: list[OperandSpec], i: int) -> OperandSpec:
+    """operands[i] without a value or target where its lifetime or location has no use for
+    them."""
+    o = operands[i]
+    placed = o.location is None
+    lifetime = o.lifetime
+    value_unused = not (placed and (lifetime == _COPY or lifetime == _REFERENCE))
+    target_unused = not (placed and (lifetime == _REFERENCE or lifetime == _SUBGRAPH))
+    if (value_unused and not _is_zero_value(o.value)) or (target_unused and o.target):
+        o = _writable(operands, i)
+        if value_unused:
+            o.value = _ZERO_VALUE
+        if target_unused:
+            o.target = 0
+    return o
+
+
+def _encoded_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
+    """arguments[i] without a pool or value where it has a location or no value."""
+    a = arguments[i]
+    if (a.location is not None or a.hasNoValue) and (a.target or not _is_zero_value(a.value)):
+        a = _writable(arguments, i)
+        a.target, a.value = 0, _ZERO_VALUE
+    return a
+
+
+def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
+                  origin_bytes: tuple[bytes, ...], write: Callable[[bytearray, _P, tuple], None],
+                  where: tuple,
+                  encoded: Callable[[list[_P], int], _P] | None = None) -> tuple[bytes, ...]:
+    """The items serialized and appended to ``out``, each item the origin holds taking the
+    origin's bytes; returns each item's bytes. ``encoded`` gives an item as it is to be
+    serialized anew."""
+    n = len(origin_items)
+    if len(items) == n:
+        # Mostly the origin's own list with an element or two replaced: find those at C
+        # speed. An element the origin holds elsewhere only happens when the length changed.
+        if items == origin_items:
+            out += b"".join(origin_bytes)
+            return origin_bytes
+        pieces = list(origin_bytes)
+        fresh = compress(range(n), map(is_not, items, origin_items))
+        known: dict[int, bytes] = {}
+    else:
+        pieces = [b""] * len(items)
+        fresh = range(len(items))
+        known = {id(x): data for x, data in zip(origin_items, origin_bytes)}
+    for i in fresh:
+        item = items[i]
+        data = known.get(id(item))
+        if data is None:
+            if encoded is not None:
+                item = encoded(items, i)
+            piece = bytearray()
+            write(piece, item, (*where, i))
+            data = bytes(piece)
+        pieces[i] = data
+    out += b"".join(pieces)
+    return tuple(pieces)
+
+
+def _subgraph_part(out: bytearray, sg: SubgraphSpec, name: str,
+                   origin: SubgraphSpec | None, elements: Elements) -> Elements:
+    """_subgraph_out, taking the bytes of the origin's operands and operations that ``sg``
+    still holds."""
+    _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
+    operand_bytes = _elements_out(out, sg.operands, origin.operands if origin else (),
+                                  elements[0], _operand_out, (name, "operand"), _encoded_operand)
+    _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
+    operation_bytes = _elements_out(out, sg.operations, origin.operations if origin else (),
+                                    elements[1], _operation_out, (name, "operation"))
+    _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
+    _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
+    return operand_bytes, operation_bytes
+
+
+def _request_part(out: bytearray, r: RequestSpec, origin: RequestSpec | None,
+                  elements: Elements) -> Elements:
+    """_request_out, taking the bytes of the origin's arguments that ``r`` still holds."""
+    _request_pools_out(out, r)
+    pieces = []
+    for role, args, origin_args, origin_bytes in (
+            ("input", r.inputs, origin.inputs if origin else (), elements[0]),
+            ("output", r.outputs, origin.outputs if origin else (), elements[1])):
+        _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
+        pieces.append(_elements_out(out, args, origin_args, origin_bytes, _argument_out,
+                                    ("request", role), _encoded_argument))
+    return pieces[0], pieces[1]
+
+
+def encode_parts(spec: CaseSpec, origins: Origins | None = None) -> EncodedSpec:
+    """``spec`` serialized part by part, as serialize() does (and raising as it does), taking
+    the bytes of a part, or else of its elements, from its origin in ``origins`` where the
+    spec still holds them. Fields the encoding leaves out are reset in what is serialized
+    (the value or target of an operand whose lifetime or explicit location has no use for
+    them, and of an argument with a location or no value), so that the EncodedSpec made can
+    stand for the parsed bytes."""
+    origins = origins if origins is not None else {}
+    parts: list[bytes] = []
+    elements: list[Elements] = []
+
+    def part(obj: _P, same: Callable[[_P, Any], bool], write: Callable[..., Elements],
+             *args: object) -> None:
+        origin = origins.get(id(obj))
+        if origin is not None and origin[0] is obj and same(obj, origin[1]):
+            parts.append(origin[2])
+            elements.append(origin[3])
+            return
+        out = bytearray()
+        if origin is not None and origin[0] is obj:
+            elements.append(write(out, obj, *args, origin[1], origin[3]))
+        else:
+            elements.append(write(out, obj, *args, None, _NO_ELEMENTS))
+        parts.append(bytes(out))
+
+    m = spec.model
+    part(spec.choices, _same_choices, _choices_part)
+    part(m, _same_head, _model_head_part)
+    for k, sg in enumerate(m.subgraphs()):
+        part(sg, _same_subgraph, _subgraph_part, _subgraph_name(k))
+    tail = bytearray()
+    _model_tail_out(tail, m)
+    parts.append(bytes(tail))
+    elements.append(_NO_ELEMENTS)
+    part(spec.request, _same_request, _request_part)
+    return EncodedSpec(spec, tuple(parts), tuple(elements))
+
+
+def _choices_part(out: bytearray, c: ExecutionChoices, origin: object,
+                  elements: Elements) -> Elements:
+    _choices_out(out, c)
+    return _NO_ELEMENTS
+
+
+def _model_head_part(out: bytearray, m: ModelSpec, origin: object,
+                     elements: Elements) -> Elements:
+    _model_head_out(out, m)
+    return _NO_ELEMENTS
 
 
 # --- lowering: spec -> HAL -----------------------------------------------------------------
@@ -958,22 +1393,6 @@ def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta:
 def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int = 0) -> bytes:
     """The bytes a placed value stands for, on its own (no per-case budget applies)."""
     return _value_bytes(operand_type, value, _value_size(operand_type, dims, value, delta), _Fill())
-
-
-def _read_placed(it: Iterator[int], data: bytes, operand_type: int, dims: Sequence[int],
-                 delta: int, fill: _Fill) -> bytes:
-    """Read a value recipe and produce its bytes (the decode path of _read_value +
-    _value_size + _value_bytes, without the ValueSpec)."""
-    tag = next(it, 0)
-    if tag == 1:
-        return _take(it, data, _varint(it))
-    size = storage_bytes(operand_type, dims) + delta
-    if size < 0:
-        size = 0
-    if tag == 0:
-        return fill.zeros(size if size <= FILL_BUDGET else FILL_BUDGET)
-    return fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES), tag - 2,
-                         size if size <= MAX_GENERATED_VALUE else MAX_GENERATED_VALUE)
 
 
 def _value_bytes(operand_type: int, value: ValueSpec, size: int, fill: _Fill) -> bytes:
@@ -1130,105 +1549,220 @@ def _copy_choices(c: ExecutionChoices) -> ExecutionChoices:
 # order makes this possible: pools come before the operands and arguments placed in them.
 
 def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> bytearray:
-    return _segment_bytes(_read_segments(it, data), fill)
+    """The bytes of ``segments`` (the same as _segment_bytes of _read_segments)."""
+    blob = bytearray()
+    for _ in range(_count(it, MAX_SEGMENTS)):
+        tag = next(it, 0)
+        if tag == 0:
+            blob += fill.zeros(_count(it, FILL_BUDGET))
+        elif tag == 1:
+            blob += _take(it, data, _varint(it))
+        else:
+            kind = _KINDS[(tag - 2) % len(_KINDS)]
+            seed = next(it, 0)
+            blob += fill.generate(kind, seed, _count(it, MAX_GENERATED_VALUE))
+    return blob
+
+
+def _place_value(it: Iterator[int], data: bytes, pool_index: int, blob: bytearray,
+                 operand_type: int, dims: Sequence[int], delta: int,
+                 fill: _Fill) -> DataLocation:
+    """Read a value recipe, append the bytes it stands for to ``blob`` (at the next aligned
+    offset) and return where they went: _read_value + _value_size + _value_bytes + _append
+    in one, without the ValueSpec."""
+    tag = next(it, 0)
+    if tag == 1:
+        raw = _take(it, data, _varint(it))
+    else:
+        size = storage_bytes(operand_type, dims) + delta
+        if size < 0:
+            size = 0
+        if tag == 0:
+            raw = fill.zeros(size if size <= FILL_BUDGET else FILL_BUDGET)
+        else:
+            raw = fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES),
+                                tag - 2, size if size <= MAX_GENERATED_VALUE
+                                else MAX_GENERATED_VALUE)
+    offset = len(blob)
+    padding = -offset % VALUE_ALIGNMENT
+    if padding:
+        blob += bytes(padding)
+        offset += padding
+    blob += raw
+    return DataLocation(pool_index, offset, len(raw))
+
+
+def _placed_location(it: Iterator[int], data: bytes, lifetime: int, operand_type: int,
+                     dims: list[int], values: bytearray, blobs: list[bytearray],
+                     fill: _Fill) -> DataLocation:
+    """The location the decoder gives an operand without an explicit one, after placing its
+    value (constants)."""
+    if lifetime == _COPY:
+        return _place_value(it, data, 0, values, operand_type, dims, 0, fill)
+    if lifetime == _REFERENCE:
+        target = _u32(it)
+        if target < len(blobs):
+            return _place_value(it, data, target, blobs[target], operand_type, dims, 0, fill)
+        value = _read_value(it, data)
+        return DataLocation(target, 0, _value_size(operand_type, dims, value, 0))
+    if lifetime == _SUBGRAPH:
+        return DataLocation(0, _u32(it), 0)
+    return DataLocation(0, 0, 0)
+
+
+def _decode_operand(it: Iterator[int], data: bytes, head: int, operand_type: OperandType | int,
+                    dims: list[int], values: bytearray, blobs: list[bytearray],
+                    fill: _Fill) -> Operand:
+    """An operand whose head byte has flags or an escaped lifetime (numberOfConsumers is the
+    one read, or 0 until counted)."""
+    lifetime = head & 7
+    if lifetime == _LIFETIME_ESCAPE:
+        lifetime = _u32(it)
+    lifetime = _LIFETIMES.get(lifetime, lifetime)
+    scale = 0.0
+    zero_point = consumers = 0
+    if head & _OP_QUANT:
+        scale = _float(it, bool(next(it, 0) & 1))
+        zero_point = _i32(it)
+    if head & _OP_CONSUMERS:
+        consumers = _u32(it)
+    if head & _OP_LOCATION:
+        location = DataLocation(_u32(it), _u32(it), _u32(it))
+    else:
+        location = _placed_location(it, data, lifetime, operand_type, dims, values, blobs, fill)
+    extra = OperandExtraParams()
+    _read_extra(it, data, head, extra)
+    return Operand(operand_type, dims, consumers, scale, zero_point, lifetime, location, extra)
 
 
 def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
                      blobs: list[bytearray], fill: _Fill) -> Subgraph:
-    # Locals, not globals, in the loop: this is the hottest code of a fuzz iteration.
-    nx, u32, location_of, operand_of = next, _u32, DataLocation, Operand
-    type_of, lifetime_of = _OPERAND_TYPES.get, _LIFETIMES.get
-    read_placed, append_to = _read_placed, _append
+    # Locals, not globals, in the loops: this is the hottest code of a fuzz iteration. The
+    # common cases (one-byte codes, small dimensions and indexes) are read inline.
+    nx, take, location_of, operand_of, extra_of = next, islice, DataLocation, Operand, \
+        OperandExtraParams
+    type_of, lifetime_of, placed, finish = (_OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE,
+                                            _PLACED_LIFETIMES, _finish_u32s)
     operands: list[Operand] = []
-    counted: list[int] = []         # operands whose consumers the decoder counts
+    own_consumers: list[int] = []       # operands whose numberOfConsumers is in the input
     append = operands.append
-    for k in range(_count(it, MAX_OPERANDS)):
+    for _ in range(_count(it, MAX_OPERANDS)):
         head = nx(it, 0)
         operand_type = nx(it, 0)
-        if operand_type >= 0x80:
-            operand_type = min(_varint_tail(it, operand_type), UINT32_MAX)
-        operand_type = type_of(operand_type, operand_type)
+        operand_type = (type_of[operand_type] if operand_type < 0x80
+                        else _wide_operand_type(it, operand_type))
         rank = nx(it, 0)
-        dims = []
-        if rank:
-            if rank > MAX_RANK:
-                rank = MAX_RANK if rank < 0x80 else min(_varint_tail(it, rank), MAX_RANK)
-            for _ in range(rank):
-                d = nx(it, 0)
-                dims.append(d if d < 0x80 else min(_varint_tail(it, d), UINT32_MAX))
-        lifetime = head & 7
-        if lifetime == _LIFETIME_ESCAPE:
-            lifetime = u32(it)
-        lifetime = lifetime_of(lifetime, lifetime)
-        scale = 0.0
-        zero_point = consumers = 0
-        if head & _OP_QUANT:
-            scale = _float(it, bool(nx(it, 0) & 1))
-            zero_point = _i32(it)
-        if head & _OP_CONSUMERS:
-            consumers = u32(it)
+        if not rank:
+            dims = []
+        elif rank <= MAX_RANK:
+            dims = list(take(it, rank))
+            if len(dims) < rank or max(dims) >= 0x80:
+                dims = finish(it, dims, rank)
         else:
-            counted.append(k)
-        if head & _OP_LOCATION:
-            location = location_of(u32(it), u32(it), u32(it))
-        elif lifetime == _COPY:
-            raw = read_placed(it, data, operand_type, dims, 0, fill)
-            location = location_of(0, append_to(values, raw), len(raw))
-        elif lifetime == _REFERENCE:
-            target = u32(it)
-            if target < len(blobs):
-                raw = read_placed(it, data, operand_type, dims, 0, fill)
-                location = location_of(target, append_to(blobs[target], raw), len(raw))
-            else:
-                value = _read_value(it, data)
-                location = location_of(target, 0, _value_size(operand_type, dims, value, 0))
-        elif lifetime == _SUBGRAPH:
-            location = location_of(0, u32(it), 0)
+            dims = _u32s(it, _capped(it, rank, MAX_RANK))
+        if head < _LIFETIME_ESCAPE:
+            # The common case: a lifetime in range, no quantization, counted consumers,
+            # placed, no extra params.
+            append(operand_of(
+                operand_type, dims, 0, 0.0, 0, lifetime_of[head],
+                _placed_location(it, data, head, operand_type, dims, values, blobs, fill)
+                if head in placed else location_of(0, 0, 0),
+                extra_of()))
         else:
-            location = location_of(0, 0, 0)
-        extra = OperandExtraParams()
-        if head & _OP_CHANNEL_QUANT:
-            wide = bool(nx(it, 0) & 1)
-            scales = [_float(it, wide) for _ in range(_count(it, MAX_CHANNEL_SCALES))]
-            extra.channelQuant = SymmPerChannelQuantParams(scales, u32(it))
-        if head & _OP_EXTENSION:
-            extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
-        append(operand_of(operand_type, dims, consumers, scale, zero_point, lifetime, location,
-                          extra))
+            if head & _OP_CONSUMERS:
+                own_consumers.append(len(operands))
+            append(_decode_operand(it, data, head, operand_type, dims, values, blobs, fill))
     operations = []
     n = len(operands)
     uses = [0] * n
+    operation_of, operation_type_of = Operation, _OPERATION_TYPE_OF_BYTE
     for _ in range(_count(it, MAX_OPERATIONS)):
-        operation_type = _u32(it)
-        operation_type = _OPERATION_TYPES.get(operation_type, operation_type)
-        inputs = _read_indexes(it, MAX_OPERATION_INPUTS)
+        operation_type = nx(it, 0)
+        operation_type = (operation_type_of[operation_type] if operation_type < 0x80
+                          else _wide_operation_type(it, operation_type))
+        count = nx(it, 0)
+        if not count:
+            inputs = []
+        elif count < 0x80:
+            inputs = list(take(it, count))
+            if len(inputs) < count or max(inputs) >= 0x80:
+                inputs = finish(it, inputs, count)
+        else:
+            inputs = _u32s(it, _capped(it, count, MAX_OPERATION_INPUTS))
         for i in inputs:
             if i < n:
                 uses[i] += 1
-        operations.append(Operation(operation_type, inputs,
-                                    _read_indexes(it, MAX_OPERATION_OUTPUTS)))
-    for k in counted:
-        operands[k].numberOfConsumers = uses[k]
-    inputs = _read_indexes(it, MAX_IO_INDEXES)
-    return Subgraph(operands, operations, inputs, _read_indexes(it, MAX_IO_INDEXES))
+        count = nx(it, 0)
+        if count == 1:          # one output: the usual case
+            b = nx(it, 0)
+            outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
+        elif count:
+            outputs = _u32s(it, count if count <= MAX_OPERATION_OUTPUTS
+                            else _capped(it, count, MAX_OPERATION_OUTPUTS))
+        else:
+            outputs = []
+        operations.append(operation_of(operation_type, inputs, outputs))
+    if own_consumers:
+        for k in set(range(n)).difference(own_consumers):
+            operands[k].numberOfConsumers = uses[k]
+    else:
+        for operand, used in zip(operands, uses):
+            operand.numberOfConsumers = used
+    inputs = _indexes(it, MAX_IO_INDEXES)
+    return Subgraph(operands, operations, inputs, _indexes(it, MAX_IO_INDEXES))
 
 
 def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
     flags = next(it, 0)
     referenced_count = _count(it, MAX_REFERENCED)
     values = _decode_segments(it, data, fill)
-    pool_specs = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
-    blobs = [_segment_bytes(pool.segments, fill) for pool in pool_specs]
+    names: list[str] = []
+    blobs: list[bytearray] = []
+    for _ in range(_count(it, MAX_POOLS)):
+        names.append(_blob_name(it, data))
+        blobs.append(_decode_segments(it, data, fill))
     main = _decode_subgraph(it, data, values, blobs, fill)
     referenced = [_decode_subgraph(it, data, values, blobs, fill)
                   for _ in range(referenced_count)]
-    extensions = []
-    if flags & 2:
-        for _ in range(_count(it, MAX_EXTENSIONS)):
-            name = _text(it, data)
-            extensions.append(ExtensionNameAndPrefix(name, min(_varint(it), UINT16_MAX)))
-    pools = [Memory.from_bytes(blob, pool.name) for blob, pool in zip(blobs, pool_specs)]
+    extensions = _read_extensions(it, data) if flags & 2 else []
+    pools = [Memory.from_bytes(blob, name) for blob, name in zip(blobs, names)]
     return Model(main, referenced, bytes(values), pools, bool(flags & 1), extensions)
+
+
+def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand | None],
+                      blobs: list[bytearray | None], fill: _Fill) -> list[RequestArgument]:
+    """The inputs (or outputs) of a request; ``io_operands[i]`` is the operand argument i
+    stands for, None where there is no such operand."""
+    arguments = []
+    location_of, argument_of = DataLocation, RequestArgument
+    for i in range(_count(it, MAX_REQUEST_ARGUMENTS)):
+        head = next(it, 0)
+        dims = _indexes(it, MAX_RANK)
+        if head == 0:
+            # The common case: a value placed by the decoder, no size delta.
+            delta = 0
+        elif head & _ARG_DELTA:
+            delta = min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
+        else:
+            delta = 0
+        if head & _ARG_LOCATION:
+            location = location_of(_u32(it), _u32(it), _u32(it))
+        elif head & _ARG_NO_VALUE:
+            location = location_of()
+        else:
+            target = _u32(it)
+            operand = io_operands[i] if i < len(io_operands) else None
+            operand_type = _NO_TYPE if operand is None else operand.type
+            shape = dims or ([] if operand is None else operand.dimensions)
+            blob = blobs[target] if target < len(blobs) else None
+            if blob is not None:
+                location = _place_value(it, data, target, blob, operand_type, shape, delta, fill)
+            else:
+                size = _value_size(operand_type, shape, _read_value(it, data), delta)
+                # A driver-allocated buffer (token) is used whole: offset and length 0.
+                location = location_of(target, 0, size if target >= len(blobs) else 0)
+        arguments.append(argument_of(bool(head & _ARG_NO_VALUE), location, dims))
+    return arguments
 
 
 def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill) -> Request:
@@ -1241,39 +1775,19 @@ def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill)
             names.append(None)
             blobs.append(None)
         else:
-            pool = _read_blob(it, data)
             tokens.append(0)
-            names.append(pool.name)
-            blobs.append(_segment_bytes(pool.segments, fill))
-    lowered: list[list[RequestArgument]] = [[], []]
-    for role, indexes in enumerate((main.inputIndexes, main.outputIndexes)):
-        out = lowered[role]
-        for i in range(_count(it, MAX_REQUEST_ARGUMENTS)):
-            head = next(it, 0)
-            dims = _read_dims(it)
-            delta = (min(max(_i32(it), -MAX_SIZE_DELTA), MAX_SIZE_DELTA)
-                     if head & _ARG_DELTA else 0)
-            if head & _ARG_LOCATION:
-                location = DataLocation(_u32(it), _u32(it), _u32(it))
-            elif head & _ARG_NO_VALUE:
-                location = DataLocation()
-            else:
-                target = _u32(it)
-                operand = _io_operand(main, indexes, i)
-                operand_type = _NO_TYPE if operand is None else operand.type
-                shape = dims or ([] if operand is None else operand.dimensions)
-                if target < len(blobs) and blobs[target] is not None:
-                    raw = _read_placed(it, data, operand_type, shape, delta, fill)
-                    location = DataLocation(target, _append(blobs[target], raw), len(raw))
-                else:
-                    size = _value_size(operand_type, shape, _read_value(it, data), delta)
-                    # A driver-allocated buffer (token) is used whole: offset and length 0.
-                    location = DataLocation(target, 0, size if target >= len(blobs) else 0)
-            out.append(RequestArgument(bool(head & _ARG_NO_VALUE), location, dims))
+            names.append(_blob_name(it, data))
+            blobs.append(_decode_segments(it, data, fill))
+    operands = main.operands
+    n = len(operands)
+    inputs = _decode_arguments(it, data, [operands[k] if k < n else None
+                                          for k in main.inputIndexes], blobs, fill)
+    outputs = _decode_arguments(it, data, [operands[k] if k < n else None
+                                           for k in main.outputIndexes], blobs, fill)
     pools = [MemoryPool(token=token) if blob is None
              else MemoryPool(hidlMemory=Memory.from_bytes(blob, name))
              for token, name, blob in zip(tokens, names, blobs)]
-    return Request(lowered[0], lowered[1], pools)
+    return Request(inputs, outputs, pools)
 
 
 def decode(data: bytes) -> FuzzCase:

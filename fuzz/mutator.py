@@ -1,9 +1,15 @@
 """The custom mutator: structural mutations of a decoded case, for libFuzzer through atheris.
 
-``mutate(data, max_size, seed)`` parses the input into a :class:`fuzz.codec.CaseSpec`,
-applies one to three mutations drawn by weight, and serializes the result; some of the time
-(and whenever the result would not fit) it leaves the input to libFuzzer's own byte
-mutation instead. ``crossover(data1, data2, max_out_size, seed)`` combines two inputs.
+``mutate(data, max_size, seed)`` takes the input as a :class:`fuzz.codec.CaseSpec`, applies
+one to three mutations drawn by weight, and serializes the result; some of the time (and
+whenever the result would not fit) it leaves the input to libFuzzer's own byte mutation
+instead. ``crossover(data1, data2, max_out_size, seed)`` combines two inputs.
+
+Inputs are parsed once: their specs are kept (with the bytes of each part, see
+:class:`fuzz.codec.EncodedSpec`), and each call works on a copy that shares the operands,
+operations and request arguments with the kept spec, so only what a mutation changes is
+copied and serialized again. A mutation therefore never changes one of those in place: it
+takes it through ``writable_operand``, ``writable_operation`` or ``writable_argument``.
 
 Most mutations keep a valid case valid, so that the fuzzer spends its time past validation:
 changing a loop bound or another constant, resizing one dimension everywhere it occurs,
@@ -17,7 +23,9 @@ from __future__ import annotations
 
 import random
 import sys
+from bisect import bisect
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Callable, Sequence
 
 import numpy as np
@@ -27,11 +35,12 @@ from driver.hal import (DataLocation, ExecutionPreference, MeasureTiming, Operan
                         OperationType as Op, Priority, SymmPerChannelQuantParams)
 
 from .case import ExecutionChoices, ExecutionPath
-from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS,
+from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS, MAX_REFERENCED,
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
-                    CodecLimitError, ElementKind, OperandSpec, RequestPoolSpec, RequestSpec,
-                    SubgraphSpec, ValueKind, ValueSpec, element_kind, parse, serialize,
-                    storage_bytes, value_bytes)
+                    CodecLimitError, ElementKind, EncodedSpec, OperandSpec, Origins,
+                    RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec,
+                    element_kind, encode_parts, parse, storage_bytes, value_bytes,
+                    writable_argument, writable_operand, writable_operation)
 
 #: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
 #: structure in ways no structural mutation would).
@@ -146,6 +155,13 @@ def output_argument(spec: CaseSpec, operand: OperandSpec) -> ArgumentSpec:
                         size_delta=0 if known else UNKNOWN_OUTPUT_BYTES)
 
 
+def _argument_slots(spec: CaseSpec) -> list[tuple[list[ArgumentSpec], int]]:
+    """(request inputs or outputs, index) of every request argument, inputs first."""
+    request = spec.request
+    return ([(request.inputs, i) for i in range(len(request.inputs))]
+            + [(request.outputs, i) for i in range(len(request.outputs))])
+
+
 def ensure_request_pool(spec: CaseSpec) -> None:
     if not spec.request.pools:
         spec.request.pools.append(RequestPoolSpec())
@@ -181,7 +197,8 @@ def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
         return False
     small = [c for c in constants if element_kind(c[2].type) == ElementKind.INT32
              and len(c[2].dimensions) <= 1 and (not c[2].dimensions or c[2].dimensions[0] <= 4)]
-    _, _, operand = rng.choice(small if small and rng.random() < 0.6 else constants)
+    sg, index, operand = rng.choice(small if small and rng.random() < 0.6 else constants)
+    operand = writable_operand(sg, index)
     if operand.type == T.INT32 and rng.random() < 0.6:
         # Scalar INT32 constants are mostly operation parameters with a few legal values
         # (fused activation 0-3, padding scheme 0-2, axis, ...): stay in that range.
@@ -203,7 +220,8 @@ def tweak_input(spec: CaseSpec, rng: Rng) -> bool:
     if not inputs:
         return False
     small = [x for x in inputs if element_kind(x[2].type) in (ElementKind.INT32, ElementKind.BOOL)]
-    _, arg, operand = rng.choice(small if small and rng.random() < 0.7 else inputs)
+    i, arg, operand = rng.choice(small if small and rng.random() < 0.7 else inputs)
+    arg = writable_argument(spec.request.inputs, i)
     data = value_bytes(operand.type, effective_dims(arg, operand), arg.value, arg.size_delta)
     array = as_array(operand.type, data)
     if array is None or array.size == 0:
@@ -216,14 +234,19 @@ def tweak_input(spec: CaseSpec, rng: Rng) -> bool:
 
 def reseed_value(spec: CaseSpec, rng: Rng) -> bool:
     """New generated contents for a constant or an input."""
-    targets: list[OperandSpec | ArgumentSpec] = [o for _, _, o in placed_constants(spec)]
-    targets += [arg for _, arg, _ in valued_inputs(spec)]
+    # (operands of a subgraph or the request inputs, index) of each candidate
+    targets: list[tuple[SubgraphSpec | list[ArgumentSpec], int]] = [
+        (sg, i) for sg, i, _ in placed_constants(spec)]
+    targets += [(spec.request.inputs, i) for i, _, _ in valued_inputs(spec)]
     if not targets:
         return False
-    target = rng.choice(targets)
-    target.value = random_seed(rng) if rng.random() < 0.9 else ValueSpec()
-    if isinstance(target, ArgumentSpec):
-        target.size_delta = 0
+    where, i = rng.choice(targets)
+    if isinstance(where, SubgraphSpec):
+        writable_operand(where, i).value = random_seed(rng) if rng.random() < 0.9 else ValueSpec()
+    else:
+        arg = writable_argument(where, i)
+        arg.value = random_seed(rng) if rng.random() < 0.9 else ValueSpec()
+        arg.size_delta = 0
     return True
 
 
@@ -232,13 +255,13 @@ def reseed_value(spec: CaseSpec, rng: Rng) -> bool:
 def _regenerate_literals(spec: CaseSpec, changed: set[int], rng: Rng) -> None:
     """Literal values of resized operands no longer fit: give them generated values."""
     for sg in subgraphs(spec):
-        for o in sg.operands:
+        for i, o in enumerate(sg.operands):
             if id(o) in changed and o.value.kind == ValueKind.LITERAL:
-                o.value = random_seed(rng)
+                writable_operand(sg, i).value = random_seed(rng)
     for i, arg in enumerate(spec.request.inputs):
         operand = main_io_operand(spec, "input", i)
         if operand is not None and id(operand) in changed and arg.value.kind == ValueKind.LITERAL:
-            arg.value = random_seed(rng)
+            writable_argument(spec.request.inputs, i).value = random_seed(rng)
 
 
 def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
@@ -256,24 +279,28 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
     new = rng.choice([1, 2, 3, 4, 5, 8, old + 1, max(1, old - 1), old * 2])
     if new == old:
         new = old + 1
-    changed: set[int] = set()
+    changed: set[int] = set()       # id() of the operands resized (or fed resized values)
 
-    def resize(dims: list[int]) -> bool:
+    def resized(dims: list[int]) -> list[int] | None:
         k = len(dims) - 1 - from_end
         if k >= 0 and dims[k] == old:
-            dims[k] = new
-            return True
-        return False
+            return [*dims[:k], new, *dims[k + 1:]]
+        return None
 
     for sg in subgraphs(spec):
-        for o in sg.operands:
-            if o.type == picked.type and resize(o.dimensions):
+        for i, o in enumerate(sg.operands):
+            dims = resized(o.dimensions) if o.type == picked.type else None
+            if dims is not None:
+                o = writable_operand(sg, i)
+                o.dimensions = dims
                 changed.add(id(o))
     for role, args in (("input", spec.request.inputs), ("output", spec.request.outputs)):
         for i, arg in enumerate(args):
             operand = main_io_operand(spec, role, i)
             if operand is not None and operand.type == picked.type and arg.dimensions:
-                if resize(arg.dimensions):
+                dims = resized(arg.dimensions)
+                if dims is not None:
+                    writable_argument(args, i).dimensions = dims
                     changed.add(id(operand))
     _regenerate_literals(spec, changed, rng)
     return True
@@ -288,6 +315,7 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
     if not candidates:
         return False
     sg, index, operand = rng.choice(candidates)
+    operand = writable_operand(sg, index)
     old_size = storage_bytes(operand.type, operand.dimensions)
     if rng.random() < 0.2:
         operand.dimensions = []
@@ -299,7 +327,8 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
         if position < len(spec.request.outputs):
             arg = spec.request.outputs[position]
             if arg.location is None and not arg.dimensions:
-                arg.size_delta = max(arg.size_delta + old_size, 1)
+                writable_argument(spec.request.outputs, position).size_delta = \
+                    max(arg.size_delta + old_size, 1)
     return True
 
 
@@ -312,12 +341,14 @@ def request_dimensions(spec: CaseSpec, rng: Rng) -> bool:
         return False
     role, i, arg = rng.choice(args)
     operand = main_io_operand(spec, role, i)
+    arguments = spec.request.inputs if role == "input" else spec.request.outputs
     if arg.dimensions:
-        arg.dimensions = [] if rng.random() < 0.7 else [d + 1 for d in arg.dimensions]
+        dims = [] if rng.random() < 0.7 else [d + 1 for d in arg.dimensions]
     elif operand is not None and operand.dimensions:
-        arg.dimensions = [d if d else rng.randint(1, 4) for d in operand.dimensions]
+        dims = [d if d else rng.randint(1, 4) for d in operand.dimensions]
     else:
         return False
+    writable_argument(arguments, i).dimensions = dims
     return True
 
 
@@ -351,12 +382,13 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
     if not families:
         return False
     family = rng.choice(families)
-    old_types: dict[int, int] = {}
+    old_types: dict[int, int] = {}     # id() of each operand converted -> its old type
     for sg in subgraphs(spec):
-        for o in sg.operands:
+        for i, o in enumerate(sg.operands):
             new = family.get(o.type)
             if new is None:
                 continue
+            o = writable_operand(sg, i)
             if o.value.kind == ValueKind.LITERAL:
                 o.value = _converted_literal(o.value, o.type, new)
             if new == T.TENSOR_QUANT8_ASYMM_SIGNED:
@@ -371,6 +403,8 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
             if operand is None or id(operand) not in old_types:
                 continue
             old = old_types[id(operand)]
+            if arg.value.kind == ValueKind.LITERAL or arg.size_delta:
+                arg = writable_argument(args, i)
             if arg.value.kind == ValueKind.LITERAL:
                 arg.value = _converted_literal(arg.value, old, operand.type)
             if arg.size_delta:     # a buffer for an unknown shape: scale it with the element
@@ -381,10 +415,11 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
 
 def quantization(spec: CaseSpec, rng: Rng) -> bool:
     """Nudge the scale or zero point of a quantized operand."""
-    candidates = [o for sg in subgraphs(spec) for o in sg.operands if o.scale > 0]
+    candidates = [(sg, i) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
+                  if o.scale > 0]
     if not candidates:
         return False
-    o = rng.choice(candidates)
+    o = writable_operand(*rng.choice(candidates))
     if rng.random() < 0.6:
         o.scale = float(np.float32(o.scale * rng.choice([0.5, 2.0, 0.9, 1.1])))
     else:
@@ -438,7 +473,7 @@ def _extend_output(spec: CaseSpec, rng: Rng, build: Callable) -> bool:
         operation_type, inputs, out_scale, out_zero_point = planned
         result = new_operand(sg, OperandSpec(old.type, list(old.dimensions), out_scale,
                                              out_zero_point, L.SUBGRAPH_OUTPUT))
-        old.lifetime = L.TEMPORARY_VARIABLE
+        writable_operand(sg, index).lifetime = L.TEMPORARY_VARIABLE
         sg.outputIndexes[position] = result
         sg.operations.append(Operation(operation_type, inputs, [result]))
         return True
@@ -534,7 +569,7 @@ def cut_operation(spec: CaseSpec, rng: Rng) -> bool:
     ensure_request_pool(spec)
     del main.operations[k]
     for index in outputs:
-        operand = main.operands[index]
+        operand = writable_operand(main, index)
         if index in main.outputIndexes:
             position = main.outputIndexes.index(index)
             del main.outputIndexes[position]
@@ -577,24 +612,28 @@ _SIMILAR = {t: group for group in _SIMILAR_OPERATIONS for t in group}
 
 def change_operation_type(spec: CaseSpec, rng: Rng) -> bool:
     """An operation becomes another of its family (mostly one taking the same operands)."""
-    ops = [op for sg in subgraphs(spec) for op in sg.operations if op.type in _SIMILAR]
+    ops = [(sg, k) for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
+           if op.type in _SIMILAR]
     if not ops:
         return False
-    op = rng.choice(ops)
-    others = [t for t in _SIMILAR[op.type] if t != op.type]
+    sg, k = rng.choice(ops)
+    operation_type = sg.operations[k].type
+    others = [t for t in _SIMILAR[operation_type] if t != operation_type]
     if not others:
         return False
-    op.type = rng.choice(others)
+    writable_operation(sg, k).type = rng.choice(others)
     return True
 
 
 def swap_operation_inputs(spec: CaseSpec, rng: Rng) -> bool:
     """Swap two inputs of an operation, preferring two of the same type (ADD's operands,
     IF's branches, WHILE's state)."""
-    ops = [(sg, op) for sg in subgraphs(spec) for op in sg.operations if len(op.inputs) >= 2]
+    ops = [(sg, k) for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
+           if len(op.inputs) >= 2]
     if not ops:
         return False
-    sg, op = rng.choice(ops)
+    sg, k = rng.choice(ops)
+    op = writable_operation(sg, k)
 
     def type_of(i: int) -> int:
         return sg.operands[i].type if i < len(sg.operands) else -1
@@ -640,26 +679,28 @@ def retarget_subgraph(spec: CaseSpec, rng: Rng) -> bool:
     """Point an IF/WHILE subgraph operand at another referenced subgraph (one with the same
     signature, and not one that would make the graph recursive, when there is one)."""
     referenced = spec.model.referenced
-    refs = [(number, o) for number, sg in enumerate(subgraphs(spec)) for o in sg.operands
-            if o.lifetime == L.SUBGRAPH and o.location is None]
+    refs = [(number, sg, i) for number, sg in enumerate(subgraphs(spec))
+            for i, o in enumerate(sg.operands) if o.lifetime == L.SUBGRAPH and o.location is None]
     if not refs or len(referenced) < 2:
         return False
-    number, o = rng.choice(refs)
+    number, sg, i = rng.choice(refs)
+    o = sg.operands[i]
     current = (_signature(referenced[o.target]) if o.target < len(referenced) else None)
     same = [k for k, sg in enumerate(referenced)
             if k != o.target and _signature(sg) == current
             and not _reaches(spec, k + 1, number)]
     if same and rng.random() < 0.9:
-        o.target = rng.choice(same)
+        writable_operand(sg, i).target = rng.choice(same)
         return True
-    ifs = [op for sg in subgraphs(spec) for op in sg.operations
+    ifs = [(sg, k) for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
            if op.type == Op.IF and len(op.inputs) >= 3]
     if ifs:
-        op = rng.choice(ifs)          # exchanging the branches always fits
+        op = writable_operation(*rng.choice(ifs))   # exchanging the branches always fits
         op.inputs[1], op.inputs[2] = op.inputs[2], op.inputs[1]
         return True
     if rng.random() < 0.3:            # a mismatching subgraph, for validation's sake
-        o.target = rng.choice([k for k in range(len(referenced)) if k != o.target])
+        writable_operand(sg, i).target = rng.choice(
+            [k for k in range(len(referenced)) if k != o.target])
         return True
     return False
 
@@ -676,6 +717,7 @@ def constant_to_input(spec: CaseSpec, rng: Rng) -> bool:
         return False
     ensure_request_pool(spec)
     index, o = rng.choice(constants)
+    o = writable_operand(main, index)
     o.lifetime = L.SUBGRAPH_INPUT
     main.inputIndexes.append(index)
     spec.request.inputs.append(ArgumentSpec(target=input_pool(spec), value=o.value))
@@ -698,6 +740,7 @@ def input_to_constant(spec: CaseSpec, rng: Rng) -> bool:
     operand = main.operands[main.inputIndexes[position]]
     if 0 in operand.dimensions or (is_tensor(operand.type) and not operand.dimensions):
         return False
+    operand = writable_operand(main, main.inputIndexes[position])
     operand.lifetime = L.CONSTANT_COPY if rng.random() < 0.8 else L.CONSTANT_REFERENCE
     operand.value = arg.value
     if operand.lifetime == L.CONSTANT_REFERENCE:
@@ -718,7 +761,7 @@ def switch_constant_storage(spec: CaseSpec, rng: Rng) -> bool:
     constants = placed_constants(spec)
     if not constants:
         return False
-    _, _, o = rng.choice(constants)
+    o = writable_operand(*rng.choice(constants)[:2])
     if o.lifetime == L.CONSTANT_COPY:
         _ensure_model_pool(spec)
         o.lifetime = L.CONSTANT_REFERENCE
@@ -740,19 +783,20 @@ def _copy_extra(extra: OperandExtraParams) -> OperandExtraParams:
 
 def output_buffer_size(spec: CaseSpec, rng: Rng) -> bool:
     """Make an output buffer too small (OUTPUT_INSUFFICIENT_SIZE) or larger than needed."""
-    outputs = [a for a in spec.request.outputs if a.location is None and not a.hasNoValue]
+    outputs = [i for i, a in enumerate(spec.request.outputs)
+               if a.location is None and not a.hasNoValue]
     if not outputs:
         return False
-    arg = rng.choice(outputs)
+    arg = writable_argument(spec.request.outputs, rng.choice(outputs))
     arg.size_delta += rng.choice([-1, -1, -4, 1, 4, 64])
     return True
 
 
 def toggle_no_value(spec: CaseSpec, rng: Rng) -> bool:
-    args = spec.request.inputs + spec.request.outputs
+    args = _argument_slots(spec)
     if not args:
         return False
-    arg = rng.choice(args)
+    arg = writable_argument(*rng.choice(args))
     arg.hasNoValue = not arg.hasNoValue
     if not arg.hasNoValue and arg.location is None:
         arg.value = random_seed(rng)
@@ -761,10 +805,11 @@ def toggle_no_value(spec: CaseSpec, rng: Rng) -> bool:
 
 def split_pools(spec: CaseSpec, rng: Rng) -> bool:
     """Move a request argument to another (possibly new) pool."""
-    args = [a for a in spec.request.inputs + spec.request.outputs if a.location is None]
+    args = [(arguments, i) for arguments, i in _argument_slots(spec)
+            if arguments[i].location is None]
     if not args:
         return False
-    arg = rng.choice(args)
+    arg = writable_argument(*rng.choice(args))
     pools = spec.request.pools
     others = [j for j in range(len(pools)) if j != arg.target]
     if len(pools) < MAX_POOLS and (not others or rng.random() < 0.5):
@@ -780,17 +825,46 @@ def split_pools(spec: CaseSpec, rng: Rng) -> bool:
 # --- execution choices ------------------------------------------------------------------------
 
 def loop_timeout_ns(rng: Rng) -> int | None:
-    """Mostly a few milliseconds; often under one; rarely up to 50 ms or omitted (the 2 s
-    default). An endless loop costs its whole timeout, so short timeouts keep the fuzzer
-    fast while still exercising the timeout path."""
+    """Mostly under a millisecond (65 %), else 1-2 ms (30 %), rarely 3-20 ms (4.5 %) or
+    omitted (0.5 %: the 2 s default). An endless loop costs its whole timeout, twice per
+    input (both executions), so short timeouts keep the fuzzer fast while still exercising
+    the timeout path."""
     r = rng.random()
     if r < 0.005:
         return None
-    if r < 0.3:
+    if r < 0.655:
         return rng.randrange(0, 1000) * 1000
-    if r < 0.9:
-        return rng.randint(1, 5) * 1_000_000
-    return rng.randint(6, 50) * 1_000_000
+    if r < 0.955:
+        return rng.randrange(1000, 2001) * 1000
+    return rng.randint(3, 20) * 1_000_000
+
+
+def fence_delay_ns(rng: Rng) -> int:
+    """How long after executeFenced its wait fences signal: mostly within 0.2 ms, sometimes
+    up to 1 ms, rarely up to 5 ms (the harness waits that long, so it is time spent idle)."""
+    r = rng.random()
+    if r < 0.7:
+        return rng.randrange(0, 201) * 1000
+    if r < 0.95:
+        return rng.randrange(200, 1001) * 1000
+    return rng.randrange(1000, 5001) * 1000
+
+
+#: Above these, a choice makes an input slow: an endless loop costs its whole timeout twice
+#: per input, a fence delay is waited out. Every mutation redraws such a choice with
+#: COSTLY_CHOICE_REDRAW probability, so that a slow input kept in the corpus (coverage
+#: guidance favours loops that run longer) does not breed a line of slow children.
+COSTLY_LOOP_TIMEOUT_NS = 2_000_000
+COSTLY_FENCE_DELAY_NS = 1_000_000
+COSTLY_CHOICE_REDRAW = 0.9
+
+
+def shorten_costly_waits(choices: ExecutionChoices, rng: Rng) -> None:
+    loop = choices.loopTimeoutDuration_ns
+    if (loop is None or loop > COSTLY_LOOP_TIMEOUT_NS) and rng.random() < COSTLY_CHOICE_REDRAW:
+        choices.loopTimeoutDuration_ns = loop_timeout_ns(rng)
+    if choices.wait_fence_delay_ns > COSTLY_FENCE_DELAY_NS and rng.random() < COSTLY_CHOICE_REDRAW:
+        choices.wait_fence_delay_ns = fence_delay_ns(rng)
 
 
 def deadline_ns(rng: Rng) -> int | None:
@@ -810,7 +884,7 @@ def random_choices(rng: Rng) -> ExecutionChoices:
         measureTiming=MeasureTiming.YES if rng.random() < 0.3 else MeasureTiming.NO,
         preference=rng.choice(list(ExecutionPreference)), priority=rng.choice(list(Priority)),
         deadline_ns=deadline_ns(rng), loopTimeoutDuration_ns=loop_timeout_ns(rng),
-        wait_fences=wait, wait_fence_delay_ns=rng.randrange(0, 5001) * 1000 if wait else 0,
+        wait_fences=wait, wait_fence_delay_ns=fence_delay_ns(rng) if wait else 0,
         fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
             [1_000_000_000, rng.randrange(0, 2000) * 1000]))
 
@@ -832,8 +906,9 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
 
 # --- breaking one thing -----------------------------------------------------------------------
 
-def _any_operand(spec: CaseSpec, rng: Rng) -> tuple[SubgraphSpec, OperandSpec] | None:
-    pairs = [(sg, o) for sg in subgraphs(spec) for o in sg.operands]
+def _any_operand(spec: CaseSpec, rng: Rng) -> tuple[SubgraphSpec, int] | None:
+    """(subgraph, operand index) of an operand of any subgraph."""
+    pairs = [(sg, i) for sg in subgraphs(spec) for i in range(len(sg.operands))]
     return rng.choice(pairs) if pairs else None
 
 
@@ -841,10 +916,10 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
     """One field set to a value validation must reject (or at least survive)."""
     picked = _any_operand(spec, rng)
     kind = rng.randrange(14)
-    if picked is None and kind < 9:
-        return False
-    if picked is not None:
-        sg, o = picked
+    if kind < 9:                # kinds 0-8 change that operand
+        if picked is None:
+            return False
+        o = writable_operand(*picked)
     if kind == 0:
         o.type = rng.choice([*T, rng.randrange(16, 200), 0x10000 | rng.randrange(4)])
     elif kind == 1:
@@ -869,25 +944,30 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
     elif kind == 7:
         o.zeroPoint = rng.choice([-129, 256, 1 << 20, -(1 << 31)])
     elif kind == 8:
+        # A new OperandExtraParams, not a change to the old one: copies share those.
+        extra = o.extraParams
         if rng.random() < 0.5:
-            o.extraParams.channelQuant = SymmPerChannelQuantParams(
-                [rng.choice([0.5, 0.0, -1.0]) for _ in range(rng.randint(0, 4))], rng.randrange(5))
+            o.extraParams = OperandExtraParams(SymmPerChannelQuantParams(
+                [rng.choice([0.5, 0.0, -1.0]) for _ in range(rng.randint(0, 4))], rng.randrange(5)),
+                extra.extension)
         else:
-            o.extraParams.extension = bytes(rng.randrange(256) for _ in range(rng.randrange(5)))
+            o.extraParams = OperandExtraParams(
+                extra.channelQuant, bytes(rng.randrange(256) for _ in range(rng.randrange(5))))
     elif kind == 9:
-        ops = [op for sg in subgraphs(spec) for op in sg.operations]
+        ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
         if not ops:
             return False
-        op = rng.choice(ops)
+        op = writable_operation(*rng.choice(ops))
         lst = op.inputs if (rng.random() < 0.7 or not op.outputs) and op.inputs else op.outputs
         if not lst:
             return False
         lst[rng.randrange(len(lst))] = rng.choice([rng.randrange(8), 1 << 20, (1 << 32) - 1])
     elif kind == 10:
-        ops = [op for sg in subgraphs(spec) for op in sg.operations]
+        ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
         if not ops:
             return False
-        rng.choice(ops).type = rng.choice([rng.randrange(102), 10000, rng.randrange(1 << 20)])
+        new_type = rng.choice([rng.randrange(102), 10000, rng.randrange(1 << 20)])
+        writable_operation(*rng.choice(ops)).type = new_type
     elif kind == 11:
         sg = rng.choice(subgraphs(spec))
         lst = sg.inputIndexes if rng.random() < 0.5 else sg.outputIndexes
@@ -896,11 +976,12 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
         elif len(lst) < MAX_IO_INDEXES:
             lst.append(rng.randrange(max(1, len(sg.operands) + 1)))
     elif kind == 12:
-        args = spec.request.inputs + spec.request.outputs
+        args = _argument_slots(spec)
         if not args:
             return False
-        rng.choice(args).location = DataLocation(
-            rng.randrange(3), rng.choice([0, 3, 1 << 20]), rng.choice([0, 1, 7, 1 << 20]))
+        location = DataLocation(rng.randrange(3), rng.choice([0, 3, 1 << 20]),
+                                rng.choice([0, 1, 7, 1 << 20]))
+        writable_argument(*rng.choice(args)).location = location
     else:
         pools = spec.request.pools
         if pools:
@@ -933,7 +1014,15 @@ MUTATIONS: tuple[WeightedMutation, ...] = tuple(WeightedMutation(f.__name__, w, 
     (change_choice, 8),
     (break_something, 5),
 ))
-_WEIGHTS = [m.weight for m in MUTATIONS]
+_CUMULATIVE_WEIGHTS = list(accumulate(m.weight for m in MUTATIONS))
+_TOTAL_WEIGHT = _CUMULATIVE_WEIGHTS[-1]
+
+
+def pick_mutation(rng: Rng) -> WeightedMutation:
+    """A mutation drawn by weight: rng.choices(MUTATIONS, weights) without its overhead (the
+    same draw from the same random number)."""
+    return MUTATIONS[bisect(_CUMULATIVE_WEIGHTS, rng.random() * _TOTAL_WEIGHT, 0,
+                            len(MUTATIONS) - 1)]
 
 
 def _unused_pools(count: int, placed: Sequence[int], explicit: Sequence[int],
@@ -946,35 +1035,48 @@ def _renumbered(index: int, removed: Sequence[int]) -> int:
     return index - sum(1 for j in removed if j < index)
 
 
+def _renumbered_location(location: DataLocation, removed: Sequence[int]) -> DataLocation:
+    # A new DataLocation, not a change to the old one: specs share those.
+    return DataLocation(_renumbered(location.poolIndex, removed), location.offset,
+                        location.length)
+
+
 def tidy_pools(spec: CaseSpec) -> None:
     """Drop pools that a mutation left empty (nothing placed there, no explicit segment or
     location): a zero-sized pool is invalid, and that is not what the mutation was about."""
     request = spec.request
-    args = [a for a in request.inputs + request.outputs]
-    removed = _unused_pools(
+    args = request.inputs + request.outputs
+    # At least one pool stays, and a model needs none: most specs have nothing to check.
+    removed = [] if len(request.pools) < 2 else _unused_pools(
         len(request.pools),
         [a.target for a in args if a.location is None and not a.hasNoValue],
         [a.location.poolIndex for a in args if a.location is not None],
         lambda j: request.pools[j].token is None and not request.pools[j].blob.segments)
     if removed and len(removed) < len(request.pools):
         request.pools = [p for j, p in enumerate(request.pools) if j not in removed]
-        for a in args:
+        for arguments, i in _argument_slots(spec):
+            a = writable_argument(arguments, i)
             if a.location is not None:
-                a.location.poolIndex = _renumbered(a.location.poolIndex, removed)
+                a.location = _renumbered_location(a.location, removed)
             else:
                 a.target = _renumbered(a.target, removed)
     model = spec.model
-    references = [o for sg in subgraphs(spec) for o in sg.operands
+    if not model.pools:
+        return
+    references = [(sg, i) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
                   if o.lifetime == L.CONSTANT_REFERENCE]
+    located = [sg.operands[i].location for sg, i in references]
     removed = _unused_pools(
-        len(model.pools), [o.target for o in references if o.location is None],
-        [o.location.poolIndex for o in references if o.location is not None],
+        len(model.pools),
+        [sg.operands[i].target for (sg, i), loc in zip(references, located) if loc is None],
+        [loc.poolIndex for loc in located if loc is not None],
         lambda j: not model.pools[j].segments)
     if removed:
         model.pools = [p for j, p in enumerate(model.pools) if j not in removed]
-        for o in references:
+        for sg, i in references:
+            o = writable_operand(sg, i)
             if o.location is not None:
-                o.location.poolIndex = _renumbered(o.location.poolIndex, removed)
+                o.location = _renumbered_location(o.location, removed)
             else:
                 o.target = _renumbered(o.target, removed)
 
@@ -985,13 +1087,14 @@ def mutate_spec(spec: CaseSpec, rng: Rng, count: int | None = None) -> list[str]
         count = rng.choice((1, 1, 1, 2, 2, 3))
     applied = []
     for _ in range(count * 4):          # some mutations do not apply to every case
-        mutation = rng.choices(MUTATIONS, _WEIGHTS)[0]
+        mutation = pick_mutation(rng)
         if mutation.apply(spec, rng):
             applied.append(mutation.name)
             if len(applied) == count:
                 break
     if "break_something" not in applied:
         tidy_pools(spec)
+    shorten_costly_waits(spec.choices, rng)
     return applied
 
 
@@ -1037,6 +1140,58 @@ def byte_mutate(data: bytes, max_size: int, rng: Rng) -> bytes:
     return BYTE_MUTATE(data, max_size, rng)
 
 
+# --- inputs already parsed ---------------------------------------------------------------------
+# libFuzzer mutates the same inputs over and over: each corpus input many times, and within an
+# iteration the output of the previous mutation (up to -mutate_depth times in a row). Their
+# specs are kept, with the bytes of each part (EncodedSpec), so that an input is parsed once,
+# and encode_parts serializes only what a mutation changed.
+
+class SpecCache:
+    """Encoded specs by the input bytes they came from, the least recently used dropped
+    first. The specs are never changed: mutations work on copies."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: dict[bytes, EncodedSpec] = {}
+
+    def get(self, data: bytes) -> EncodedSpec | None:
+        entry = self._entries.pop(data, None)
+        if entry is not None:
+            self._entries[data] = entry         # now the most recently used
+        return entry
+
+    def put(self, data: bytes, entry: EncodedSpec) -> None:
+        self._entries[data] = entry
+        if len(self._entries) > self.capacity:
+            del self._entries[next(iter(self._entries))]
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+#: Inputs given to mutate and crossover (some 15 KiB each for corpus inputs: 30 MiB full).
+PARSED_INPUTS = SpecCache(2048)
+#: The latest outputs, which libFuzzer mostly mutates next.
+RECENT_OUTPUTS = SpecCache(8)
+
+
+def encoded_input(data: bytes) -> EncodedSpec:
+    """The input's spec and part bytes, parsed once; raises CodecLimitError where the
+    input's spec cannot be serialized."""
+    data = bytes(data)
+    entry = RECENT_OUTPUTS.get(data) or PARSED_INPUTS.get(data)
+    if entry is None:
+        entry = encode_parts(parse(data))
+        PARSED_INPUTS.put(data, entry)
+    return entry
+
+
+def _output(result: EncodedSpec) -> bytes:
+    out = result.data
+    RECENT_OUTPUTS.put(out, result)
+    return out
+
+
 # --- the libFuzzer entry points ---------------------------------------------------------------
 
 def mutate(data: bytes, max_size: int, seed: int) -> bytes:
@@ -1044,15 +1199,17 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes:
     rng = random.Random(seed)
     if rng.random() < BYTE_MUTATION_SHARE:
         return byte_mutate(data, max_size, rng)
-    spec = parse(data)
-    mutate_spec(spec, rng)
     try:
-        out = serialize(spec)
+        source = encoded_input(data)
+        origins: Origins = {}
+        spec = source.copy(origins)
+        mutate_spec(spec, rng)
+        result = encode_parts(spec, origins)
     except CodecLimitError:
         return byte_mutate(data, max_size, rng)
-    if len(out) > max_size:
+    if sum(map(len, result.parts)) > max_size:
         return byte_mutate(data, max_size, rng)
-    return out
+    return _output(result)
 
 
 def default_request(spec: CaseSpec, rng: Rng) -> None:
@@ -1076,24 +1233,33 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
     grafted in (and an IF/WHILE operand pointed at one of a matching signature), or with
     the second's execution choices, or the second's model with a request rebuilt for it."""
     rng = random.Random(seed)
-    first, second = parse(data1), parse(data2)
-    r = rng.random()
-    if r < 0.5 and second.model.referenced:
-        base = len(first.model.referenced)
-        room = max(0, 8 - base)
-        first.model.referenced.extend(second.model.referenced[:room])
-        for sg in second.model.referenced[:room]:
-            for o in sg.operands:
-                if o.lifetime == L.SUBGRAPH and o.location is None:
-                    o.target += base
-        retarget_subgraph(first, rng)
-    elif r < 0.75:
-        first.choices = second.choices
-    else:
-        first.model = second.model
-        default_request(first, rng)
     try:
-        out = serialize(first)
+        source, other = encoded_input(data1), encoded_input(data2)
     except CodecLimitError:
         return data1[:max_out_size]
-    return out if len(out) <= max_out_size else data1[:max_out_size]
+    origins: Origins = {}
+    first = source.copy(origins)
+    r = rng.random()
+    referenced = len(other.spec.model.referenced)
+    if r < 0.5 and referenced:
+        base = len(first.model.referenced)
+        room = max(0, MAX_REFERENCED - base)
+        for k in range(min(room, referenced)):
+            sg = other.copy_subgraph(k + 1, origins)
+            for i, o in enumerate(sg.operands):
+                if o.lifetime == L.SUBGRAPH and o.location is None:
+                    writable_operand(sg, i).target += base
+            first.model.referenced.append(sg)
+        retarget_subgraph(first, rng)
+    elif r < 0.75:
+        first.choices = other.copy_choices(origins)
+    else:
+        first.model = other.copy_model(origins)
+        default_request(first, rng)
+    try:
+        result = encode_parts(first, origins)
+    except CodecLimitError:
+        return data1[:max_out_size]
+    if sum(map(len, result.parts)) > max_out_size:
+        return data1[:max_out_size]
+    return _output(result)

@@ -82,6 +82,42 @@ def test_spec_serialization_round_trips(data):
     assert codec.parse(codec.serialize(spec)) == spec
 
 
+def test_multi_byte_counts_dimensions_and_indexes_read_as_varints():
+    # One-byte values are read in bulk; a longer varint anywhere must still be read whole.
+    operands = [OperandSpec(T.TENSOR_FLOAT32, [200, 1 << 20, 3]),
+                OperandSpec(T.TENSOR_INT32, [1] * codec.MAX_RANK)]
+    wide = Operation(Op.ADD, [0, 1] * 63 + [1 << 31, 0], [0] * codec.MAX_OPERATION_OUTPUTS)
+    spec = CaseSpec(ModelSpec(SubgraphSpec(operands, [wide, Operation(Op.ADD, [0, 1], [300])],
+                                           [0] * codec.MAX_IO_INDEXES, [1, 128])))
+    data = codec.serialize(spec)
+    assert codec.parse(data) == spec
+    main = codec.decode(data).model.main
+    assert main.operands[0].dimensions == [200, 1 << 20, 3]
+    assert main.operations[0].inputs == wide.inputs and main.operations[1].outputs == [300]
+    assert len(main.inputIndexes) == codec.MAX_IO_INDEXES and main.outputIndexes == [1, 128]
+    assert [o.numberOfConsumers for o in main.operands] == [65, 64]
+
+
+def test_an_input_cut_inside_dimensions_or_indexes_reads_zeros_past_its_end():
+    spec = CaseSpec(ModelSpec(SubgraphSpec(
+        [OperandSpec(T.TENSOR_FLOAT32, [5, 6, 7, 8])], [Operation(Op.ADD, [0, 0, 0], [0])])))
+    data = codec.serialize(spec)
+    for cut in range(len(data)):
+        case = codec.decode(data[:cut])
+        assert case == codec.lower(codec.parse(data[:cut]))
+        for operand in case.model.main.operands:     # cut before its rank: no dimensions
+            dims = operand.dimensions
+            read = len([d for d in dims if d])
+            assert len(dims) in (0, 4) and dims == [5, 6, 7, 8][:read] + [0] * (len(dims) - read)
+        for operation in case.model.main.operations:
+            assert operation.inputs in ([], [0, 0, 0])
+    # A varint cut by the end: its last byte had the continuation bit set.
+    cut_varint = codec.serialize(CaseSpec(ModelSpec(SubgraphSpec(
+        [OperandSpec(T.TENSOR_FLOAT32, [1, 1 << 20])]))))
+    cut_varint = cut_varint[:cut_varint.index(bytes([0x80, 0x80, 0x40])) + 2]
+    assert codec.decode(cut_varint).model.main.operands[0].dimensions == [1, 0]
+
+
 def test_decoding_is_deterministic():
     for data in SEED_BYTES + [bytes(range(256)), b"\xff" * 300]:
         assert codec.decode(data) == codec.decode(data)
@@ -332,6 +368,60 @@ def test_a_sample_of_conformance_models_round_trips_exactly():
                 [o.type for o in case.model.main.operands]
             checked += 1
     assert checked >= 40
+
+
+# --- encoding part by part (the custom mutator's path) ------------------------------------------
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_INPUT)
+def test_encode_parts_is_serialize_and_a_copy_reuses_every_part(data):
+    spec = codec.parse(data)
+    encoded = codec.encode_parts(spec)
+    assert encoded.data == codec.serialize(spec)
+    origins: codec.Origins = {}
+    copy = encoded.copy(origins)
+    assert copy == spec
+    again = codec.encode_parts(copy, origins)
+    assert again.data == encoded.data
+    tail = len(encoded.parts) - 2          # the extensions are always written again
+    assert all(new is old for k, (new, old) in enumerate(zip(again.parts, encoded.parts))
+               if k != tail)
+
+
+def test_a_changed_part_is_serialized_again_and_the_original_stays_as_it_was():
+    data = codec.serialize(SEEDS["nested_while_in_if"]())
+    encoded = codec.encode_parts(codec.parse(data))
+    for change in range(6):
+        origins: codec.Origins = {}
+        copy = encoded.copy(origins)
+        # A copy shares operands, operations and arguments with the original: they are
+        # replaced by copies of their own before they change.
+        main, inner = copy.model.main, copy.model.referenced[-1]
+        if change == 0:
+            codec.writable_operand(inner, 0).dimensions[0] += 1
+        elif change == 1:
+            codec.writable_operation(main, 0).inputs.reverse()
+        elif change == 2:
+            codec.writable_argument(copy.request.inputs, 0).value = \
+                ValueSpec(ValueKind.GENERATED, 5)
+        elif change == 3:
+            copy.choices.loopTimeoutDuration_ns = 7000
+        elif change == 4:
+            copy.model.relaxComputationFloat32toFloat16 = True
+        else:
+            copy.model.referenced.append(copy.model.referenced[0])
+        again = codec.encode_parts(copy, origins)
+        assert again.data == codec.serialize(copy) != data
+        assert codec.parse(data) == encoded.spec and encoded.data == data
+
+
+def test_a_part_over_a_limit_still_raises():
+    encoded = codec.encode_parts(codec.parse(codec.serialize(SEEDS["add_float32"]())))
+    origins: codec.Origins = {}
+    copy = encoded.copy(origins)
+    codec.writable_operand(copy.model.main, 0).dimensions = [1] * (codec.MAX_RANK + 1)
+    with pytest.raises(codec.CodecLimitError, match="main operand 0: rank"):
+        codec.encode_parts(copy, origins)
 
 
 # --- the scripts built on the codec --------------------------------------------------------------

@@ -75,6 +75,87 @@ def test_mutate_is_deterministic_bounded_and_decodable():
     assert changed > 270
 
 
+def stacked_mutations(seed: int, steps: int) -> list[bytes]:
+    """Outputs of mutate and crossover, each applied to the previous output (as libFuzzer
+    does), from the seeds."""
+    rng = random.Random(seed)
+    names = sorted(SEED_BYTES)
+    outputs = []
+    for _ in range(steps):
+        data = SEED_BYTES[rng.choice(names)]
+        for _ in range(4):
+            if rng.random() < 0.5:
+                data = mutator.mutate(data, 4096, rng.randrange(1 << 30))
+            else:
+                data = mutator.crossover(data, SEED_BYTES[rng.choice(names)], 4096,
+                                         rng.randrange(1 << 30))
+            outputs.append(data)
+    return outputs
+
+
+def clear_caches() -> None:
+    mutator.PARSED_INPUTS.clear()
+    mutator.RECENT_OUTPUTS.clear()
+
+
+def test_parsed_inputs_do_not_change_what_mutate_and_crossover_give():
+    clear_caches()
+    warm = stacked_mutations(21, 60)
+    cold = []
+    rng = random.Random(21)
+    names = sorted(SEED_BYTES)
+    for _ in range(60):
+        data = SEED_BYTES[rng.choice(names)]
+        for _ in range(4):
+            clear_caches()
+            if rng.random() < 0.5:
+                data = mutator.mutate(data, 4096, rng.randrange(1 << 30))
+            else:
+                data = mutator.crossover(data, SEED_BYTES[rng.choice(names)], 4096,
+                                         rng.randrange(1 << 30))
+            cold.append(data)
+    assert warm == cold
+
+
+def test_kept_specs_stay_as_their_bytes_parse():
+    """Mutations work on copies that share most objects with the kept specs: none may
+    change a kept spec (that would change later mutations of the same input)."""
+    clear_caches()
+    stacked_mutations(22, 80)
+    entries = [*mutator.PARSED_INPUTS._entries.items(), *mutator.RECENT_OUTPUTS._entries.items()]
+    assert len(entries) > 20
+    for data, entry in entries:
+        assert codec.serialize(entry.spec) == entry.data
+        assert codec.parse(data) == entry.spec
+        assert codec.encode_parts(codec.parse(data)).parts == entry.parts
+    for data, entry in mutator.RECENT_OUTPUTS._entries.items():
+        assert entry.data == data
+
+
+@pytest.mark.parametrize("mutation", mutator.MUTATIONS, ids=lambda m: m.name)
+def test_each_mutation_leaves_the_spec_it_copied_alone(mutation):
+    rng = random.Random(12)
+    for name in sorted(SPECS) * 2:
+        encoded = codec.encode_parts(fresh(name))
+        before = encoded.data
+        origins: codec.Origins = {}
+        spec = encoded.copy(origins)
+        if mutation.apply(spec, rng):
+            mutator.tidy_pools(spec)
+            assert codec.encode_parts(spec, origins).data == codec.serialize(spec)
+        assert codec.serialize(encoded.spec) == before == encoded.data
+
+
+def test_the_spec_cache_drops_the_least_recently_used():
+    cache = mutator.SpecCache(2)
+    entries = {data: codec.encode_parts(codec.parse(data)) for data in (b"a", b"b", b"c")}
+    cache.put(b"a", entries[b"a"])
+    cache.put(b"b", entries[b"b"])
+    assert cache.get(b"a") is entries[b"a"]
+    cache.put(b"c", entries[b"c"])
+    assert cache.get(b"b") is None and cache.get(b"a") is entries[b"a"]
+
+
 def test_mutate_respects_a_small_max_size():
     data = SEED_BYTES["nested_if_in_while"]
     for seed in range(50):
@@ -236,15 +317,38 @@ def test_duplicate_operation_adds_outputs_to_the_request():
 
 
 def test_change_choice_draws_mostly_short_loop_timeouts():
+    # An endless loop costs its whole timeout (twice per input): short ones dominate.
     rng = random.Random(6)
-    timeouts = [mutator.loop_timeout_ns(rng) for _ in range(2000)]
-    omitted = sum(t is None for t in timeouts)
-    assert 0 < omitted < 200
-    assert all(t <= 50_000_000 for t in timeouts if t is not None)
+    timeouts = [mutator.loop_timeout_ns(rng) for _ in range(20000)]
+    share = collections.Counter(
+        "omitted" if t is None else "<1ms" if t < 1_000_000 else "1-2ms" if t <= 2_000_000
+        else "3-20ms" if 3_000_000 <= t <= 20_000_000 else "other" for t in timeouts)
+    assert 0.002 < share["omitted"] / 20000 < 0.01
+    assert 0.62 < share["<1ms"] / 20000 < 0.68
+    assert 0.27 < share["1-2ms"] / 20000 < 0.33
+    assert 0.03 < share["3-20ms"] / 20000 < 0.06
+    assert share["other"] == 0
+    assert all(t % 1000 == 0 for t in timeouts if t is not None)    # whole microseconds
     deadlines = [mutator.deadline_ns(rng) for _ in range(2000)]
     assert sum(d is None for d in deadlines) > 1600
     delays = [mutator.random_choices(rng).wait_fence_delay_ns for _ in range(500)]
     assert max(delays) <= 5_000_000
+    assert sum(d <= 1_000_000 for d in delays) > 420
+
+
+def test_slow_choices_rarely_pass_to_the_children_of_an_input():
+    """A parent whose endless loop would run for the 2 s default (or whose fences signal
+    late) is kept in a corpus for its coverage; most of its mutants must be fast again."""
+    spec = fresh("while_counter_3")
+    spec.choices.loopTimeoutDuration_ns = None
+    spec.choices.wait_fences, spec.choices.wait_fence_delay_ns = 1, 5_000_000
+    parent = codec.serialize(spec)
+    children = [codec.decode(mutator.mutate(parent, 1 << 16, seed)).choices for seed in range(400)]
+    structural = [c for c in children if c.wait_fences]    # byte mutations aside
+    slow_loops = sum(c.loopTimeoutDuration_ns is None or c.loopTimeoutDuration_ns > 2_000_000
+                     for c in children)
+    assert slow_loops < 0.4 * len(children)   # byte mutations (15 %) keep them; else 10 %
+    assert sum(c.wait_fence_delay_ns > 1_000_000 for c in structural) < 0.4 * len(structural)
 
 
 def test_change_operation_type_stays_in_the_family():
