@@ -728,6 +728,28 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
         wait_fences, delay, duration)
 
 
+#: The most bytes the execution choices at the head of an input take: two bytes and at most
+#: four varints of at most 10 bytes.
+CHOICES_MAX_BYTES = 2 + 4 * 10
+
+
+def read_choices(data: bytes) -> tuple[ExecutionChoices, int]:
+    """The execution choices an input starts with, and how many of its bytes they take
+    (without parsing the rest)."""
+    head = bytes(data[:CHOICES_MAX_BYTES])
+    it = iter(head)
+    choices = _read_choices(it)
+    return choices, len(head) - length_hint(it)
+
+
+def with_choices(data: bytes, choices: ExecutionChoices) -> bytes:
+    """``data`` with its execution choices replaced; the rest decodes as it did."""
+    _, used = read_choices(data)
+    out = bytearray()
+    _choices_out(out, choices)
+    return bytes(out) + bytes(data[used:])
+
+
 def parse(data: bytes) -> CaseSpec:
     """Any byte string -> its CaseSpec (never raises)."""
     data = bytes(data)

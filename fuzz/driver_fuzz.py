@@ -9,7 +9,8 @@ bundled driver package and the named driver's package are instrumented for cover
 other argument goes to libFuzzer unchanged (-max_total_time, -runs, -jobs, -fork, -timeout,
 -merge, -minimize_crash, -dict, ...). Artifacts go to the repository's crashes/ unless
 -artifact_prefix says otherwise; -timeout defaults to 60 s (the harness reports hangs
-itself, long before that). Harness statistics are printed when the process ends, and each
+itself, long before that); -entropic_scale_per_exec_time defaults to 1 (fast inputs are
+mutated more often). Harness statistics are printed when the process ends, and each
 failure is logged as one line (artifact hash, violation) to findings.log beside the
 artifacts.
 
@@ -94,6 +95,11 @@ def with_default_flags(argv: list[str]) -> list[str]:
         argv.append(f"-artifact_prefix={crashes}/")
     if not has_flag(argv, "timeout"):
         argv.append(f"-timeout={DEFAULT_TIMEOUT_S}")
+    if not has_flag(argv, "entropic_scale_per_exec_time"):
+        # Inputs whose loops run until a long timeout are slow, and coverage of loop hit
+        # counts keeps such inputs in the corpus; scheduling by execution time keeps them
+        # from eating the run (at the price of libFuzzer's determinism under -seed).
+        argv.append("-entropic_scale_per_exec_time=1")
     return argv
 
 

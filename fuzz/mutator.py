@@ -39,8 +39,8 @@ from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS, MAX
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
                     CodecLimitError, ElementKind, EncodedSpec, OperandSpec, Origins,
                     RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec,
-                    element_kind, encode_parts, parse, storage_bytes, value_bytes,
-                    writable_argument, writable_operand, writable_operation)
+                    element_kind, encode_parts, parse, read_choices, storage_bytes, value_bytes,
+                    with_choices, writable_argument, writable_operand, writable_operation)
 
 #: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
 #: structure in ways no structural mutation would).
@@ -867,6 +867,18 @@ def shorten_costly_waits(choices: ExecutionChoices, rng: Rng) -> None:
         choices.wait_fence_delay_ns = fence_delay_ns(rng)
 
 
+def with_short_waits(data: bytes, max_size: int, rng: Rng) -> bytes:
+    """``data`` (a byte-level mutant) with its costly waits mostly redrawn, as a structural
+    mutation would: flipping the loop timeout's byte to 0 omits it (the 2 s default)."""
+    choices, _ = read_choices(data)
+    before = (choices.loopTimeoutDuration_ns, choices.wait_fence_delay_ns)
+    shorten_costly_waits(choices, rng)
+    if (choices.loopTimeoutDuration_ns, choices.wait_fence_delay_ns) == before:
+        return data
+    shortened = with_choices(data, choices)
+    return shortened if len(shortened) <= max_size else data
+
+
 def deadline_ns(rng: Rng) -> int | None:
     """Mostly none; sometimes generous; rarely so short it must be missed."""
     r = rng.random()
@@ -1198,7 +1210,7 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes:
     """libFuzzer's custom mutator (atheris ``custom_mutator``)."""
     rng = random.Random(seed)
     if rng.random() < BYTE_MUTATION_SHARE:
-        return byte_mutate(data, max_size, rng)
+        return with_short_waits(byte_mutate(data, max_size, rng), max_size, rng)
     try:
         source = encoded_input(data)
         origins: Origins = {}
@@ -1253,6 +1265,7 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
         retarget_subgraph(first, rng)
     elif r < 0.75:
         first.choices = other.copy_choices(origins)
+        shorten_costly_waits(first.choices, rng)
     else:
         first.model = other.copy_model(origins)
         default_request(first, rng)

@@ -463,3 +463,19 @@ def test_show_case_prints_the_case_and_draws_its_graph(tmp_path, capsys):
     assert dot.count("subgraph cluster_") == 5
     assert 'lhead=cluster_3, style=dashed, color=blue, label="then"' in dot
     assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+
+
+def test_choices_are_read_and_replaced_without_touching_the_rest():
+    import dataclasses
+    rng = random.Random(11)
+    seed = models.while_counter_model()
+    inputs = [codec.encode(FuzzCase(seed.model, seed.request(), ExecutionChoices()))] + [
+        bytes(rng.randrange(256) for _ in range(rng.randrange(0, 60))) for _ in range(300)]
+    for data in inputs:
+        case = codec.decode(data)
+        choices, used = codec.read_choices(data)
+        assert choices == case.choices and 0 <= used <= min(len(data), codec.CHOICES_MAX_BYTES)
+        new = dataclasses.replace(choices, loopTimeoutDuration_ns=250_000, wait_fence_delay_ns=0)
+        again = codec.decode(codec.with_choices(data, new))
+        assert again.choices == new
+        assert again.model == case.model and again.request == case.request

@@ -384,8 +384,10 @@ def test_entry_point_strips_its_own_flag_and_adds_defaults():
     flags = driver_fuzz.with_default_flags(["fuzz.py", "corpus"])
     assert any(f.startswith("-artifact_prefix=") and f.endswith("crashes/") for f in flags)
     assert f"-timeout={driver_fuzz.DEFAULT_TIMEOUT_S}" in flags
-    mine = driver_fuzz.with_default_flags(["fuzz.py", "-artifact_prefix=out/", "-timeout=5"])
-    assert mine == ["fuzz.py", "-artifact_prefix=out/", "-timeout=5"]
+    assert "-entropic_scale_per_exec_time=1" in flags
+    mine = driver_fuzz.with_default_flags(["fuzz.py", "-artifact_prefix=out/", "-timeout=5",
+                                           "-entropic_scale_per_exec_time=0"])
+    assert mine == ["fuzz.py", "-artifact_prefix=out/", "-timeout=5", "-entropic_scale_per_exec_time=0"]
 
 
 @pytest.mark.slow
