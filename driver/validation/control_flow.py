@@ -87,6 +87,20 @@ def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str)
                                  f"{branch_where} output {i} (operand {inner}, IF operand {outer})")
 
 
+def _check_loop_inputs(operands: list, loop_inputs: list[int], callee: Subgraph, callee_where: str,
+                       sized, known_size) -> None:
+    """Each operand a WHILE passes matches the input of ``callee`` (its condition or body)
+    it lands in, and both have a known size where that is required."""
+    for i, (outer, inner) in enumerate(zip(loop_inputs, callee.inputIndexes)):
+        outer_operand, inner_operand = operands[outer], callee.operands[inner]
+        if not (compatible(outer_operand, inner_operand) and sized(inner_operand)
+                and sized(outer_operand)):
+            what = f"{callee_where} input {i} (operand {inner}, WHILE operand {outer})"
+            check_compatible(outer_operand, inner_operand, what)
+            known_size(inner_operand, what)
+            known_size(outer_operand, what)
+
+
 def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: str,
                 require_known_sizes: bool = True) -> None:
     """WHILE(cond, body, m input-output, k state-only, n input-only) -> m outputs.
@@ -110,14 +124,7 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
         fail(f"{cond_where} has {len(cond.inputIndexes)} inputs, the WHILE passes {len(loop_inputs)}")
     if len(cond.outputIndexes) != 1:
         fail(f"{cond_where} has {len(cond.outputIndexes)} outputs, expected 1")
-    for i, (outer, inner) in enumerate(zip(loop_inputs, cond.inputIndexes)):
-        outer_operand, inner_operand = operands[outer], cond.operands[inner]
-        if not (compatible(outer_operand, inner_operand) and sized(inner_operand)
-                and sized(outer_operand)):
-            what = f"{cond_where} input {i} (operand {inner}, WHILE operand {outer})"
-            check_compatible(outer_operand, inner_operand, what)
-            known_size(inner_operand, what)
-            known_size(outer_operand, what)
+    _check_loop_inputs(operands, loop_inputs, cond, cond_where, sized, known_size)
     cond_output = cond.outputIndexes[0]
     check_condition_operand(cond.operands[cond_output],
                             f"{cond_where} output (operand {cond_output})")
@@ -131,14 +138,7 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
         fail(f"{body_where} has {len(body_outputs)} outputs, fewer than the WHILE's {len(outputs)}")
     if len(body_inputs) < len(body_outputs):
         fail(f"{body_where} has more outputs ({len(body_outputs)}) than inputs ({len(body_inputs)})")
-    for i, (outer, inner) in enumerate(zip(loop_inputs, body_inputs)):
-        outer_operand, inner_operand = operands[outer], body.operands[inner]
-        if not (compatible(outer_operand, inner_operand) and sized(inner_operand)
-                and sized(outer_operand)):
-            what = f"{body_where} input {i} (operand {inner}, WHILE operand {outer})"
-            check_compatible(outer_operand, inner_operand, what)
-            known_size(inner_operand, what)
-            known_size(outer_operand, what)
+    _check_loop_inputs(operands, loop_inputs, body, body_where, sized, known_size)
     for i, (outer, inner) in enumerate(zip(outputs, body_outputs)):
         outer_operand, inner_operand = operands[outer], body.operands[inner]
         if not (compatible(outer_operand, inner_operand) and sized(outer_operand)):
