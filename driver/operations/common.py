@@ -151,9 +151,18 @@ def quantized_activation_range(activation: int, scale: float, zero_point: int,
     return qmin, qmax
 
 
+#: Stands for a quotient past float32's range: beyond every quantized value, so the clamp
+#: it bounds is the type's own.
+_BEYOND_ANY_QUANTIZED = 1 << 40
+
+
 def _round_scalar(value: float, scale: float) -> int:
-    """std::round(value / scale) in single precision (Python's round() goes to even)."""
-    quotient = float(np.float32(value) / np.float32(scale))
+    """std::round(value / scale) in single precision (Python's round() goes to even). A
+    valid scale may be so small (1e-45, say) that the quotient overflows to infinity."""
+    with np.errstate(over="ignore"):
+        quotient = float(np.float32(value) / np.float32(scale))
+    if math.isinf(quotient):
+        return int(math.copysign(_BEYOND_ANY_QUANTIZED, quotient))
     return int(math.copysign(math.floor(abs(quotient) + 0.5), quotient))
 
 

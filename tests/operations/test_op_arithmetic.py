@@ -167,3 +167,15 @@ def test_quantized_mul_needs_output_scale_above_input_product(operand_type):
 
 def test_quantized_operands_need_a_positive_scale():
     rejects(Op.ADD, *binary(Op.ADD, Q8, [2], [2], [2], a=(0.0, 0), b=(1.0, 0), out=(1.0, 0)), "scale")
+
+
+def test_fused_activation_bounds_survive_a_tiny_quantization_scale():
+    """A valid scale of 1e-45 puts RELU6's upper bound past float32's range: the clamp is
+    then the type's own (this raised OverflowError from getSupportedOperations_1_3)."""
+    from driver.hal import OperandType
+    from driver.operations.common import quantized_activation_range
+    relu, relu6 = 1, 3
+    assert quantized_activation_range(relu6, 1e-45, 128, OperandType.TENSOR_QUANT8_ASYMM) == (128, 255)
+    assert quantized_activation_range(relu6, 1e-45, 0, OperandType.TENSOR_QUANT8_ASYMM_SIGNED) == (0, 127)
+    assert quantized_activation_range(relu, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 255)
+    assert quantized_activation_range(relu6, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 22)
