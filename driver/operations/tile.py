@@ -51,7 +51,12 @@ def build(ctx: OperationContext) -> Kernel:
     def kernel(x, multiples):
         check_multiples(ctx, multiples, x.ndim)
         counts = [int(m) for m in multiples]
-        check_result_size(ctx, [d * m for d, m in zip(x.shape, counts)], x.dtype)
+        shape = [d * m for d, m in zip(x.shape, counts)]
+        check_result_size(ctx, shape, x.dtype)
+        if 0 in shape:
+            # np.tile repeats one axis after another: a huge multiple before a zero one
+            # would build a huge intermediate for an empty result.
+            return (np.empty(shape, x.dtype),)
         return (np.tile(x, counts),)
     return kernel
 

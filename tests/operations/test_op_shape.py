@@ -138,3 +138,18 @@ def test_split_errors():
             "differs from the 3 outputs")
     rejects(Op.SPLIT, [tensor(Q8, [2], 0.5, 0), const(T.INT32, 0), const(T.INT32, 1)],
             [output(Q8, [2], 0.25, 0)], "scale")
+
+
+def test_tile_to_an_empty_result_allocates_nothing_large():
+    """Multiples [2**31 - 1, 0]: the result is empty, and np.tile would first repeat the
+    leading axis 2**31 - 1 times (an out-of-memory found by fuzzing)."""
+    import resource
+    from driver.hal import OperandType as T, OperationType as Op
+    from tests.operations.helpers import context, definition, output, tensor
+    ctx = context(Op.TILE, [tensor(T.TENSOR_FLOAT32, [1, 3]), tensor(T.TENSOR_INT32, [2])],
+                  [output(T.TENSOR_FLOAT32, [0, 0])])
+    kernel = definition(Op.TILE).build(ctx)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    (result,) = kernel(np.ones((1, 3), np.float32), np.array([2**31 - 1, 0], np.int32))
+    assert result.shape == (2**31 - 1, 0) and result.dtype == np.float32
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000   # KiB
