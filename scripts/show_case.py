@@ -26,7 +26,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from driver.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType,  # noqa: E402
-                        OperationType, Request, Subgraph)
+                        OperationType, Subgraph)
 from driver.operations.common import STORAGE_DTYPE  # noqa: E402
 from fuzz import codec  # noqa: E402
 from fuzz.case import FuzzCase  # noqa: E402

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType

@@ -9,7 +9,7 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.hal.structs import SymmPerChannelQuantParams
-from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
+from tests.operations.helpers import (const, context, dequantize, infer, output,
                                       quantize, rejects, run1, tensor)
 
 F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
