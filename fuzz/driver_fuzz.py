@@ -137,12 +137,21 @@ def findings_log(argv: list[str]) -> Path | None:
     return folder / "findings.log" if folder.is_dir() else None
 
 
+#: The input of a failure is also saved beside findings.log under this prefix and the
+#: hash libFuzzer names its artifact with: libFuzzer writes its crash- file only after the
+#: failure has unwound to it, and a signal in between (its own -timeout alarm, say) can end
+#: the process first. triage.py takes these files too.
+FINDING_PREFIX = "finding-"
+
+
 def record_finding(log: Path | None, data: bytes, error: BaseException) -> None:
     if log is None:
         return
+    digest = hashlib.sha1(data).hexdigest()
+    (log.parent / f"{FINDING_PREFIX}{digest}").write_bytes(data)
     first_line = (str(error).splitlines() or [""])[0]
     with open(log, "a") as out:
-        out.write(f"{hashlib.sha1(data).hexdigest()}  {type(error).__name__}: {first_line}\n")
+        out.write(f"{digest}  {type(error).__name__}: {first_line}\n")
 
 
 #: Young-generation size for the cyclic garbage collector (CPython's default is 700). An

@@ -390,6 +390,22 @@ def test_entry_point_strips_its_own_flag_and_adds_defaults():
     assert mine == ["fuzz.py", "-artifact_prefix=out/", "-timeout=5", "-entropic_scale_per_exec_time=0"]
 
 
+def test_a_finding_keeps_its_input_beside_the_log(tmp_path):
+    """A failure is logged with the hash libFuzzer names its artifact by, and its input is
+    saved under that hash: a crash- file lost to a signal during the crash exit loses
+    nothing."""
+    import hashlib
+    from fuzz import driver_fuzz
+    log = driver_fuzz.findings_log(["fuzz.py", f"-artifact_prefix={tmp_path}/"])
+    assert log == tmp_path / "findings.log"
+    data = b"\x01\x02input"
+    driver_fuzz.record_finding(log, data, AssertionError("the rule\nand details"))
+    digest = hashlib.sha1(data).hexdigest()
+    assert (tmp_path / f"{driver_fuzz.FINDING_PREFIX}{digest}").read_bytes() == data
+    assert log.read_text() == f"{digest}  AssertionError: the rule\n"
+    assert driver_fuzz.findings_log(["fuzz.py", f"-artifact_prefix={tmp_path}/missing/"]) is None
+
+
 @pytest.mark.slow
 def test_fuzzer_finds_a_planted_bug_and_its_children_use_the_same_driver(tmp_path):
     """End to end through libFuzzer: the driver named by --driver finds the bug in the seed,
