@@ -15,6 +15,11 @@ from .prepared_model import SamplePreparedModel
 from .validation.model import validate_fingerprinted_model
 
 VERSION = "nnhal-py-1.3"
+#: Failures that follow from the model's content alone, and so may be remembered by
+#: content: an invalid model, a size over the driver's limits. Anything else (a transient
+#: shortage, say) is reported but left out of the memo, so the next call tries again.
+CONTENT_DETERMINED_STATUSES = frozenset({ErrorStatus.INVALID_ARGUMENT,
+                                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT})
 
 
 class SampleDriver:
@@ -70,7 +75,8 @@ class SampleDriver:
             try:
                 result = _validate_and_compile(model, fingerprint, build_steps)
             except DriverError as error:
-                self._analyses.put(key, CachedFailure.of(error))
+                if error.status in CONTENT_DETERMINED_STATUSES:
+                    self._analyses.put(key, CachedFailure.of(error))
                 raise
             self._analyses.put(key, result)
         elif isinstance(result, CachedFailure):
