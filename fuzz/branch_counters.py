@@ -18,12 +18,19 @@ The counter numbers are atheris's, reserved as modules are instrumented; the arr
 its registered part as higher numbers turn up (modules imported late). atheris's own array
 stays registered and stays zero.
 
+A WHILE loop running until a long timeout records some ten million hits a second. So that
+the list stays small whatever the input does, a daemon thread flushes it whenever it has
+grown past BACKGROUND_FLUSH_AT (libFuzzer reads the counters only after the input, and
+adding to them early changes nothing).
+
 Only the fuzzing process installs this (fuzz/driver_fuzz.py); pytest replay never traces.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +41,10 @@ import numpy as np
 CAPACITY = 1 << 20
 #: libFuzzer's counters are 8 bits wide.
 MAX_COUNT = 255
+#: Pending hits past which the background thread flushes during an input (8 bytes each).
+BACKGROUND_FLUSH_AT = 1 << 18
+#: How often the background thread looks at the pending hits.
+BACKGROUND_POLL_S = 0.02
 #: The SanitizerCoverage registration functions; libFuzzer defines them.
 COUNTERS_INIT = "__sanitizer_cov_8bit_counters_init"
 PCS_INIT = "__sanitizer_cov_pcs_init"
@@ -67,6 +78,8 @@ class BranchCounters:
     """Block hits recorded by ``list.append``, turned into libFuzzer's 8-bit counters once
     per input (see the module docstring)."""
 
+    THREAD_NAME = "branch-counters"
+
     def __init__(self, library: ctypes.CDLL, capacity: int = CAPACITY) -> None:
         self.hits: list[int] = []
         self.capacity = capacity
@@ -75,6 +88,8 @@ class BranchCounters:
         # entry's address, so zeros serve (atheris leaves its table zero as well).
         self.pc_table = np.zeros(2 * capacity, np.uintp)
         self.registered = 0
+        # One flush at a time: the end of an input and the background thread may overlap.
+        self._flushing = threading.Lock()
         self._counters_init = getattr(library, COUNTERS_INIT)
         self._counters_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self._counters_init.restype = None
@@ -87,8 +102,25 @@ class BranchCounters:
         atheris module at every call, so this holds for code instrumented before and after."""
         atheris_module._trace_branch = self.hits.append
 
+    def start_background_flush(self) -> threading.Thread:
+        """Keep the pending hits bounded during long inputs (see the module docstring)."""
+        thread = threading.Thread(target=self._flush_when_large, name=self.THREAD_NAME,
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def _flush_when_large(self) -> None:
+        while True:
+            time.sleep(BACKGROUND_POLL_S)
+            if len(self.hits) >= BACKGROUND_FLUSH_AT:
+                self.flush()
+
     def flush(self) -> None:
         """Add the hits recorded since the last flush to the counters libFuzzer reads."""
+        with self._flushing:
+            self._flush()
+
+    def _flush(self) -> None:
         hits = self.hits
         n = len(hits)
         if not n:

@@ -190,6 +190,7 @@ class CoverageCounting:
             return
         self._counters = BranchCounters(library)
         self._counters.install(self._atheris)
+        self._counters.start_background_flush()
 
     def end_input(self) -> None:
         if self._counters is not None:

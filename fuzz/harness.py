@@ -27,6 +27,7 @@ from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_model, validate_request
 
 from . import oracles
+from .branch_counters import BranchCounters
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
 from .oracles import ExecutionResult, HalExceptionViolation, HangViolation, OracleViolation
 from .scheduler import SCHEDULER
@@ -154,9 +155,13 @@ def hang_in_driver_thread(what: str, budget: Budget) -> HangViolation:
                          f"{format_stacks(stacks)}", key=f"{what}: completion", frames=deepest)
 
 
+#: The harness's own threads: never where a driver is stuck.
+SERVICE_THREAD_NAMES = (SCHEDULER.THREAD_NAME, WATCHDOG.THREAD_NAME, BranchCounters.THREAD_NAME)
+
+
 def _is_service_thread(thread_id: int) -> bool:
     thread = next((t for t in threading.enumerate() if t.ident == thread_id), None)
-    return thread is not None and thread.name in (SCHEDULER.THREAD_NAME, WATCHDOG.THREAD_NAME)
+    return thread is not None and thread.name in SERVICE_THREAD_NAMES
 
 
 # --- execution arguments ----------------------------------------------------------------

@@ -120,3 +120,28 @@ def test_libfuzzer_sees_the_counted_coverage(tmp_path):
     inited = re.search(r"INITED cov: (\d+) ft: (\d+)", output)
     assert inited, output[-3000:]
     assert int(inited.group(1)) > 200 and int(inited.group(2)) > int(inited.group(1)), inited.group(0)
+
+
+def test_the_background_thread_bounds_the_pending_hits(library, monkeypatch):
+    """A loop recording millions of hits must not grow the list without bound: the
+    background thread flushes it while the input is still running."""
+    import threading
+    import time
+    monkeypatch.setattr(branch_counters, "BACKGROUND_POLL_S", 0.001)
+    counters = BranchCounters(library, capacity=1024)
+    counters.start_background_flush()
+    record = counters.hits.append
+    total = 40 * branch_counters.BACKGROUND_FLUSH_AT
+    deadline = time.monotonic() + 20
+    largest = recorded = 0
+    while recorded < total and time.monotonic() < deadline:
+        for _ in range(10_000):
+            record(7)
+        recorded += 10_000
+        largest = max(largest, len(counters.hits))
+    counters.flush()
+    assert counters.hits == [] and counters.counters[7] == MAX_COUNT
+    # Without the thread the list would reach `total`; with it, a few thresholds at most
+    # (the time the thread waits for the interpreter lock and takes to flush).
+    assert largest < total // 4, (largest, recorded)
+    assert any(t.name == BranchCounters.THREAD_NAME for t in threading.enumerate())
