@@ -4,29 +4,38 @@
     python scripts/triage.py [--driver MODULE:FACTORY] [--out DIR] [ARTIFACT ...]
 
 Without ARTIFACT, every new artifact is taken: libFuzzer's crash-*/timeout-*/oom-*/
-slow-unit-* files in the output folder (default crashes/) and in the current folder.
+slow-unit-* files in the output folder (default crashes/) and in the current folder, and
+the harness's finding-* copies of failing inputs whose libFuzzer artifact is missing (the
+process died before writing it).
 
 For each artifact:
 1. reproduce it in a separate process (a crash may take the process down, a hang needs a
-   timeout) and classify it: ``crash`` (the driver raised, or the process died),
-   ``assertion`` (an oracle rule broke) or ``hang``;
+   timeout, an allocation must not take the machine down) and classify it: ``crash`` (the
+   driver raised, or the process died), ``assertion`` (an oracle rule broke), ``hang`` or
+   ``oom`` (the process ran out of the memory it is allowed, --memory-limit-mb);
 2. minimise it: libFuzzer's -minimize_crash for crashes and assertions, then, for every
    kind, the structural minimiser of fuzz/reduce.py on the decoded case (drop subgraphs,
    operations, outputs, inputs, operands; bypass operations; shrink dimensions; simplify
    the execution choices), keeping a change only while the failure still reproduces;
-3. sign it: kind + rule or exception + the project frames where it happened;
+3. sign it: kind + rule or exception + the project frames where it happened (for an
+   out-of-memory with no such frames, the model's operation types);
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed). An input
    with a signature already stored is a duplicate: the smaller of the two is kept.
 
 The reproducing process is a worker that runs inputs sent to it one by one (no start-up
-cost per attempt); it is restarted after a hang or a death.
+cost per attempt); it is restarted after a hang, an out-of-memory or a death. Its address
+space is capped (RLIMIT_AS) at what it maps once loaded plus --memory-limit-mb, so an
+allocation past that fails at once with MemoryError instead of growing until the machine
+swaps; an input that set off libFuzzer's -rss_limit_mb (an oom-* artifact) reproduces as
+such when given the same limit.
 """
 from __future__ import annotations
 
 import argparse
 import base64
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -35,10 +44,11 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
@@ -46,9 +56,11 @@ if str(REPO_ROOT) not in sys.path:
 
 from fuzz import harness  # noqa: E402
 from fuzz.codec import CodecLimitError, decode, encode  # noqa: E402
+from fuzz.driver_fuzz import FINDING_PREFIX  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, configured_spec  # noqa: E402
+from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory  # noqa: E402
 from fuzz.oracles import HalExceptionViolation, HangViolation, OracleViolation  # noqa: E402
-from fuzz.reduce import case_size, minimize  # noqa: E402
+from fuzz.reduce import case_size, minimize, subgraphs  # noqa: E402
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
@@ -61,20 +73,35 @@ PROBE_TIMEOUT_S = 60.0
 MESSAGE_LIMIT = 4000
 #: Hangs get this many times the structural minimiser's time budget.
 HANG_BUDGET_FACTOR = 3
+#: The worker's memory beyond its own footprint: libFuzzer's -rss_limit_mb default, so an
+#: oom-* artifact of a fuzz run with default flags reproduces.
+DEFAULT_MEMORY_LIMIT_MB = DEFAULT_BUDGET_MB
+#: The rule of an out-of-memory: the worker's memory limit was reached.
+MEMORY_LIMIT_RULE = "memory-limit"
+#: What a process dying of memory exhaustion leaves on its stderr (Python, C, C++).
+MEMORY_EXHAUSTION_MARKERS = ("MemoryError", "Cannot allocate memory", "out of memory", "bad_alloc")
+#: How much of a dead worker's stderr is searched for those.
+STDERR_TAIL_BYTES = 4000
+#: Kinds after which the worker is started afresh: an interrupted driver may keep threads
+#: busy; after running out of memory any thread of the process (the watchdog's too) may
+#: have lost an allocation half-way.
+WORKER_RESTARTED_AFTER = ("hang", "oom")
 
 
 # --- what one run of an input gives ------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Failure:
-    """How an input failed: ``kind`` crash / assertion / hang; ``rule`` the oracle rule or
-    ``exception`` the exception type; ``frames`` (file, function) pairs, innermost first."""
+    """How an input failed: ``kind`` crash / assertion / hang / oom; ``rule`` the oracle rule
+    or ``exception`` the exception type; ``frames`` (file, function) pairs, innermost first;
+    ``operations`` the model's operation types, for an out-of-memory with no frames."""
     kind: str
     rule: str
     exception: str
     key: str
     message: str
     frames: tuple[tuple[str, str], ...] = ()
+    operations: tuple[str, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -82,6 +109,11 @@ class Failure:
         # vary from run to run, the way into the driver does not.
         frames = self.frames[-SIGNATURE_FRAMES:] if self.kind == "hang" else self.frames[:SIGNATURE_FRAMES]
         where = " < ".join(f"{function} ({path})" for path, function in frames)
+        if self.kind == "oom":
+            # The allocation refused is the bug, whatever type reported it (MemoryError,
+            # numpy's subclass, ENOMEM, a death).
+            where = where or "operations: " + ", ".join(self.operations)
+            return " | ".join(part for part in (self.kind, self.rule, where) if part)
         parts = [self.kind, self.rule, self.exception, self.key if self.kind == "assertion" else "", where]
         return " | ".join(part for part in parts if part)
 
@@ -91,8 +123,13 @@ class Failure:
 
     def same_bug(self, other: "Failure | None") -> bool:
         """Loose match, used while minimising: same kind, rule, exception and innermost
-        project function (for hangs only the kind and rule: where it spins may move)."""
-        if other is None or (self.kind, self.rule, self.exception) != (other.kind, other.rule, other.exception):
+        project function (for hangs only the kind and rule: where it spins may move; for
+        an out-of-memory only the kind: whichever allocation crosses the limit fails)."""
+        if other is None or self.kind != other.kind:
+            return False
+        if self.kind == "oom":
+            return True
+        if (self.rule, self.exception) != (other.rule, other.exception):
             return False
         if self.kind == "assertion":
             return self.key == other.key
@@ -114,25 +151,44 @@ def project_frames(frames) -> tuple[tuple[str, str], ...]:
     return tuple(kept)
 
 
+def raised_type_name(error: HalExceptionViolation) -> str:
+    """The type of the exception that left the HAL (of one that ended a driver thread, only
+    the name travels, in the key)."""
+    cause = error.__cause__
+    return type(cause).__name__ if cause is not None else error.key.rpartition(": ")[2]
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` (or, for an exception from the HAL, its cause) is an allocation
+    refused: MemoryError (numpy's included) or an OS call failing with ENOMEM."""
+    if isinstance(error, HalExceptionViolation):
+        if error.__cause__ is None:
+            return raised_type_name(error).endswith("MemoryError")
+        error = error.__cause__
+    return isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM)
+
+
 def describe(error: BaseException) -> Failure:
     message = str(error)[:MESSAGE_LIMIT]
+    kind, rule = ("oom", MEMORY_LIMIT_RULE) if is_out_of_memory(error) else ("crash", "")
     if isinstance(error, HangViolation):
         return Failure("hang", error.rule, "", error.key, message, project_frames(error.frames or ()))
     if isinstance(error, HalExceptionViolation):
-        cause = error.__cause__
-        exception = type(cause).__name__ if cause is not None else error.key.rpartition(": ")[2]
-        return Failure("crash", error.rule, exception, error.key, message, project_frames(error.frames or ()))
+        return Failure(kind, rule or error.rule, raised_type_name(error), error.key, message,
+                       project_frames(error.frames or ()))
     if isinstance(error, OracleViolation):
         return Failure("assertion", error.rule, "", error.key, message, ())
     frames = traceback.extract_tb(error.__traceback__)
-    return Failure("crash", "", type(error).__name__, "", message, project_frames(frames))
+    return Failure(kind, rule, type(error).__name__, "", message, project_frames(frames))
 
 
 # --- the worker: runs inputs in its own process ------------------------------------------------
 
-def worker_main() -> None:
+def worker_main(memory_limit_mb: int) -> None:
     """Read base64 inputs, one per line; answer one JSON line each."""
     device = harness.default_device()
+    # Loaded first: the limit is the inputs' allowance, not the interpreter's and driver's.
+    limit_memory(memory_limit_mb)
     out = sys.stdout
     sys.stdout = sys.stderr          # the driver's prints must not garble the protocol
     for line in sys.stdin:
@@ -141,30 +197,50 @@ def worker_main() -> None:
             harness.run_one(base64.b64decode(line), device)
         except Exception as error:   # the failure is the answer here, whatever raised it
             failure = error
-        answer = {"failure": asdict(describe(failure)) if failure is not None else None}
-        out.write(json.dumps(answer) + "\n")
+        described = describe(failure) if failure is not None else None
+        out.write(json.dumps({"failure": asdict(described) if described is not None else None}) + "\n")
         out.flush()
-        if isinstance(failure, HangViolation):
-            return      # an interrupted driver may keep threads busy: start afresh
+        if described is not None and described.kind in WORKER_RESTARTED_AFTER:
+            return
+
+
+def operation_types(data: bytes) -> tuple[str, ...]:
+    """The operation types of an input's model, every subgraph's, sorted."""
+    graphs = subgraphs(decode(data))
+    return tuple(sorted({getattr(op.type, "name", str(op.type)) for g in graphs for op in g.operations}))
+
+
+def ran_out_of_memory(stderr_tail: str) -> bool:
+    return any(marker in stderr_tail for marker in MEMORY_EXHAUSTION_MARKERS)
 
 
 class Worker:
-    """A worker process, restarted when it dies or stops answering."""
+    """A worker process, restarted when it dies, stops answering, hangs or runs out of
+    memory; its stderr is kept (per input) to tell a death of memory exhaustion."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> None:
         self.spec = spec
+        self.memory_limit_mb = memory_limit_mb
         self.process: subprocess.Popen | None = None
+        self.stderr: IO[bytes] | None = None
+
+    def command(self) -> list[str]:
+        return [sys.executable, __file__, "--worker", f"--memory-limit-mb={self.memory_limit_mb}"]
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ, **{DRIVER_ENV: self.spec})
-        return subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                cwd=REPO_ROOT)
+        self._drop_stderr()
+        self.stderr = tempfile.TemporaryFile()
+        return subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=self.stderr, env=env, cwd=REPO_ROOT)
 
     def run(self, data: bytes, timeout_s: float = PROBE_TIMEOUT_S) -> Failure | None:
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         process = self.process
+        # The worker writes through the same file offset: it starts again at 0.
+        self.stderr.seek(0)
+        self.stderr.truncate()
         try:
             process.stdin.write(base64.b64encode(data) + b"\n")
             process.stdin.flush()
@@ -176,28 +252,51 @@ class Worker:
             return Failure("hang", "timeout", "", "", f"no answer within {timeout_s:.0f} s")
         line = process.stdout.readline()
         if not line:
-            return self._died(process)
+            return self._died(process, data)
         answer = json.loads(line)
         if answer["failure"] is None:
             return None
         fields = answer["failure"]
         fields["frames"] = tuple(tuple(frame) for frame in fields["frames"])
-        return Failure(**fields)
+        fields["operations"] = tuple(fields["operations"])
+        failure = Failure(**fields)
+        if failure.kind in WORKER_RESTARTED_AFTER:
+            self.close()    # it is on its way out: the next input must not reach it
+        if failure.kind == "oom" and not failure.frames:
+            failure = replace(failure, operations=operation_types(data))
+        return failure
 
-    def _died(self, process: subprocess.Popen) -> Failure:
+    def _died(self, process: subprocess.Popen, data: bytes) -> Failure:
         code = process.wait()
         self.process = None
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = str(code)
+        tail = self._stderr_tail()
+        if ran_out_of_memory(tail):
+            last_line = tail.strip().rpartition("\n")[2]
+            return Failure("oom", MEMORY_LIMIT_RULE, f"exit {name}", "",
+                           f"the worker died ({name}) out of memory: {last_line}"[:MESSAGE_LIMIT],
+                           operations=operation_types(data))
         return Failure("crash", "", f"exit {name}", "", f"the worker died ({name})")
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0, os.SEEK_END)
+        self.stderr.seek(max(0, self.stderr.tell() - STDERR_TAIL_BYTES))
+        return self.stderr.read().decode("utf-8", "replace")
+
+    def _drop_stderr(self) -> None:
+        if self.stderr is not None:
+            self.stderr.close()
+            self.stderr = None
 
     def close(self) -> None:
         if self.process is not None:
             self.process.kill()
             self.process.wait()
             self.process = None
+        self._drop_stderr()
 
 
 # --- minimisation -------------------------------------------------------------------------------
@@ -243,7 +342,10 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
     failure = worker.run(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
     if failure is None:
-        log(f"{artifact}: does not reproduce; left in place")
+        # libFuzzer's RSS limit is per process: memory a run of earlier inputs kept counts
+        # against the input that happened to cross it.
+        hint = " alone (libFuzzer's RSS limit counts what earlier inputs kept, too)" if artifact.name.startswith("oom-") else ""
+        log(f"{artifact}: does not reproduce{hint}; left in place")
         return result
     log(f"{artifact}: {failure.kind}: {failure.signature}")
 
@@ -255,7 +357,9 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
         return (validity(decode(candidate)) == wanted_validity
                 and failure.same_bug(worker.run(candidate)))
 
-    if failure.kind != "hang" and libfuzzer_s > 0:
+    # libFuzzer replays in-process: a hang takes its time limit per attempt, an out-of-memory
+    # its RSS limit's worth of the machine's memory.
+    if failure.kind in ("crash", "assertion") and libfuzzer_s > 0:
         minimized = libfuzzer_minimize(artifact, spec, libfuzzer_s, workdir)
         if minimized is not None:
             smaller = minimized.read_bytes()
@@ -280,7 +384,8 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
         data, failure = final, confirmed
         result.sizes.append(len(data))
     result.failure = failure
-    result.stored, result.duplicate = store(data, failure, out_dir, spec, artifact.name)
+    result.stored, result.duplicate = store(data, failure, out_dir, spec, artifact.name,
+                                            memory_limit_mb=worker.memory_limit_mb)
     log(f"  stored {result.stored}{' (duplicate)' if result.duplicate else ''}; sizes {result.sizes}")
     return result
 
@@ -292,9 +397,10 @@ def preference(data: bytes) -> tuple[bool, bool, int]:
     return not model_valid, not request_valid, len(data)
 
 
-def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str) -> tuple[str, bool]:
+def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, *,
+          memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> tuple[str, bool]:
     """Write OUT/<hash> and its sidecar; a known signature keeps the better input (see
-    ``preference``)."""
+    ``preference``). An out-of-memory's sidecar says the limit it was found under."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / failure.digest
     sidecar_path = path.with_suffix(".json")
@@ -317,15 +423,26 @@ def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str) 
         "date": datetime.date.today().isoformat(),
         "status": "open",
     }
+    if failure.kind == "oom":
+        sidecar["memory_limit_mb"] = memory_limit_mb
     sidecar_path.write_text(json.dumps(sidecar, indent=2) + "\n")
     return str(path), duplicate
+
+
+def finding_twin(artifact: Path) -> Path:
+    """The harness's copy of a libFuzzer artifact's input (both are named by its SHA-1)."""
+    return artifact.with_name(FINDING_PREFIX + artifact.name.split("-", 1)[-1])
 
 
 def new_artifacts(out_dir: Path) -> list[Path]:
     found = []
     for folder in {out_dir.resolve(), Path.cwd().resolve()}:
-        if folder.is_dir():
-            found += sorted(p for p in folder.iterdir() if p.is_file() and p.name.startswith(ARTIFACT_PREFIXES))
+        if not folder.is_dir():
+            continue
+        files = sorted(p for p in folder.iterdir() if p.is_file())
+        artifacts = [p for p in files if p.name.startswith(ARTIFACT_PREFIXES)]
+        twins = {finding_twin(p) for p in artifacts}
+        found += artifacts + [p for p in files if p.name.startswith(FINDING_PREFIX) and p not in twins]
     return found
 
 
@@ -339,11 +456,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structural-seconds", type=float, default=120,
                         help="time budget of the structural minimiser per artifact "
                              f"({HANG_BUDGET_FACTOR}x for hangs)")
+    parser.add_argument("--memory-limit-mb", type=int, default=DEFAULT_MEMORY_LIMIT_MB,
+                        help="memory the reproducing process may take beyond its own footprint; "
+                             "past it an input is an out-of-memory (default: libFuzzer's "
+                             "-rss_limit_mb default, %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the raw artifacts")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.memory_limit_mb <= 0:
+        parser.error("--memory-limit-mb must be positive")
     if args.worker:
-        worker_main()
+        worker_main(args.memory_limit_mb)
         return 0
     spec = args.driver or configured_spec()
     artifacts = args.artifacts or new_artifacts(args.out)
@@ -352,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     workdir = REPO_ROOT / "fuzz-work" / "triage"
     workdir.mkdir(parents=True, exist_ok=True)
-    worker = Worker(spec)
+    worker = Worker(spec, args.memory_limit_mb)
     results = []
     try:
         for artifact in artifacts:
@@ -362,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             if result.stored and not args.keep and artifact.resolve() != Path(result.stored).resolve():
                 artifact.unlink()
+                twin = finding_twin(artifact)
+                if twin != artifact and twin.exists():
+                    twin.unlink()
     finally:
         worker.close()
     stored = {r.stored for r in results if r.stored}

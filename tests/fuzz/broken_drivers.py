@@ -15,14 +15,21 @@ targets:
   of the first output's first byte.
 - ``SupportedDisagrees``: getSupportedOperations_1_3 reports INVALID_ARGUMENT for a model
   with a SQRT in a referenced subgraph, which prepareModel_1_3 accepts.
+- ``Hoarding``: preparing a model with a WHILE whose condition compares with LESS_EQUAL
+  reserves an iteration history of LOOP_HISTORY_SLOTS slots (512 MiB) and fills it in. No
+  oracle sees that in-process: scripts/triage.py finds it as an out-of-memory by replaying
+  under a memory limit below that (libFuzzer does with -rss_limit_mb=256, say).
 
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
-SPLIT only in models that are not run fenced and no SQRT outside main; tests/fuzz/
-test_broken_drivers.py checks that it stays so.
+SPLIT only in models that are not run fenced, no SQRT outside main and no LESS_EQUAL loop
+condition; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
+EXPECTED_RULES).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
+
+import numpy as np
 
 from driver import SampleDriver
 from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime, OperationType,
@@ -100,6 +107,10 @@ def _while_loops(model: Model) -> Iterator[tuple[Subgraph, Any]]:
 
 def _loop_body(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
     return _subgraph_operand(model, subgraph, operation.inputs[1])
+
+
+def _loop_condition(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
+    return _subgraph_operand(model, subgraph, operation.inputs[0])
 
 
 # --- 1. an exception on a rare graph shape ----------------------------------------------------
@@ -212,7 +223,37 @@ class SupportedDisagrees(DeviceWrapper):
         return self.inner.getSupportedOperations_1_3(model)
 
 
-#: Each broken driver and the oracle rule that must catch it.
+# --- 5. out of memory on a rare graph shape ---------------------------------------------------
+
+#: Slots of a loop's iteration history: 512 MiB of int32, well over the memory limit the
+#: triage tests give their worker, yet harmless on a machine where a run had no limit.
+LOOP_HISTORY_SLOTS = 1 << 27
+
+
+def _iteration_history(condition: Subgraph) -> np.ndarray | None:
+    """One slot per iteration the loop may run, marked unused. The bug: a condition with an
+    inclusive bound (LESS_EQUAL) is taken for an unbounded loop and gets the worst case."""
+    if not any(operation.type == OperationType.LESS_EQUAL for operation in condition.operations):
+        return None
+    return np.full(LOOP_HISTORY_SLOTS, -1, np.int32)
+
+
+class _LoopHistoryModel(PreparedModelWrapper):
+    """Reserves its loops' iteration histories when it is made, i.e. while preparing."""
+
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+        super().__init__(inner, model, priority)
+        self.loop_histories = [_iteration_history(condition)
+                               for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model))
+                               if condition is not None]
+
+
+class Hoarding(DeviceWrapper):
+    prepared_model_class = _LoopHistoryModel
+
+
+#: Each broken driver and the oracle rule that must catch it (Hoarding is caught by a
+#: memory limit around the harness, not by an oracle).
 EXPECTED_RULES = {
     "Raising": "HalExceptionViolation",
     "Hanging": "HangViolation",
@@ -235,4 +276,8 @@ def planted_bug_reached(name: str, case) -> bool:
         return fenced and _has_operation(model, OperationType.SPLIT)
     if name == "SupportedDisagrees":
         return _referenced_operation(model, OperationType.SQRT)
+    if name == "Hoarding":
+        return any(condition is not None and any(operation.type == OperationType.LESS_EQUAL
+                                                 for operation in condition.operations)
+                   for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model)))
     raise ValueError(f"no broken driver {name}")

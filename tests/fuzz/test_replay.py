@@ -16,6 +16,7 @@ import pytest
 
 from driver import SampleDriver
 from fuzz import harness
+from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: A replay is bounded by the harness's hang detection already; this catches inputs that
@@ -50,9 +51,21 @@ def device():
     return SampleDriver()
 
 
+def memory_budget_of(path: Path) -> int:
+    """The memory a replay may take: the budget an out-of-memory reproducer was triaged
+    with (its sidecar says), libFuzzer's default otherwise."""
+    sidecar = path.with_suffix(".json")
+    if sidecar.exists():
+        return int(json.loads(sidecar.read_text()).get("memory_limit_mb", DEFAULT_BUDGET_MB))
+    return DEFAULT_BUDGET_MB
+
+
 def replay(path: Path, device) -> None:
     started = time.monotonic()
-    harness.run_one(path.read_bytes(), device)
+    # Bounded like the fuzzer's -rss_limit_mb: a regressed out-of-memory bug fails here
+    # with MemoryError instead of filling the machine.
+    with memory_budget(memory_budget_of(path)):
+        harness.run_one(path.read_bytes(), device)
     elapsed = time.monotonic() - started
     assert elapsed < REPLAY_LIMIT_S, f"{path.name} took {elapsed:.1f} s"
 

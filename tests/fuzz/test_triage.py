@@ -1,21 +1,25 @@
 """The crash pipeline: structural reductions (fuzz/reduce.py), signatures, storage with
-sidecars and deduplication, and one artifact triaged end to end (scripts/triage.py)."""
+sidecars and deduplication, out-of-memory under the worker's memory limit, and artifacts
+triaged end to end (scripts/triage.py)."""
 from __future__ import annotations
 
+import errno
 import json
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from driver import SampleDriver
 from driver.hal import OperandLifeTime as L, OperationType
 from fuzz import harness, oracles, reduce
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
 from tests import models
 from tests.fuzz import broken_drivers
-from tests.fuzz.cases import make_case, sqrt_branch_model
+from tests.fuzz.cases import loop_condition, make_case, sqrt_branch_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
@@ -151,3 +155,119 @@ def test_an_artifact_is_triaged_end_to_end(tmp_path):
     assert reproducer.choices.path == ExecutionPath.SYNC and valid(reproducer)
     with pytest.raises(oracles.SupportedPrepareViolation):
         harness.run_case(reproducer, broken_drivers.SupportedDisagrees())
+
+
+# --- out of memory --------------------------------------------------------------------------
+
+def allocate_in_driver_frame():
+    raise MemoryError("Unable to allocate 4.00 GiB")
+
+
+def test_a_refused_allocation_is_an_oom_signed_where_it_was_refused():
+    def call():
+        harness.hal_call(1.0, "executeSynchronously_1_3", allocate_in_driver_frame)
+    failure = failure_from(call)
+    assert (failure.kind, failure.rule, failure.exception) == ("oom", "memory-limit", "MemoryError")
+    assert failure.frames[0] == ("tests/fuzz/test_triage.py", "allocate_in_driver_frame")
+    assert failure.signature.startswith("oom | memory-limit | allocate_in_driver_frame (tests/fuzz/test_triage.py)")
+    assert failure_from(allocate_in_driver_frame).kind == "oom"         # outside the HAL too
+
+    def enomem():
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+    assert failure_from(enomem).kind == "oom"
+    assert failure_from(lambda: harness.hal_call(1.0, "x", enomem)).kind == "oom"
+
+    def eacces():
+        raise OSError(errno.EACCES, "Permission denied")
+    assert failure_from(eacces).kind == "crash"
+
+
+def test_an_oom_without_frames_is_signed_by_the_model_operations():
+    # A driver thread's exception travels by name only, and may have no project frame.
+    thread_failure = triage.describe(oracles.HalExceptionViolation(
+        "driver thread t raised _ArrayMemoryError: ...", key="thread: _ArrayMemoryError", frames=[]))
+    assert thread_failure.kind == "oom" and not thread_failure.frames
+    data = encode(case_of(models.if_model()))
+    signed = replace(thread_failure, operations=triage.operation_types(data))
+    assert signed.signature == "oom | memory-limit | operations: ADD, IF"
+    crash = failure_from(raise_from_driver_frame)
+    assert signed.same_bug(failure_from(allocate_in_driver_frame))    # wherever the limit is crossed
+    assert not signed.same_bug(crash) and not crash.same_bug(signed)
+
+
+class ScriptedWorker(triage.Worker):
+    """A stand-in worker process answering by the input: ``quiet`` passes after mentioning
+    a MemoryError on stderr, ``dies`` exits 3, ``starved`` exits 1 after a MemoryError."""
+
+    SCRIPT = """
+import base64, sys
+for line in sys.stdin:
+    data = base64.b64decode(line)
+    if data == b"quiet":
+        sys.stderr.write("no MemoryError here\\n"); sys.stderr.flush()
+        print('{"failure": null}', flush=True)
+    elif data == b"dies":
+        sys.exit(3)
+    else:
+        sys.stderr.write("MemoryError\\n"); sys.exit(1)
+"""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", self.SCRIPT]
+
+
+def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
+    worker = ScriptedWorker("unused")
+    try:
+        assert worker.run(b"quiet") is None
+        died = worker.run(b"dies")               # the earlier input's stderr does not count
+        assert (died.kind, died.exception) == ("crash", "exit 3")
+        starved = worker.run(b"starved")
+        assert (starved.kind, starved.exception) == ("oom", "exit 1")
+        assert "out of memory: MemoryError" in starved.message
+        assert starved.signature.startswith("oom | memory-limit | operations:")
+    finally:
+        worker.close()
+
+
+@pytest.mark.slow
+def test_an_oom_artifact_is_triaged_under_the_memory_limit(tmp_path, monkeypatch):
+    # Hoarding fills 512 MiB while preparing a loop with a LESS_EQUAL condition; the worker
+    # may have 128 MB: the allocation is refused up front, nothing of it is ever touched.
+    case = make_case(loop_condition(OperationType.LESS_EQUAL), ExecutionPath.BURST,
+                     ExecutionPath.FENCED, measureTiming=1)
+    artifact = tmp_path / "oom-planted"
+    artifact.write_bytes(encode(case))
+    out = tmp_path / "out"
+    spec = "tests.fuzz.broken_drivers:Hoarding"
+
+    def no_libfuzzer(*_args):
+        raise AssertionError("libFuzzer's minimiser would replay the allocation in-process")
+    monkeypatch.setattr(triage, "libfuzzer_minimize", no_libfuzzer)
+    worker = triage.Worker(spec, memory_limit_mb=128)
+    try:
+        result = triage.triage_one(artifact, worker, out, spec, libfuzzer_s=30, structural_s=30,
+                                   workdir=tmp_path, log=lambda _line: None)
+    finally:
+        worker.close()
+    failure = result.failure
+    assert (failure.kind, failure.rule) == ("oom", "memory-limit")
+    assert failure.frames[0] == ("tests/fuzz/broken_drivers.py", "_iteration_history")
+    sidecar = json.loads(Path(result.stored).with_suffix(".json").read_text())
+    assert (sidecar["kind"], sidecar["status"], sidecar["memory_limit_mb"]) == ("oom", "open", 128)
+    assert sidecar["signature"] == failure.signature
+    reproducer = decode(Path(result.stored).read_bytes())
+    assert broken_drivers.planted_bug_reached("Hoarding", reproducer) and valid(reproducer)
+    assert reproducer.choices.path == reproducer.choices.second_path == ExecutionPath.SYNC
+    assert reproducer.choices.measureTiming == 0
+    harness.run_case(reproducer, SampleDriver())          # the bundled driver has no such bug
+
+
+def test_finding_copies_are_taken_only_without_their_libfuzzer_artifact(tmp_path, monkeypatch):
+    """The harness saves each failing input as finding-<sha1>; libFuzzer's crash-<sha1>
+    of the same input is the artifact when it exists, the copy stands in when it does not."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("crash-aaa", "finding-aaa", "finding-bbb", "oom-ccc", "notes.txt"):
+        (tmp_path / name).write_bytes(b"x")
+    assert [p.name for p in triage.new_artifacts(tmp_path)] == ["crash-aaa", "oom-ccc", "finding-bbb"]
+    assert triage.finding_twin(tmp_path / "oom-ccc") == tmp_path / "finding-ccc"
