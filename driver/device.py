@@ -6,6 +6,7 @@ from typing import Any, Sequence
 from . import arguments
 from .errors import DriverError, ValidationError
 from .executor.plan import ModelAnalysis, compile_model
+from .executor.run import MainProgram
 from .fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
 from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
 from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
@@ -125,9 +126,7 @@ class SampleDriver:
             return error.status, None
         if arguments.deadline_passed(deadline_ns):
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-        # The prepared model keeps its own copy of what requests are checked against; the
-        # constants were already copied into the plan.
-        return ErrorStatus.NONE, SamplePreparedModel(_model_for_requests(model), analysis, checked_priority)
+        return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority)
 
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
                                   dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:
@@ -153,6 +152,16 @@ def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None,
     infos = validate_fingerprinted_model(model, fingerprint)
     with reusing_operand_infos(model, infos):
         return compile_model(model, build_steps=build_steps)
+
+
+def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:
+    """What executions run, made once per content: the prepared models of equal content
+    share it, as they share the plans (it holds no per-execution state either). It keeps
+    its own copy of what requests are checked against; the constants are in the plans."""
+    program = analysis.main_program
+    if program is None:
+        program = analysis.main_program = MainProgram.of(_model_for_requests(model), analysis.plans[0])
+    return program
 
 
 def _model_for_requests(model: Model) -> Model:

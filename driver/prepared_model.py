@@ -10,12 +10,11 @@ from typing import Optional, Sequence
 from . import arguments
 from .burst import ExecutionBurst
 from .errors import ValidationError
-from .executor.plan import ModelAnalysis
 from .executor.run import ExecutionResult, MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
 from .executor.workers import WorkerPool
 from .hal.enums import ErrorStatus, MeasureTiming, Priority
-from .hal.structs import (NO_TIMING, Model, OptionalTimeoutDuration, OptionalTimePoint,
+from .hal.structs import (NO_TIMING, OptionalTimeoutDuration, OptionalTimePoint,
                           OutputShape, Request, Timing)
 from .sync_fence import FenceState, SyncFence
 from .validation import validate_request
@@ -47,9 +46,9 @@ class FencedExecutionCallback:
 class SamplePreparedModel:
     """IPreparedModel."""
 
-    def __init__(self, model: Model, analysis: ModelAnalysis, priority: Priority) -> None:
-        self._model = model
-        self._program = MainProgram.of(model, analysis.plans[0])
+    def __init__(self, program: MainProgram, priority: Priority) -> None:
+        self._model = program.model
+        self._program = program
         self.priority = priority
 
     # --- shared ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ nothing else, the others re-infer their shapes at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -88,6 +88,9 @@ class ModelAnalysis:
     which operations of each subgraph the driver supports."""
     plans: list[SubgraphPlan]           # index 0: main, then model.referenced
     supported: list[list[bool]]         # per subgraph, per operation
+    #: What executions of this content run (executor.run.MainProgram), made by the first
+    #: prepareModel of it and shared by the prepared models of equal content after it.
+    main_program: Optional[Any] = None
 
 
 def subgraph_name(index: int) -> str:
