@@ -20,8 +20,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from itertools import chain
+from dataclasses import dataclass
 from typing import Generic, Hashable, Iterable, Optional, TypeVar, Union
 
 from .errors import DriverError
@@ -31,8 +30,8 @@ from .hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Operand,
 from .memory import Memory
 
 
-#: Models whose operandValues and pools hold more bytes than this are not fingerprinted:
-#: a memo entry keeps a copy of them, and copying would cost more than it saves.
+#: Models whose operandValues, pools and extraParams hold more bytes than this are not
+#: fingerprinted: a memo entry keeps a copy of them, and copying would cost more than it saves.
 MAX_FINGERPRINTED_BYTES = 256 * 1024
 #: Likewise for models with more integer fields than this (dimensions, indexes, ...).
 MAX_FINGERPRINTED_INTS = 64 * 1024
@@ -40,14 +39,23 @@ MAX_FINGERPRINTED_INTS = 64 * 1024
 _INT = frozenset({int})
 _FLOAT = frozenset({float})
 _MEMORY = frozenset({Memory})
-# Enum fields may hold the enum or a plain int (the fingerprint records which, field by
-# field).
-_OPERAND_TYPE_CLASSES = frozenset({int, OperandType})
-_LIFETIME_CLASSES = frozenset({int, OperandLifeTime})
-_OPERATION_TYPE_CLASSES = frozenset({int, OperationType})
+# The classes of a model's relaxComputationFloat32toFloat16, operandValues (bytes: a
+# bytearray or memoryview is mutable, not kept), pools, referenced and extensionNameToPrefix.
+_MODEL_CLASSES = (bool, bytes, list, list, list)
+# A subgraph's operands, operations, inputIndexes and outputIndexes.
+_SUBGRAPH_FIELD_CLASSES = (list, list, list, list)
+# An operand and its dimensions, location and extraParams.
 _OPERAND_CLASSES = (Operand, list, DataLocation, OperandExtraParams)
-_OPERATION_CLASSES = (Operation, list, list)
-_NO_EXTRA_PARAMS = (None, None)
+# An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and its location's
+# poolIndex, offset and length: the usual classes, then every allowed variant (an enum
+# field may hold a plain int).
+_OPERAND_FIELD_CLASSES = (OperandType, OperandLifeTime, float, int, int, int, int, int)
+_OPERAND_FIELD_CLASS_VARIANTS = frozenset(
+    (type_class, lifetime_class) + _OPERAND_FIELD_CLASSES[2:]
+    for type_class in (OperandType, int) for lifetime_class in (OperandLifeTime, int))
+# An operation and its type, inputs and outputs, likewise.
+_OPERATION_CLASSES = (Operation, OperationType, list, list)
+_OPERATION_CLASS_VARIANTS = frozenset({_OPERATION_CLASSES, (Operation, int, list, list)})
 
 
 class ModelFingerprint:
@@ -95,30 +103,32 @@ def model_fingerprint(model: object) -> Optional[ModelFingerprint]:
 
 
 def _fingerprint(model: Model) -> ModelFingerprint:
-    relaxed = model.relaxComputationFloat32toFloat16
-    if type(relaxed) is not bool:
+    relaxed, operand_values = model.relaxComputationFloat32toFloat16, model.operandValues
+    pools, referenced, table = model.pools, model.referenced, model.extensionNameToPrefix
+    if (type(relaxed), type(operand_values), type(pools), type(referenced),
+            type(table)) != _MODEL_CLASSES:
         raise _NotFingerprintable
-    operand_values = model.operandValues
-    if type(operand_values) is not bytes:   # bytearray, memoryview: mutable, not kept
+    kept_bytes = len(operand_values)
+    pool_parts: tuple = ()
+    if pools:                       # most models have none
+        pool_parts, kept_bytes = _pools_content(pools, kept_bytes)
+    if kept_bytes > MAX_FINGERPRINTED_BYTES:
         raise _NotFingerprintable
-    pools = model.pools
-    referenced = model.referenced
-    if type(pools) is not list or type(referenced) is not list:
-        raise _NotFingerprintable
-    _require_classes(pools, _MEMORY)
-    # Sizes first: large pools are not even read.
-    pool_sizes = [pool.size for pool in pools]
-    _require_classes(pool_sizes, _INT)
-    if len(operand_values) + sum(pool_sizes) > MAX_FINGERPRINTED_BYTES:
-        raise _NotFingerprintable
-    pool_parts = tuple(map(_pool_content, pools))
+    subgraphs = _subgraphs_content(model.main, referenced, kept_bytes)
+    return ModelFingerprint(subgraphs + (operand_values, pool_parts, relaxed,
+                                         _extension_table(table) if table else ()))
 
-    fields = _ModelFields(ints=[len(referenced)])
-    fields.add_subgraph(model.main)
-    for subgraph in referenced:
-        fields.add_subgraph(subgraph)
-    return ModelFingerprint(fields.content() + (operand_values, pool_parts, relaxed,
-                                                _extension_table(model.extensionNameToPrefix)))
+
+def _pools_content(pools: list, kept_bytes: int) -> tuple[tuple, int]:
+    """Each pool's kind, size and bytes, and ``kept_bytes`` plus their sizes. Sizes first:
+    large pools are not even read."""
+    _require_classes(pools, _MEMORY)
+    sizes = [pool.size for pool in pools]
+    _require_classes(sizes, _INT)
+    kept_bytes += sum(sizes)
+    if kept_bytes > MAX_FINGERPRINTED_BYTES:
+        raise _NotFingerprintable
+    return tuple(map(_pool_content, pools)), kept_bytes
 
 
 def _pool_content(pool: Memory) -> tuple:
@@ -127,9 +137,7 @@ def _pool_content(pool: Memory) -> tuple:
     return pool.name, pool.size, bytes(pool.buffer())
 
 
-def _extension_table(table: object) -> tuple:
-    if type(table) is not list:
-        raise _NotFingerprintable
+def _extension_table(table: list) -> tuple:
     entries = []
     for entry in table:
         if (type(entry) is not ExtensionNameAndPrefix or type(entry.name) is not str
@@ -139,76 +147,93 @@ def _extension_table(table: object) -> tuple:
     return tuple(entries)
 
 
-@dataclass
-class _ModelFields:
-    """The subgraphs' fields gathered into flat lists, one per kind of value, so that
-    their types are checked once per model (in C) rather than once per field.
+def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple:
+    """The fields of every subgraph, main first: one row of fields per subgraph, operand
+    and operation, the contents of their int lists (dimensions, inputs and outputs)
+    concatenated into one tuple (each row holds the lengths that split it back), the
+    scales' bits, the classes of any enum field holding a plain int, and the rare
+    non-empty extraParams, each keyed by its operand's position in the whole model.
+    ``kept_bytes`` (operandValues' and the pools') counts towards the limit with the
+    extraParams' bytes.
 
-    ``ints`` lists counts before what they count (so the concatenation over operands and
-    subgraphs reads back one way only), then each operand's and operation's integer
-    fields. The enum fields, the scales and the rare non-empty extraParams (keyed by the
-    operand's position in the whole model) follow in lists of their own."""
-    ints: list
-    operand_types: list = field(default_factory=list)
-    lifetimes: list = field(default_factory=list)
-    operation_types: list = field(default_factory=list)
-    scales: list = field(default_factory=list)
-    extras: list = field(default_factory=list)
-
-    def add_subgraph(self, subgraph: object) -> None:
+    The loops run per operand and operation, and the cheapest check in CPython is the
+    one the interpreter specialises: a tuple of ``type(field)`` compared with the tuple of
+    expected classes, in the loop. A pass in C per field (``map(type, ...)``,
+    ``attrgetter``) costs as much per item, plus a fixed cost that dominates for the usual
+    subgraphs of a few operands. Only the contents of the int lists, of any length, are
+    checked in bulk."""
+    subgraph_rows: list = []
+    operand_rows: list = []
+    operation_rows: list = []
+    scales: list = []
+    indexes: list = []
+    odd_operand_classes: list = []
+    odd_operation_classes: list = []
+    extra_params: list = []
+    for subgraph in (main, *referenced):
         if type(subgraph) is not Subgraph:
             raise _NotFingerprintable
         operands, operations = subgraph.operands, subgraph.operations
         inputs, outputs = subgraph.inputIndexes, subgraph.outputIndexes
-        if (type(operands) is not list or type(operations) is not list
-                or type(inputs) is not list or type(outputs) is not list):
+        if (type(operands), type(operations), type(inputs),
+                type(outputs)) != _SUBGRAPH_FIELD_CLASSES:
             raise _NotFingerprintable
-        ints, scales = self.ints, self.scales
-        operand_types, lifetimes = self.operand_types, self.lifetimes
-        ints += (len(operands), len(operations), len(inputs), len(outputs))
-        # One comparison of a tuple of classes rather than a chain of tests: fewer
-        # branches for coverage instrumentation to trace, in a loop run per operand.
+        subgraph_rows.append((len(operands), len(operations), len(inputs), len(outputs)))
         for operand in operands:
             dimensions, location, extra = operand.dimensions, operand.location, operand.extraParams
             if (type(operand), type(dimensions), type(location), type(extra)) != _OPERAND_CLASSES:
                 raise _NotFingerprintable
-            operand_types.append(operand.type)
-            lifetimes.append(operand.lifetime)
-            scales.append(operand.scale)
-            ints += (operand.numberOfConsumers, operand.zeroPoint, location.poolIndex,
-                     location.offset, location.length, len(dimensions))
-            ints += dimensions
-            if (extra.channelQuant, extra.extension) != _NO_EXTRA_PARAMS:
-                self.extras.append(_extra_params(len(scales), extra))
+            operand_type, lifetime, scale = operand.type, operand.lifetime, operand.scale
+            consumers, zero_point = operand.numberOfConsumers, operand.zeroPoint
+            pool, offset, length = location.poolIndex, location.offset, location.length
+            classes = (type(operand_type), type(lifetime), type(scale), type(consumers),
+                       type(zero_point), type(pool), type(offset), type(length))
+            if classes != _OPERAND_FIELD_CLASSES:
+                if classes not in _OPERAND_FIELD_CLASS_VARIANTS:
+                    raise _NotFingerprintable
+                # An enum member equals its value: the classes tell the two apart.
+                odd_operand_classes.append((len(operand_rows), classes))
+            operand_rows.append((operand_type, lifetime, consumers, zero_point, pool, offset,
+                                 length, len(dimensions)))
+            scales.append(scale)
+            indexes += dimensions
+            if extra.channelQuant is not None or extra.extension is not None:
+                extra_params.append(_extra_params(len(operand_rows) - 1, extra))
         for operation in operations:
-            op_inputs, op_outputs = operation.inputs, operation.outputs
-            if (type(operation), type(op_inputs), type(op_outputs)) != _OPERATION_CLASSES:
-                raise _NotFingerprintable
-            self.operation_types.append(operation.type)
-            ints += (len(op_inputs), len(op_outputs))
-            ints += op_inputs
-            ints += op_outputs
-        ints += inputs
-        ints += outputs
+            operation_type, operation_inputs, operation_outputs = (
+                operation.type, operation.inputs, operation.outputs)
+            classes = (type(operation), type(operation_type), type(operation_inputs),
+                       type(operation_outputs))
+            if classes != _OPERATION_CLASSES:
+                if classes not in _OPERATION_CLASS_VARIANTS:
+                    raise _NotFingerprintable
+                odd_operation_classes.append((len(operation_rows), classes))
+            operation_rows.append((operation_type, len(operation_inputs),
+                                   len(operation_outputs)))
+            indexes += operation_inputs
+            indexes += operation_outputs
+        indexes += inputs
+        indexes += outputs
+    # Four counts per subgraph, six integer fields per operand (with the length of its
+    # dimensions), two lengths per operation, and the contents of the int lists.
+    integer_fields = (4 * len(subgraph_rows) + 6 * len(operand_rows)
+                      + 2 * len(operation_rows) + len(indexes))
+    if integer_fields > MAX_FINGERPRINTED_INTS:
+        raise _NotFingerprintable
+    _require_classes(indexes, _INT)
+    if extra_params:
+        kept_bytes += sum(map(_extra_params_size, extra_params))
+        if kept_bytes > MAX_FINGERPRINTED_BYTES:
+            raise _NotFingerprintable
+    return (tuple(subgraph_rows), tuple(operand_rows), tuple(operation_rows), tuple(indexes),
+            _float_bits(scales), tuple(odd_operand_classes), tuple(odd_operation_classes),
+            tuple(extra_params))
 
-    def content(self) -> tuple:
-        ints = self.ints
-        if len(ints) > MAX_FINGERPRINTED_INTS:
-            raise _NotFingerprintable
-        operand_types, lifetimes = self.operand_types, self.lifetimes
-        # The class of every enum field, position by position: equal fingerprints then
-        # mean equal values of equal classes everywhere, not merely equal values.
-        enum_classes = tuple(map(type, chain(operand_types, lifetimes, self.operation_types)))
-        count = len(operand_types)
-        if not (_INT.issuperset(map(type, ints)) and _FLOAT.issuperset(map(type, self.scales))
-                and _OPERAND_TYPE_CLASSES.issuperset(enum_classes[:count])
-                and _LIFETIME_CLASSES.issuperset(enum_classes[count:2 * count])
-                and _OPERATION_TYPE_CLASSES.issuperset(enum_classes[2 * count:])):
-            raise _NotFingerprintable
-        # Floats by their bits: 0.0 and -0.0 compare equal but read differently in messages.
-        packed_scales = array("d", self.scales).tobytes()
-        return (tuple(ints), tuple(operand_types), tuple(lifetimes),
-                tuple(self.operation_types), enum_classes, packed_scales, tuple(self.extras))
+
+def _float_bits(values: list) -> bytes:
+    """Floats by their bits: 0.0 and -0.0 compare equal but read differently in messages,
+    and a NaN equals nothing, not even itself."""
+    return array("d", values).tobytes()
 
 
 def _extra_params(operand_number: int, extra: OperandExtraParams) -> tuple:
@@ -222,10 +247,16 @@ def _extra_params(operand_number: int, extra: OperandExtraParams) -> tuple:
         if type(scales) is not list or type(channel_dim) is not int:
             raise _NotFingerprintable
         _require_classes(scales, _FLOAT)
-        quant = (array("d", scales).tobytes(), channel_dim)
+        quant = (_float_bits(scales), channel_dim)
     if not (extension is None or type(extension) is bytes):
         raise _NotFingerprintable
     return operand_number, quant, extension
+
+
+def _extra_params_size(entry: tuple) -> int:
+    """The bytes a memo entry keeps for one non-empty extraParams."""
+    _, quant, extension = entry
+    return (0 if quant is None else len(quant[0])) + (0 if extension is None else len(extension))
 
 
 # --- memos ------------------------------------------------------------------------------

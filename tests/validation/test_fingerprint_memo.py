@@ -4,6 +4,8 @@ fields of unexpected types bypass the memos altogether. Whatever the memos do, e
 gets exactly the verdict uncached validation gives it."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -12,10 +14,12 @@ import numpy as np
 import pytest
 
 from driver import device as device_module
+from driver import fingerprint as fingerprint_module
 from driver.errors import ValidationError
 from driver.fingerprint import ContentMemo, MISSING, model_fingerprint
-from driver.hal import (ErrorStatus, Model, Operand, OperandLifeTime as L, OperandType as T,
-                        OperationType as Op)
+from driver.hal import (DataLocation, ErrorStatus, ExtensionNameAndPrefix, Model, Operand,
+                        OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
+                        OperationType as Op, Subgraph, SymmPerChannelQuantParams)
 from driver.validation import model as model_validation
 from driver.validation import validate_model
 from tests import models
@@ -154,6 +158,87 @@ def test_equal_values_of_different_classes_do_not_share_a_fingerprint():
     assert model_fingerprint(positive) != model_fingerprint(negative)
 
 
+def _add_model_with(edit: Callable[[Model], object]) -> Model:
+    model = models.add_model().model
+    edit(model)
+    return model
+
+
+def _two_add_models(first_edit: Callable[[Model], object],
+                    second_edit: Callable[[Model], object]) -> tuple[Model, Model]:
+    return _add_model_with(first_edit), _add_model_with(second_edit)
+
+
+def _per_channel_scales(scales: list) -> Model:
+    model = models.per_channel_model().model
+    model.main.operands[0].extraParams.channelQuant.scales = scales
+    return model
+
+
+def _with_spare_operand(in_main: bool) -> Model:
+    """add_model and a copy of its output operand, in main or in a referenced subgraph."""
+    model = models.add_model().model
+    spare = copy.deepcopy(model.main.operands[3])
+    model.referenced = [Subgraph(operands=[] if in_main else [spare])]
+    if in_main:
+        model.main.operands.append(spare)
+    return model
+
+
+def _set_lifetime(index: int) -> Callable[[Model], None]:
+    def edit(model: Model) -> None:
+        model.main.operands[index].lifetime = int(model.main.operands[index].lifetime)
+    return edit
+
+
+#: Pairs of models whose fields hold the same values in the same order, with different
+#: boundaries or classes: the flat encoding must still tell them apart.
+SAME_VALUES_ELSEWHERE: dict[str, Callable[[], tuple[Model, Model]]] = {
+    "a dimension moved to the previous operand": lambda: _two_add_models(
+        lambda m: (_set_operand(0, dimensions=[2, 2, 2])(m), _set_operand(1, dimensions=[2])(m)),
+        lambda m: None),
+    "an index moved from an operation's inputs to its outputs": lambda: _two_add_models(
+        lambda m: None,
+        lambda m: setattr(m.main, "operations", [Operation(Op.ADD, [0, 1], [2, 3])])),
+    "an index moved from the inputs to the outputs": lambda: _two_add_models(
+        lambda m: None, lambda m: (setattr(m.main, "inputIndexes", [0]),
+                                   setattr(m.main, "outputIndexes", [1, 3]))),
+    "an operand moved to a referenced subgraph": lambda: (_with_spare_operand(True),
+                                                         _with_spare_operand(False)),
+    "a plain int lifetime on another operand": lambda: _two_add_models(_set_lifetime(0),
+                                                                       _set_lifetime(1)),
+    "a plain int operation type": lambda: _two_add_models(
+        lambda m: None, lambda m: setattr(m.main.operations[0], "type", int(Op.ADD))),
+    "-0.0 for 0.0 in per-channel scales": lambda: (_per_channel_scales([0.5, 0.0, 2.0]),
+                                                   _per_channel_scales([0.5, -0.0, 2.0])),
+    "ints beyond 32 bits": lambda: _two_add_models(_set_operand(0, dimensions=[2, 1 << 40]),
+                                                   _set_operand(0, dimensions=[2, 1 << 41])),
+    "another extension prefix": lambda: _two_add_models(
+        lambda m: setattr(m, "extensionNameToPrefix", [ExtensionNameAndPrefix("com.a", 1)]),
+        lambda m: setattr(m, "extensionNameToPrefix", [ExtensionNameAndPrefix("com.a", 2)])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_VALUES_ELSEWHERE))
+def test_the_same_values_elsewhere_do_not_share_a_fingerprint(name):
+    first, second = SAME_VALUES_ELSEWHERE[name]()
+    assert model_fingerprint(first) is not None and model_fingerprint(second) is not None
+    assert model_fingerprint(first) != model_fingerprint(second)
+    assert memo_verdict(first) == uncached_verdict(first)
+    assert memo_verdict(second) == uncached_verdict(second)
+
+
+def test_a_nan_scale_does_not_defeat_the_memo(full_validations):
+    """Scales are compared by their bits: two NaNs of equal bits are equal content, though
+    a NaN compares equal to nothing."""
+    first, second = models.add_model().model, models.add_model().model
+    first.main.operands[0].scale = float("nan")
+    second.main.operands[0].scale = float("nan")
+    assert model_fingerprint(first) == model_fingerprint(second)
+    assert memo_verdict(first) == memo_verdict(second) == uncached_verdict(first)
+    assert full_validations == [first]
+
+
 # --- garbage bypasses ---------------------------------------------------------------------
 
 def _set_operand(index: int, **fields) -> Callable[[Model], None]:
@@ -195,6 +280,25 @@ GARBAGE: dict[str, Callable[[Model], None]] = {
     "referenced a tuple": lambda m: setattr(m, "referenced", ()),
     "main None": lambda m: setattr(m, "main", None),
     "inputIndexes with a bool": lambda m: setattr(m.main, "inputIndexes", [0, True]),
+    "outputIndexes a tuple": lambda m: setattr(m.main, "outputIndexes", (3,)),
+    "operations None": lambda m: setattr(m.main, "operations", None),
+    "bool poolIndex": lambda m: setattr(m.main.operands[0].location, "poolIndex", True),
+    "float location length": lambda m: setattr(m.main.operands[0].location, "length", 0.0),
+    "location a tuple": _set_operand(0, location=(0, 0, 0)),
+    "numpy float scale": _set_operand(0, scale=np.float64(0.0)),
+    "unhashable lifetime": _set_operand(0, lifetime=[1]),
+    "extraParams of another class": _set_operand(0, extraParams=SymmPerChannelQuantParams([1.0])),
+    "channelQuant of another class": _set_operand(
+        0, extraParams=OperandExtraParams(channelQuant=DataLocation())),
+    "int in per-channel scales": _set_operand(
+        0, extraParams=OperandExtraParams(channelQuant=SymmPerChannelQuantParams([1]))),
+    "bytearray extension": _set_operand(
+        0, extraParams=OperandExtraParams(extension=bytearray(b"x"))),
+    "operand an int": lambda m: m.main.operands.__setitem__(0, 3),
+    "operation type of another enum": lambda m: setattr(m.main.operations[0], "type",
+                                                        T.TENSOR_FLOAT32),
+    "extension entry a tuple": lambda m: setattr(m, "extensionNameToPrefix", [("com.a", 1)]),
+    "None referenced subgraph": lambda m: setattr(m, "referenced", [None]),
 }
 
 
@@ -209,9 +313,39 @@ def test_fields_of_unexpected_types_bypass_the_memo(name, full_validations):
     assert len(full_validations) == 2               # nothing remembered
 
 
-def test_a_deleted_field_bypasses_the_memo():
+_HOLDERS: dict[str, Callable[[Model], object]] = {
+    "model": lambda m: m,
+    "subgraph": lambda m: m.main,
+    "operand": lambda m: m.main.operands[0],
+    "location": lambda m: m.main.operands[0].location,
+    "extraParams": lambda m: m.main.operands[0].extraParams,
+    "operation": lambda m: m.main.operations[0],
+}
+_DELETIONS = [(holder, f.name) for holder, get in _HOLDERS.items()
+              for f in dataclasses.fields(get(models.add_model().model))]
+
+
+@pytest.mark.parametrize("holder,name", _DELETIONS, ids=[f"{h}.{n}" for h, n in _DELETIONS])
+def test_a_deleted_field_bypasses_the_memo_or_reads_as_its_default(holder, name):
+    """A field deleted from an instance reads as the class's default when it has one
+    (validation reads the same), and otherwise raises AttributeError: no fingerprint."""
     model = models.add_model().model
-    del model.main.operands[0].location
+    delattr(_HOLDERS[holder](model), name)
+    fingerprint = model_fingerprint(model)
+    if not hasattr(_HOLDERS[holder](model), name):
+        assert fingerprint is None
+    else:
+        assert fingerprint is not None
+        assert memo_verdict(model) == uncached_verdict(model)
+
+
+def test_an_attribute_error_from_a_garbage_operand_bypasses_the_memo():
+    class Garbage:
+        @property
+        def dimensions(self):
+            raise AttributeError("no dimensions")
+    model = models.add_model().model
+    model.main.operands[0] = Garbage()
     assert model_fingerprint(model) is None
 
 
@@ -226,6 +360,42 @@ def test_large_models_are_not_fingerprinted():
     model.pools.append(Memory.create(1 << 20))
     assert model_fingerprint(model) is None
     assert memo_verdict(model) is None
+
+
+def _with_extension_bytes(size: int) -> Model:
+    model = models.add_model().model
+    model.main.operands[0].extraParams = OperandExtraParams(extension=bytes(size))
+    return model
+
+
+#: Models over a limit, by way of each kind of field that counts towards it.
+OVER_THE_LIMITS: dict[str, Callable[[], Model]] = {
+    "many operands": lambda: _add_model_with(lambda m: m.main.operands.extend(
+        copy.deepcopy(m.main.operands[3]) for _ in range(40))),
+    "long dimensions": lambda: _add_model_with(_set_operand(0, dimensions=[1] * 200)),
+    "many operation inputs": lambda: _add_model_with(
+        lambda m: setattr(m.main.operations[0], "inputs", [0] * 200)),
+    "many referenced subgraphs": lambda: _add_model_with(
+        lambda m: setattr(m, "referenced", [Subgraph() for _ in range(60)])),
+    "long per-channel scales": lambda: _per_channel_scales([0.5] * 200),
+    "long extension": lambda: _with_extension_bytes(2000),
+    "long operandValues": lambda: _add_model_with(
+        lambda m: setattr(m, "operandValues", m.operandValues + bytes(2000))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVER_THE_LIMITS))
+def test_models_over_the_limits_are_not_fingerprinted(name, monkeypatch):
+    """With limits lowered to 200 integer fields and 1000 bytes (which every model of the
+    suite's own stays under), each of these models is over one of them."""
+    monkeypatch.setattr(fingerprint_module, "MAX_FINGERPRINTED_INTS", 200)
+    monkeypatch.setattr(fingerprint_module, "MAX_FINGERPRINTED_BYTES", 1000)
+    assert model_fingerprint(models.add_model().model) is not None
+    assert model_fingerprint(models.per_channel_model().model) is not None
+    assert model_fingerprint(_with_extension_bytes(10)) is not None
+    model = OVER_THE_LIMITS[name]()
+    assert model_fingerprint(model) is None
+    assert memo_verdict(model) == uncached_verdict(model)
 
 
 # --- the memo itself ----------------------------------------------------------------------
