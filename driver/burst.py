@@ -11,6 +11,7 @@ from .hal.structs import (MemoryPool, OptionalTimeoutDuration, OptionalTimePoint
                           Request, Timing)
 from .executor.run import failure
 from .memory import Memory
+from .validation.structure import raise_for_missing_field
 
 
 class ExecutionBurst:
@@ -27,6 +28,13 @@ class ExecutionBurst:
         self._lock = threading.Lock()
 
     def _resolve_pools(self, request: Request, slots: Sequence[int]) -> Request:
+        try:
+            return self._resolve_named_pools(request, slots)
+        except AttributeError:
+            raise_for_missing_field(request, "request")
+            raise
+
+    def _resolve_named_pools(self, request: Request, slots: Sequence[int]) -> Request:
         check(isinstance(request.pools, list), "burst: request.pools must be a list")
         check(isinstance(slots, (list, tuple)) and len(slots) == len(request.pools),
               f"burst: {len(request.pools)} pools need as many slots, got {slots!r}")

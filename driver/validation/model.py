@@ -32,6 +32,7 @@ from .common import (POOL_NAMES, UINT16_MAX, is_extension_type, is_int, operatio
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
 from .operand import check_operand, operand_is_plainly_valid, storage_of
+from .structure import raise_for_missing_field
 
 # Enum members as module constants: looking one up through its class costs more than
 # the comparison it is used in.
@@ -70,6 +71,15 @@ def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFinger
     """validate_model for a caller that already computed ``model_fingerprint(model)``
     (None: no fingerprint, validate in full). Returns the OperandInfo views validation
     made, for compile_model to reuse."""
+    try:
+        return _validate_fingerprinted_model(model, fingerprint, allow_unknown_size_while)
+    except AttributeError:
+        raise_for_missing_field(model, "model")
+        raise
+
+
+def _validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFingerprint],
+                                  allow_unknown_size_while: bool) -> ModelInfos:
     if fingerprint is None:
         return check_model(model, allow_unknown_size_while)
     key = (fingerprint, allow_unknown_size_while)

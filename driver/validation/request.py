@@ -24,12 +24,21 @@ from ..hal.structs import (DataLocation, MemoryPool, Model, Operand, Request,
 from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
                      is_uint32_list, known_dims_byte_size)
 from .model import check_memory
+from .structure import raise_for_missing_field
 
 
 def validate_request(request: Request, model: Model, *,
                      allow_unspecified_output: bool = True) -> None:
     """Raise ValidationError, naming the argument or pool at fault, unless ``request`` is
     a valid request for ``model`` (which validate_model accepted)."""
+    try:
+        _validate_request(request, model, allow_unspecified_output)
+    except AttributeError:
+        raise_for_missing_field(request, "request")
+        raise
+
+
+def _validate_request(request: Request, model: Model, allow_unspecified_output: bool) -> None:
     if not isinstance(request, Request):
         fail(f"request: {type(request).__name__} is not a Request")
     pool_sizes = check_request_pools(request.pools)
