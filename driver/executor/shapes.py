@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from ..errors import ResourceError, ValidationError
 from ..hal.enums import ErrorStatus
-from ..operations.common import STORAGE_DTYPE
+from ..operations.common import MAX_RESULT_BYTES, STORAGE_DTYPE
 from ..operations.registry import Shape
 
 #: No single operand value may be larger than this: a model whose shapes ask for more is
-#: refused (RESOURCE_EXHAUSTED) instead of exhausting the host.
-MAX_VALUE_BYTES = 256 * 1024 * 1024
+#: refused (RESOURCE_EXHAUSTED) instead of exhausting the host (or taking seconds per
+#: operation: see MAX_RESULT_BYTES, the same bound on results sized at run time).
+MAX_VALUE_BYTES = MAX_RESULT_BYTES
 
 
 def is_fully_known(shape: Shape) -> bool:
