@@ -59,6 +59,11 @@ def test_counts_saturate_instead_of_wrapping(library):
     counters.flush()
     assert counters.counters[3] == MAX_COUNT
     assert counters.counters[4] == MAX_COUNT
+    counters.hits.extend([5] * 200)
+    counters.flush()
+    counters.hits.extend([5] * 100 + [3])      # across flushes too
+    counters.flush()
+    assert counters.counters[[3, 4, 5]].tolist() == [MAX_COUNT] * 3
 
 
 def test_registration_covers_every_reserved_counter_once(library):
