@@ -23,6 +23,7 @@ out-of-bounds locations, zero or infinite scales) all remain expressible.
 ``encode_parts(spec)`` serializes as ``serialize`` does, keeping the bytes of each part of the
 spec (and of the operands, operations and arguments in it) in an :class:`EncodedSpec`: the
 custom mutator changes a copy of such a spec and serializes only what changed.
+``parse_parts(data)`` is ``encode_parts(parse(data))``.
 
 ``encode(case)`` is the exact inverse on everything ``decode`` produces:
 ``decode(encode(decode(b))) == decode(b)``. The one value the decoder never produces is a
@@ -64,6 +65,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field, replace
 from itertools import chain, compress, islice
+from math import prod
 from operator import is_not, length_hint
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -960,13 +962,29 @@ def _operation_out(out: bytearray, op: Operation, where: tuple) -> None:
     _indexes_out(out, outputs, MAX_OPERATION_OUTPUTS, where, "output")
 
 
-def _subgraph_out(out: bytearray, sg: SubgraphSpec, name: str) -> None:
+def _list_out(out: bytearray, items: Sequence[_P], write: Callable[[bytearray, _P, tuple], None],
+              where: tuple, offsets: list[list[int]] | None) -> None:
+    """The items, one after the other; with ``offsets``, the offset each item starts at
+    (and the end of the last) is added to it as one list."""
+    if offsets is None:
+        for i, item in enumerate(items):
+            write(out, item, (*where, i))
+        return
+    starts = [len(out)]
+    for i, item in enumerate(items):
+        write(out, item, (*where, i))
+        starts.append(len(out))
+    offsets.append(starts)
+
+
+def _subgraph_out(out: bytearray, sg: SubgraphSpec, name: str,
+                  offsets: list[list[int]] | None = None) -> None:
+    """The subgraph; with ``offsets``, where its operands, then its operations, start (see
+    _list_out)."""
     _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
-    for i, operand in enumerate(sg.operands):
-        _operand_out(out, operand, (name, "operand", i))
+    _list_out(out, sg.operands, _operand_out, (name, "operand"), offsets)
     _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
-    for i, op in enumerate(sg.operations):
-        _operation_out(out, op, (name, "operation", i))
+    _list_out(out, sg.operations, _operation_out, (name, "operation"), offsets)
     _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
     _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
 
@@ -1032,12 +1050,13 @@ def _request_pools_out(out: bytearray, r: RequestSpec) -> None:
             _blob_out(out, pool.blob, ("request pool", j))
 
 
-def _request_out(out: bytearray, r: RequestSpec) -> None:
+def _request_out(out: bytearray, r: RequestSpec, offsets: list[list[int]] | None = None) -> None:
+    """The request; with ``offsets``, where its inputs, then its outputs, start (see
+    _list_out)."""
     _request_pools_out(out, r)
     for role, args in (("input", r.inputs), ("output", r.outputs)):
         _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
-        for i, arg in enumerate(args):
-            _argument_out(out, arg, ("request", role, i))
+        _list_out(out, args, _argument_out, ("request", role), offsets)
 
 
 def _microseconds(ns: int, cap_us: int, what: str) -> int:
@@ -1089,7 +1108,8 @@ def serialize(spec: CaseSpec) -> bytes:
 # of each part of a spec (choices, model head (flags .. pools), each subgraph (main first),
 # model tail (extensions), request) and of each element of the lists a part holds (operands,
 # operations, request inputs and outputs). Its copy() is the spec to change, noting where
-# each part came from; encode_parts then serializes what no longer is what it came from.
+# each part came from (shared() notes parts kept as they are, for a result that only
+# replaces some); encode_parts then serializes what no longer is what it came from.
 
 #: The bytes of the elements of a part: (operands, operations) of a subgraph, (inputs,
 #: outputs) of the request, nothing for the other parts.
@@ -1117,36 +1137,62 @@ class EncodedSpec:
 
     def copy(self, origins: Origins) -> CaseSpec:
         """A copy of the spec to change; its parts' origins are added to ``origins``."""
-        return CaseSpec(self.copy_model(origins), self._copy_request(origins),
-                        self.copy_choices(origins))
+        r = self.spec.request
+        request = RequestSpec(r.inputs.copy(), r.outputs.copy(), r.pools.copy())
+        origins[id(request)] = (request, r, self.parts[-1], self.elements[-1])
+        return CaseSpec(self.copy_model(origins), request, self.copy_choices(origins))
+
+    def shared(self, origins: Origins) -> CaseSpec:
+        """A new CaseSpec holding this spec's own model, request and choices, each noted in
+        ``origins`` as its own origin: for a result that replaces some of them and leaves
+        the others as they are (they must not change: they are this spec's)."""
+        spec, parts, elements = self.spec, self.parts, self.elements
+        m = spec.model
+        for k, sg in enumerate([m.main, *m.referenced]):
+            origins[id(sg)] = (sg, sg, parts[2 + k], elements[2 + k])
+        origins[id(m)] = (m, m, parts[1], elements[1])
+        origins[id(spec.request)] = (spec.request, spec.request, parts[-1], elements[-1])
+        origins[id(spec.choices)] = (spec.choices, spec.choices, parts[0], elements[0])
+        return CaseSpec(m, spec.request, spec.choices)
 
     def copy_choices(self, origins: Origins) -> ExecutionChoices:
-        return self._note(origins, _copy_choices(self.spec.choices), self.spec.choices, 0)
+        c = self.spec.choices
+        copy = _copy_choices(c)
+        origins[id(copy)] = (copy, c, self.parts[0], self.elements[0])
+        return copy
 
     def copy_subgraph(self, k: int, origins: Origins) -> SubgraphSpec:
         """A copy of subgraph k (0: main, k: referenced[k - 1])."""
         model = self.spec.model
         sg = model.main if k == 0 else model.referenced[k - 1]
-        copy = SubgraphSpec(sg.operands.copy(), sg.operations.copy(), sg.inputIndexes.copy(),
-                            sg.outputIndexes.copy())
-        return self._note(origins, copy, sg, 2 + k)
+        copy = _copy_subgraph(sg)
+        origins[id(copy)] = (copy, sg, self.parts[2 + k], self.elements[2 + k])
+        return copy
 
     def copy_model(self, origins: Origins) -> ModelSpec:
         m = self.spec.model
-        referenced = [self.copy_subgraph(k + 1, origins) for k in range(len(m.referenced))]
-        model = ModelSpec(self.copy_subgraph(0, origins), referenced, m.operandValues.copy(),
-                          m.pools.copy(), m.relaxComputationFloat32toFloat16,
-                          m.extensionNameToPrefix.copy())
-        return self._note(origins, model, m, 1)
+        parts, elements = self.parts, self.elements
+        # (Not through copy_subgraph: a copy is made per custom mutation, and the calls cost
+        # as much again.)
+        copies = []
+        for k, sg in enumerate([m.main, *m.referenced]):
+            copy = _copy_subgraph(sg)
+            origins[id(copy)] = (copy, sg, parts[2 + k], elements[2 + k])
+            copies.append(copy)
+        model = ModelSpec(copies[0], copies[1:], m.operandValues.copy(), m.pools.copy(),
+                          m.relaxComputationFloat32toFloat16, m.extensionNameToPrefix.copy())
+        origins[id(model)] = (model, m, parts[1], elements[1])
+        return model
 
-    def _copy_request(self, origins: Origins) -> RequestSpec:
-        r = self.spec.request
-        request = RequestSpec(r.inputs.copy(), r.outputs.copy(), r.pools.copy())
-        return self._note(origins, request, r, len(self.parts) - 1)
 
-    def _note(self, origins: Origins, copy: _P, original: object, part: int) -> _P:
-        origins[id(copy)] = (copy, original, self.parts[part], self.elements[part])
-        return copy
+def _copy_subgraph(sg: SubgraphSpec) -> SubgraphSpec:
+    """A copy with lists of its own, sharing their elements."""
+    copy = _new_instance(SubgraphSpec)
+    copy.operands = sg.operands.copy()
+    copy.operations = sg.operations.copy()
+    copy.inputIndexes = sg.inputIndexes.copy()
+    copy.outputIndexes = sg.outputIndexes.copy()
+    return copy
 
 
 # A copy has lists of its own (operands, operations, indexes, arguments, pools, ...) and
@@ -1189,31 +1235,6 @@ def writable_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
     return _writable(arguments, i)
 
 
-# Whether a part still equals its origin. The elements a mutation left alone are the very
-# objects of the origin, which lists compare at C speed; one replaced compares by value (an
-# equal copy still counts as unchanged). Equal parts serialize to the same bytes, but for
-# the sign of a zero scale, which no mutation produces on purpose.
-
-def _same_choices(a: ExecutionChoices, b: ExecutionChoices) -> bool:
-    return vars(a) == vars(b)
-
-
-def _same_head(a: ModelSpec, b: ModelSpec) -> bool:
-    return (a.relaxComputationFloat32toFloat16 == b.relaxComputationFloat32toFloat16
-            and bool(a.extensionNameToPrefix) == bool(b.extensionNameToPrefix)
-            and len(a.referenced) == len(b.referenced)
-            and a.operandValues == b.operandValues and a.pools == b.pools)
-
-
-def _same_subgraph(a: SubgraphSpec, b: SubgraphSpec) -> bool:
-    return (a.inputIndexes == b.inputIndexes and a.outputIndexes == b.outputIndexes
-            and a.operations == b.operations and a.operands == b.operands)
-
-
-def _same_request(a: RequestSpec, b: RequestSpec) -> bool:
-    return a.pools == b.pools and a.inputs == b.inputs and a.outputs == b.outputs
-
-
 # Fields the encoding leaves out are set back to their defaults in what is serialized anew,
 # so that a spec encode_parts made is the one its bytes parse to.
 
@@ -1251,22 +1272,23 @@ def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
                   origin_bytes: tuple[bytes, ...], write: Callable[[bytearray, _P, tuple], None],
                   where: tuple,
                   encoded: Callable[[list[_P], int], _P] | None = None) -> tuple[bytes, ...]:
-    """The items serialized and appended to ``out``, each item the origin holds taking the
-    origin's bytes; returns each item's bytes. ``encoded`` gives an item as it is to be
-    serialized anew."""
-    n = len(origin_items)
-    if len(items) == n:
-        # Mostly the origin's own list with an element or two replaced: find those at C
-        # speed. An element the origin holds elsewhere only happens when the length changed.
-        if items == origin_items:
-            out += b"".join(origin_bytes)
-            return origin_bytes
-        pieces = list(origin_bytes)
-        fresh = compress(range(n), map(is_not, items, origin_items))
+    """The items (which are not those of the origin) serialized and appended to ``out``,
+    each item the origin holds taking the origin's bytes; returns each item's bytes.
+    ``encoded`` gives an item as it is to be serialized anew."""
+    n, count = len(origin_items), len(items)
+    if not n:
+        return _new_elements_out(out, items, write, where, encoded)
+    if count >= n:
+        # Mostly the origin's own list with an element or two replaced, or appended (a new
+        # element is only ever appended): find those at C speed. An element the origin
+        # holds elsewhere only happens when some were deleted.
+        pieces = [*origin_bytes, *[b""] * (count - n)]
+        fresh: Iterable[int] = chain(compress(range(n), map(is_not, items, origin_items)),
+                                     range(n, count))
         known: dict[int, bytes] = {}
     else:
-        pieces = [b""] * len(items)
-        fresh = range(len(items))
+        pieces = [b""] * count
+        fresh = range(count)
         known = {id(x): data for x, data in zip(origin_items, origin_bytes)}
     for i in fresh:
         item = items[i]
@@ -1282,33 +1304,121 @@ def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
     return tuple(pieces)
 
 
-def _subgraph_part(out: bytearray, sg: SubgraphSpec, name: str,
-                   origin: SubgraphSpec | None, elements: Elements) -> Elements:
-    """_subgraph_out, taking the bytes of the origin's operands and operations that ``sg``
-    still holds."""
+def _new_elements_out(out: bytearray, items: list[_P],
+                      write: Callable[[bytearray, _P, tuple], None], where: tuple,
+                      encoded: Callable[[list[_P], int], _P] | None) -> tuple[bytes, ...]:
+    """_elements_out without an origin: the items are serialized one after the other into
+    one buffer, which is then cut into each item's bytes."""
+    written = bytearray()
+    ends = []
+    for i, item in enumerate(items):
+        write(written, item if encoded is None else encoded(items, i), (*where, i))
+        ends.append(len(written))
+    whole = bytes(written)
+    out += whole
+    return tuple([whole[start:end] for start, end in zip([0, *ends], ends)])
+
+
+# Each part is written by a function of the part and its origin (None: no origin), which
+# returns the part's bytes and its elements' bytes: the origin's own when the part still
+# equals the origin. The elements a mutation left alone are the very objects of the origin,
+# which lists compare at C speed; one replaced compares by value (an equal copy still counts
+# as unchanged). Equal parts serialize to the same bytes, but for the sign of a zero scale,
+# which no mutation produces on purpose. Each list is compared once: a list equal to the
+# origin's takes the origin's bytes, the others are serialized element by element.
+
+_Origin = tuple[object, Any, bytes, Elements]
+_Part = tuple[bytes, Elements]
+# What a part without an origin is compared with: nothing (never changed).
+_NO_SUBGRAPH = SubgraphSpec()
+_NO_REQUEST = RequestSpec()
+
+
+def _choices_part(c: ExecutionChoices, origin: _Origin | None) -> _Part:
+    if origin is not None and vars(c) == vars(origin[1]):
+        return origin[2], origin[3]
+    out = bytearray()
+    _choices_out(out, c)
+    return bytes(out), _NO_ELEMENTS
+
+
+def _model_head_part(m: ModelSpec, origin: _Origin | None) -> _Part:
+    if origin is not None:
+        known = origin[1]
+        if (m.relaxComputationFloat32toFloat16 == known.relaxComputationFloat32toFloat16
+                and bool(m.extensionNameToPrefix) == bool(known.extensionNameToPrefix)
+                and len(m.referenced) == len(known.referenced)
+                and m.operandValues == known.operandValues and m.pools == known.pools):
+            return origin[2], origin[3]
+    out = bytearray()
+    _model_head_out(out, m)
+    return bytes(out), _NO_ELEMENTS
+
+
+def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None) -> _Part:
+    """_subgraph_out of subgraph k, taking the bytes of the origin's operands and
+    operations that ``sg`` still holds."""
+    if origin is None:
+        known, known_bytes = _NO_SUBGRAPH, _NO_ELEMENTS
+        same_operands = same_operations = False
+    else:
+        known, known_bytes = origin[1], origin[3]
+        same_operands = sg.operands == known.operands
+        same_operations = sg.operations == known.operations
+        if (same_operands and same_operations and sg.inputIndexes == known.inputIndexes
+                and sg.outputIndexes == known.outputIndexes):
+            return origin[2], known_bytes
+    name = _subgraph_name(k)
+    out = bytearray()
     _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
-    operand_bytes = _elements_out(out, sg.operands, origin.operands if origin else (),
-                                  elements[0], _operand_out, (name, "operand"), _encoded_operand)
+    if same_operands:
+        operand_bytes = known_bytes[0]
+        out += b"".join(operand_bytes)
+    else:
+        operand_bytes = _elements_out(out, sg.operands, known.operands, known_bytes[0],
+                                      _operand_out, (name, "operand"), _encoded_operand)
     _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
-    operation_bytes = _elements_out(out, sg.operations, origin.operations if origin else (),
-                                    elements[1], _operation_out, (name, "operation"))
+    if same_operations:
+        operation_bytes = known_bytes[1]
+        out += b"".join(operation_bytes)
+    else:
+        operation_bytes = _elements_out(out, sg.operations, known.operations, known_bytes[1],
+                                        _operation_out, (name, "operation"))
     _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
     _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
-    return operand_bytes, operation_bytes
+    return bytes(out), (operand_bytes, operation_bytes)
 
 
-def _request_part(out: bytearray, r: RequestSpec, origin: RequestSpec | None,
-                  elements: Elements) -> Elements:
+def _request_part(r: RequestSpec, origin: _Origin | None) -> _Part:
     """_request_out, taking the bytes of the origin's arguments that ``r`` still holds."""
+    if origin is None:
+        known, known_bytes = _NO_REQUEST, _NO_ELEMENTS
+        same_inputs = same_outputs = False
+    else:
+        known, known_bytes = origin[1], origin[3]
+        same_inputs = r.inputs == known.inputs
+        same_outputs = r.outputs == known.outputs
+        if same_inputs and same_outputs and r.pools == known.pools:
+            return origin[2], known_bytes
+    out = bytearray()
     _request_pools_out(out, r)
     pieces = []
-    for role, args, origin_args, origin_bytes in (
-            ("input", r.inputs, origin.inputs if origin else (), elements[0]),
-            ("output", r.outputs, origin.outputs if origin else (), elements[1])):
+    for role, args, same, known_args, bytes_of_known in (
+            ("input", r.inputs, same_inputs, known.inputs, known_bytes[0]),
+            ("output", r.outputs, same_outputs, known.outputs, known_bytes[1])):
         _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
-        pieces.append(_elements_out(out, args, origin_args, origin_bytes, _argument_out,
-                                    ("request", role), _encoded_argument))
-    return pieces[0], pieces[1]
+        if same:
+            pieces.append(bytes_of_known)
+            out += b"".join(bytes_of_known)
+        else:
+            pieces.append(_elements_out(out, args, known_args, bytes_of_known, _argument_out,
+                                        ("request", role), _encoded_argument))
+    return bytes(out), (pieces[0], pieces[1])
+
+
+def _origin(origins: Origins, part: object) -> _Origin | None:
+    origin = origins.get(id(part))
+    return origin if origin is not None and origin[0] is part else None
 
 
 def encode_parts(spec: CaseSpec, origins: Origins | None = None) -> EncodedSpec:
@@ -1318,47 +1428,58 @@ def encode_parts(spec: CaseSpec, origins: Origins | None = None) -> EncodedSpec:
     (the value or target of an operand whose lifetime or explicit location has no use for
     them, and of an argument with a location or no value), so that the EncodedSpec made can
     stand for the parsed bytes."""
-    origins = origins if origins is not None else {}
-    parts: list[bytes] = []
-    elements: list[Elements] = []
-
-    def part(obj: _P, same: Callable[[_P, Any], bool], write: Callable[..., Elements],
-             *args: object) -> None:
-        origin = origins.get(id(obj))
-        if origin is not None and origin[0] is obj and same(obj, origin[1]):
-            parts.append(origin[2])
-            elements.append(origin[3])
-            return
-        out = bytearray()
-        if origin is not None and origin[0] is obj:
-            elements.append(write(out, obj, *args, origin[1], origin[3]))
-        else:
-            elements.append(write(out, obj, *args, None, _NO_ELEMENTS))
-        parts.append(bytes(out))
-
+    if origins is None:
+        origins = {}
     m = spec.model
-    part(spec.choices, _same_choices, _choices_part)
-    part(m, _same_head, _model_head_part)
+    written = [_choices_part(spec.choices, _origin(origins, spec.choices)),
+               _model_head_part(m, _origin(origins, m))]
     for k, sg in enumerate(m.subgraphs()):
-        part(sg, _same_subgraph, _subgraph_part, _subgraph_name(k))
+        written.append(_subgraph_part(sg, k, _origin(origins, sg)))
     tail = bytearray()
     _model_tail_out(tail, m)
-    parts.append(bytes(tail))
-    elements.append(_NO_ELEMENTS)
-    part(spec.request, _same_request, _request_part)
-    return EncodedSpec(spec, tuple(parts), tuple(elements))
+    written.append((bytes(tail), _NO_ELEMENTS))
+    written.append(_request_part(spec.request, _origin(origins, spec.request)))
+    parts, elements = zip(*written)
+    return EncodedSpec(spec, parts, elements)
 
 
-def _choices_part(out: bytearray, c: ExecutionChoices, origin: object,
-                  elements: Elements) -> Elements:
-    _choices_out(out, c)
-    return _NO_ELEMENTS
-
-
-def _model_head_part(out: bytearray, m: ModelSpec, origin: object,
-                     elements: Elements) -> Elements:
+def parse_parts(data: bytes) -> EncodedSpec:
+    """``encode_parts(parse(data))``, cheaper: a spec parse() made has no field to reset
+    and no part to take from an origin, so it is serialized in one go, as serialize()
+    does, noting where each part and element ends, and the bytes are cut up afterwards."""
+    spec = parse(data)
+    m = spec.model
+    out = bytearray()
+    part_ends: list[int] = []
+    part_offsets: list[list[list[int]]] = []     # per part: see _list_out
+    _choices_out(out, spec.choices)
+    part_ends.append(len(out))
+    part_offsets.append([])
     _model_head_out(out, m)
-    return _NO_ELEMENTS
+    part_ends.append(len(out))
+    part_offsets.append([])
+    for k, sg in enumerate(m.subgraphs()):
+        offsets: list[list[int]] = []
+        _subgraph_out(out, sg, _subgraph_name(k), offsets)
+        part_ends.append(len(out))
+        part_offsets.append(offsets)
+    _model_tail_out(out, m)
+    part_ends.append(len(out))
+    part_offsets.append([])
+    offsets = []
+    _request_out(out, spec.request, offsets)
+    part_ends.append(len(out))
+    part_offsets.append(offsets)
+    whole = bytes(out)
+    parts = tuple([whole[start:end] for start, end in zip([0, *part_ends], part_ends)])
+    elements = tuple([(_cut(whole, offsets[0]), _cut(whole, offsets[1])) if offsets
+                      else _NO_ELEMENTS for offsets in part_offsets])
+    return EncodedSpec(spec, parts, elements)
+
+
+def _cut(whole: bytes, offsets: list[int]) -> tuple[bytes, ...]:
+    """The bytes between each offset and the next."""
+    return tuple([whole[start:end] for start, end in zip(offsets, offsets[1:])])
 
 
 # --- lowering: spec -> HAL -----------------------------------------------------------------
@@ -1371,10 +1492,14 @@ class _Fill:
         self.fill = FILL_BUDGET
         self.generated = GENERATED_BUDGET
 
-    def zeros(self, n: int) -> bytes:
-        n = min(n, self.fill)
+    def zero_count(self, n: int) -> int:
+        """How many of ``n`` zero bytes the budget grants (they are taken from it)."""
+        n = n if n <= self.fill else self.fill
         self.fill -= n
-        return bytes(n)
+        return n
+
+    def zeros(self, n: int) -> bytes:
+        return bytes(self.zero_count(n))
 
     def generate(self, kind: ElementKind, seed: int, n: int) -> bytes:
         n = min(n, MAX_GENERATED_VALUE, self.generated, self.fill)
@@ -1383,25 +1508,22 @@ class _Fill:
         return generated_bytes(kind, seed, n)
 
 
-_ELEMENT_BYTES = {int(t): dtype.itemsize for t, dtype in STORAGE_DTYPE.items()}
 _SCALAR_TYPES = frozenset(int(t) for t in SCALAR_OPERAND_TYPES)
+_SCALAR_BYTES = {int(t): dtype.itemsize for t, dtype in STORAGE_DTYPE.items()
+                 if int(t) in _SCALAR_TYPES}
+_TENSOR_ELEMENT_BYTES = {int(t): dtype.itemsize for t, dtype in STORAGE_DTYPE.items()
+                         if int(t) not in _SCALAR_TYPES}
 
 
 def storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
     """Bytes an operand of this type and shape takes; 0 when that is unknown (unknown
     dimensions, SUBGRAPH and extension types). Scalars ignore their dimensions."""
-    size = _ELEMENT_BYTES.get(operand_type)
+    size = _TENSOR_ELEMENT_BYTES.get(operand_type)
     if size is None:
+        return _SCALAR_BYTES.get(operand_type, 0)
+    if not dims or 0 in dims:
         return 0
-    if operand_type in _SCALAR_TYPES:
-        return size
-    if not dims:
-        return 0
-    for d in dims:
-        if not d:
-            return 0
-        size *= d
-    return size
+    return size * prod(dims)
 
 
 def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:
@@ -1434,24 +1556,109 @@ def _aligned(offset: int) -> int:
     return -(-offset // VALUE_ALIGNMENT) * VALUE_ALIGNMENT
 
 
-def _append(blob: bytearray, data: bytes) -> int:
-    offset = _aligned(len(blob))
-    if offset > len(blob):
-        blob += bytes(offset - len(blob))
-    blob += data
-    return offset
+#: Zeros that runs of zeros are copied from when a blob's content is joined. A fresh zero
+#: bytes object of a megabyte has none of its pages mapped yet, and reading it faults every
+#: one of them in (that took as long as the rest of decoding); this buffer is resident.
+_ZERO_BYTES = b"\0" * (FILL_BUDGET + 4096)
+_ZEROS = memoryview(_ZERO_BYTES)
+#: Pools larger than this are written piece by piece, leaving their zeros to the pages of
+#: a new memfd (writing a megabyte of zeros faulted every page of it in); smaller ones are
+#: written whole, in one copy.
+_PIECEWISE_POOL_BYTES = 64 * 1024
 
 
-def _segment_bytes(segments: Sequence[Segment], fill: _Fill) -> bytearray:
-    blob = bytearray()
+def _zeros(n: int) -> bytes | memoryview:
+    return _ZEROS[:n] if n <= len(_ZEROS) else bytes(n)
+
+
+def _is_zeros(part: bytes | memoryview) -> bool:
+    return isinstance(part, memoryview) and part.obj is _ZERO_BYTES
+
+
+class _Blob:
+    """The content of a memory pool (or of operandValues) as the decoder lays it out: its
+    size and its parts, runs of zeros (zero segments and values, alignment padding) being
+    views of _ZEROS. So a large zero fill is never built, and never written into a
+    shared-memory pool, whose pages start out as zeros."""
+    __slots__ = ("size", "parts")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.parts: list[bytes | memoryview] = []
+
+    def extend(self, raw: bytes) -> None:
+        """``raw`` appended right at the end (an explicit segment)."""
+        if raw:
+            self.parts.append(raw)
+            self.size += len(raw)
+
+    def extend_zeros(self, n: int) -> None:
+        """``n`` zero bytes appended right at the end (a zero segment)."""
+        if n:
+            self.parts.append(_zeros(n))
+            self.size += n
+
+    def place(self, raw: bytes) -> int:
+        """``raw`` appended at the next aligned offset, which is returned."""
+        offset = self.size
+        padding = -offset % VALUE_ALIGNMENT
+        if padding:
+            self.parts.append(_ZEROS[:padding])
+            offset += padding
+        if raw:
+            self.parts.append(raw)
+        self.size = offset + len(raw)
+        return offset
+
+    def place_zeros(self, n: int) -> int:
+        """``n`` zero bytes appended at the next aligned offset, which is returned."""
+        offset = self.size
+        padding = -offset % VALUE_ALIGNMENT
+        if padding + n:
+            self.parts.append(_zeros(padding + n))
+        self.size = offset + padding + n
+        return offset + padding
+
+    def content(self) -> bytes:
+        return b"".join(self.parts)
+
+    def memory(self, name: str) -> Memory:
+        """A new shared-memory pool holding the content."""
+        if self.size <= _PIECEWISE_POOL_BYTES:
+            return Memory.from_bytes(self.content(), name)
+        memory = Memory.create(self.size, name)
+        view = memory.buffer()
+        try:
+            offset = 0
+            for part in self.parts:
+                if not _is_zeros(part):
+                    view[offset:offset + len(part)] = part
+                offset += len(part)
+        finally:
+            view.release()
+        return memory
+
+
+def _segment_blob(segments: Sequence[Segment], fill: _Fill) -> _Blob:
+    blob = _Blob()
     for segment in segments:
         if segment.kind == ValueKind.LITERAL:
-            blob += segment.data
+            blob.extend(segment.data)
         elif segment.kind == ValueKind.GENERATED:
-            blob += fill.generate(segment.element, segment.seed, segment.length)
+            blob.extend(fill.generate(segment.element, segment.seed, segment.length))
         else:
-            blob += fill.zeros(segment.length)
+            blob.extend_zeros(len(fill.zeros(segment.length)))
     return blob
+
+
+def _place_spec_value(blob: _Blob, pool_index: int, operand_type: int, value: ValueSpec,
+                      size: int, fill: _Fill) -> DataLocation:
+    """Place a value of ``size`` bytes (before the budget applies) at the end of ``blob``."""
+    if value.kind == ValueKind.ZERO:
+        n = fill.zero_count(size)
+        return DataLocation(pool_index, blob.place_zeros(n), n)
+    data = _value_bytes(operand_type, value, size, fill)
+    return DataLocation(pool_index, blob.place(data), len(data))
 
 
 def _lower_extra(extra: OperandExtraParams) -> OperandExtraParams:
@@ -1463,7 +1670,7 @@ def _lower_extra(extra: OperandExtraParams) -> OperandExtraParams:
         extra.extension)
 
 
-def _lower_subgraph(sg: SubgraphSpec, values: bytearray, blobs: list[bytearray],
+def _lower_subgraph(sg: SubgraphSpec, values: _Blob, blobs: list[_Blob],
                     fill: _Fill) -> Subgraph:
     n = len(sg.operands)
     consumers = [0] * n
@@ -1479,13 +1686,12 @@ def _lower_subgraph(sg: SubgraphSpec, values: bytearray, blobs: list[bytearray],
             location = DataLocation(loc.poolIndex, loc.offset, loc.length)
         elif lifetime == _COPY:
             size = _value_size(o.type, o.dimensions, o.value, 0)
-            data = _value_bytes(o.type, o.value, size, fill)
-            location = DataLocation(0, _append(values, data), len(data))
+            location = _place_spec_value(values, 0, o.type, o.value, size, fill)
         elif lifetime == _REFERENCE:
             size = _value_size(o.type, o.dimensions, o.value, 0)
             if o.target < len(blobs):
-                data = _value_bytes(o.type, o.value, size, fill)
-                location = DataLocation(o.target, _append(blobs[o.target], data), len(data))
+                location = _place_spec_value(blobs[o.target], o.target, o.type, o.value, size,
+                                             fill)
             else:
                 location = DataLocation(o.target, 0, size)
         elif lifetime == _SUBGRAPH:
@@ -1500,14 +1706,14 @@ def _lower_subgraph(sg: SubgraphSpec, values: bytearray, blobs: list[bytearray],
 
 
 def _lower_model(m: ModelSpec, fill: _Fill) -> Model:
-    values = _segment_bytes(m.operandValues, fill)
-    blobs = [_segment_bytes(pool.segments, fill) for pool in m.pools]
+    values = _segment_blob(m.operandValues, fill)
+    blobs = [_segment_blob(pool.segments, fill) for pool in m.pools]
     main = _lower_subgraph(m.main, values, blobs, fill)
     referenced = [_lower_subgraph(sg, values, blobs, fill) for sg in m.referenced]
-    pools = [Memory.from_bytes(blob, pool.name) for blob, pool in zip(blobs, m.pools)]
+    pools = [blob.memory(pool.name) for blob, pool in zip(blobs, m.pools)]
     extensions = [ExtensionNameAndPrefix(e.name, e.prefix) for e in m.extensionNameToPrefix]
-    return Model(main, referenced, bytes(values), pools, m.relaxComputationFloat32toFloat16,
-                 extensions)
+    return Model(main, referenced, values.content(), pools,
+                 m.relaxComputationFloat32toFloat16, extensions)
 
 
 _NO_TYPE = -1   # an argument without a matching model operand: no storage size
@@ -1520,8 +1726,8 @@ def _io_operand(main: Subgraph, indexes: Sequence[int], i: int) -> Operand | Non
 
 
 def _lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
-    blobs: list[bytearray | None] = [
-        None if pool.token is not None else _segment_bytes(pool.blob.segments, fill)
+    blobs: list[_Blob | None] = [
+        None if pool.token is not None else _segment_blob(pool.blob.segments, fill)
         for pool in r.pools]
     lowered: list[list[RequestArgument]] = [[], []]
     for role, (args, indexes) in enumerate(((r.inputs, main.inputIndexes),
@@ -1542,11 +1748,11 @@ def _lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
                 elif blobs[target] is None:        # driver-allocated buffer: whole buffer
                     location = DataLocation(target, 0, 0)
                 else:
-                    data = _value_bytes(operand_type, a.value, size, fill)
-                    location = DataLocation(target, _append(blobs[target], data), len(data))
+                    location = _place_spec_value(blobs[target], target, operand_type, a.value,
+                                                 size, fill)
             lowered[role].append(RequestArgument(a.hasNoValue, location, list(a.dimensions)))
     pools = [MemoryPool(token=pool.token) if blob is None
-             else MemoryPool(hidlMemory=Memory.from_bytes(blob, pool.blob.name))
+             else MemoryPool(hidlMemory=blob.memory(pool.blob.name))
              for pool, blob in zip(r.pools, blobs)]
     return Request(lowered[0], lowered[1], pools)
 
@@ -1560,9 +1766,11 @@ def lower(spec: CaseSpec) -> FuzzCase:
 
 
 def _copy_choices(c: ExecutionChoices) -> ExecutionChoices:
-    return ExecutionChoices(c.path, c.second_path, c.measureTiming, c.preference, c.priority,
-                            c.deadline_ns, c.loopTimeoutDuration_ns, c.wait_fences,
-                            c.wait_fence_delay_ns, c.fenced_duration_ns)
+    # Copying the instance's __dict__: copy.copy without the cost of its generic protocol
+    # (every field is an int, an enum member or None).
+    copy = _new_instance(ExecutionChoices)
+    copy.__dict__ = c.__dict__.copy()
+    return copy
 
 
 # --- decoding: bytes -> HAL in one pass ------------------------------------------------------
@@ -1570,28 +1778,28 @@ def _copy_choices(c: ExecutionChoices) -> ExecutionChoices:
 # fuzz iteration, and skipping the intermediate objects roughly halves its cost. The wire
 # order makes this possible: pools come before the operands and arguments placed in them.
 
-def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> bytearray:
-    """The bytes of ``segments`` (the same as _segment_bytes of _read_segments)."""
-    blob = bytearray()
+def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> _Blob:
+    """The content of ``segments`` (the same as _segment_blob of _read_segments)."""
+    blob = _Blob()
     for _ in range(_count(it, MAX_SEGMENTS)):
         tag = next(it, 0)
         if tag == 0:
-            blob += fill.zeros(_count(it, FILL_BUDGET))
+            blob.extend_zeros(fill.zero_count(_count(it, FILL_BUDGET)))
         elif tag == 1:
-            blob += _take(it, data, _varint(it))
+            blob.extend(_take(it, data, _varint(it)))
         else:
             kind = _KINDS[(tag - 2) % len(_KINDS)]
             seed = next(it, 0)
-            blob += fill.generate(kind, seed, _count(it, MAX_GENERATED_VALUE))
+            blob.extend(fill.generate(kind, seed, _count(it, MAX_GENERATED_VALUE)))
     return blob
 
 
-def _place_value(it: Iterator[int], data: bytes, pool_index: int, blob: bytearray,
+def _place_value(it: Iterator[int], data: bytes, pool_index: int, blob: _Blob,
                  operand_type: int, dims: Sequence[int], delta: int,
                  fill: _Fill) -> DataLocation:
     """Read a value recipe, append the bytes it stands for to ``blob`` (at the next aligned
-    offset) and return where they went: _read_value + _value_size + _value_bytes + _append
-    in one, without the ValueSpec."""
+    offset) and return where they went: _read_value + _value_size + _place_spec_value in
+    one, without the ValueSpec."""
     tag = next(it, 0)
     if tag == 1:
         raw = _take(it, data, _varint(it))
@@ -1600,22 +1808,20 @@ def _place_value(it: Iterator[int], data: bytes, pool_index: int, blob: bytearra
         if size < 0:
             size = 0
         if tag == 0:
-            raw = fill.zeros(size if size <= FILL_BUDGET else FILL_BUDGET)
-        else:
-            raw = fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES),
-                                tag - 2, size if size <= MAX_GENERATED_VALUE
-                                else MAX_GENERATED_VALUE)
-    offset = len(blob)
-    padding = -offset % VALUE_ALIGNMENT
-    if padding:
-        blob += bytes(padding)
-        offset += padding
-    blob += raw
-    return DataLocation(pool_index, offset, len(raw))
+            # (fill.zero_count inline: zero values are the most common kind.)
+            n = size if size <= FILL_BUDGET else FILL_BUDGET
+            if n > fill.fill:
+                n = fill.fill
+            fill.fill -= n
+            return DataLocation(pool_index, blob.place_zeros(n), n)
+        raw = fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES),
+                            tag - 2, size if size <= MAX_GENERATED_VALUE
+                            else MAX_GENERATED_VALUE)
+    return DataLocation(pool_index, blob.place(raw), len(raw))
 
 
 def _placed_location(it: Iterator[int], data: bytes, lifetime: int, operand_type: int,
-                     dims: list[int], values: bytearray, blobs: list[bytearray],
+                     dims: list[int], values: _Blob, blobs: list[_Blob],
                      fill: _Fill) -> DataLocation:
     """The location the decoder gives an operand without an explicit one, after placing its
     value (constants)."""
@@ -1633,7 +1839,7 @@ def _placed_location(it: Iterator[int], data: bytes, lifetime: int, operand_type
 
 
 def _decode_operand(it: Iterator[int], data: bytes, head: int, operand_type: OperandType | int,
-                    dims: list[int], values: bytearray, blobs: list[bytearray],
+                    dims: list[int], values: _Blob, blobs: list[_Blob],
                     fill: _Fill) -> Operand:
     """An operand whose head byte has flags or an escaped lifetime (numberOfConsumers is the
     one read, or 0 until counted)."""
@@ -1657,14 +1863,14 @@ def _decode_operand(it: Iterator[int], data: bytes, head: int, operand_type: Ope
     return Operand(operand_type, dims, consumers, scale, zero_point, lifetime, location, extra)
 
 
-def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
-                     blobs: list[bytearray], fill: _Fill) -> Subgraph:
+def _decode_subgraph(it: Iterator[int], data: bytes, values: _Blob,
+                     blobs: list[_Blob], fill: _Fill) -> Subgraph:
     # Locals, not globals, in the loops: this is the hottest code of a fuzz iteration. The
     # common cases (one-byte codes, small dimensions and indexes) are read inline.
     nx, take, location_of, operand_of, extra_of = next, islice, DataLocation, Operand, \
         OperandExtraParams
-    type_of, lifetime_of, placed, finish = (_OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE,
-                                            _PLACED_LIFETIMES, _finish_u32s)
+    type_of, lifetime_of, placed, finish, place = (_OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE,
+                                                   _PLACED_LIFETIMES, _finish_u32s, _place_value)
     operands: list[Operand] = []
     own_consumers: list[int] = []       # operands whose numberOfConsumers is in the input
     append = operands.append
@@ -1685,11 +1891,15 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: bytearray,
         if head < _LIFETIME_ESCAPE:
             # The common case: a lifetime in range, no quantization, counted consumers,
             # placed, no extra params.
-            append(operand_of(
-                operand_type, dims, 0, 0.0, 0, lifetime_of[head],
-                _placed_location(it, data, head, operand_type, dims, values, blobs, fill)
-                if head in placed else location_of(0, 0, 0),
-                extra_of()))
+            if head == _COPY:
+                location = place(it, data, 0, values, operand_type, dims, 0, fill)
+            elif head in placed:
+                location = _placed_location(it, data, head, operand_type, dims, values, blobs,
+                                            fill)
+            else:
+                location = location_of(0, 0, 0)
+            append(operand_of(operand_type, dims, 0, 0.0, 0, lifetime_of[head], location,
+                              extra_of()))
         else:
             if head & _OP_CONSUMERS:
                 own_consumers.append(len(operands))
@@ -1739,7 +1949,7 @@ def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
     referenced_count = _count(it, MAX_REFERENCED)
     values = _decode_segments(it, data, fill)
     names: list[str] = []
-    blobs: list[bytearray] = []
+    blobs: list[_Blob] = []
     for _ in range(_count(it, MAX_POOLS)):
         names.append(_blob_name(it, data))
         blobs.append(_decode_segments(it, data, fill))
@@ -1747,12 +1957,12 @@ def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
     referenced = [_decode_subgraph(it, data, values, blobs, fill)
                   for _ in range(referenced_count)]
     extensions = _read_extensions(it, data) if flags & 2 else []
-    pools = [Memory.from_bytes(blob, name) for blob, name in zip(blobs, names)]
-    return Model(main, referenced, bytes(values), pools, bool(flags & 1), extensions)
+    pools = [blob.memory(name) for blob, name in zip(blobs, names)]
+    return Model(main, referenced, values.content(), pools, bool(flags & 1), extensions)
 
 
 def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand | None],
-                      blobs: list[bytearray | None], fill: _Fill) -> list[RequestArgument]:
+                      blobs: list[_Blob | None], fill: _Fill) -> list[RequestArgument]:
     """The inputs (or outputs) of a request; ``io_operands[i]`` is the operand argument i
     stands for, None where there is no such operand."""
     arguments = []
@@ -1789,7 +1999,7 @@ def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand 
 
 def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill) -> Request:
     names: list[str | None] = []
-    blobs: list[bytearray | None] = []
+    blobs: list[_Blob | None] = []
     tokens: list[int] = []
     for _ in range(_count(it, MAX_POOLS)):
         if next(it, 0) & 1:
@@ -1807,7 +2017,7 @@ def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill)
     outputs = _decode_arguments(it, data, [operands[k] if k < n else None
                                            for k in main.outputIndexes], blobs, fill)
     pools = [MemoryPool(token=token) if blob is None
-             else MemoryPool(hidlMemory=Memory.from_bytes(blob, name))
+             else MemoryPool(hidlMemory=blob.memory(name))
              for token, name, blob in zip(tokens, names, blobs)]
     return Request(inputs, outputs, pools)
 

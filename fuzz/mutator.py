@@ -39,8 +39,9 @@ from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS, MAX
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
                     CodecLimitError, ElementKind, EncodedSpec, OperandSpec, Origins,
                     RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec,
-                    element_kind, encode_parts, parse, read_choices, storage_bytes, value_bytes,
-                    with_choices, writable_argument, writable_operand, writable_operation)
+                    element_kind, encode_parts, parse_parts, read_choices, storage_bytes,
+                    value_bytes, with_choices, writable_argument, writable_operand,
+                    writable_operation)
 
 #: Share of calls left to libFuzzer's byte-level mutation (which also breaks the encoding's
 #: structure in ways no structural mutation would).
@@ -62,6 +63,16 @@ _NUMPY_DTYPE = {ElementKind.BYTES: np.dtype("u1"), ElementKind.FLOAT32: np.dtype
 FLOAT_TENSORS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT8_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
+
+# Enum members and lists of them looked up once: the mutations test every operand of a
+# case, and iterating an enum class costs a generator.
+_ALL_OPERAND_TYPES = tuple(T)
+_ALL_LIFETIMES_AND_INVALID = (*L, 7, 0xFFFF)
+_PATH_CHOICES = tuple(ExecutionPath)
+_PREFERENCE_CHOICES = tuple(ExecutionPreference)
+_PRIORITY_CHOICES = tuple(Priority)
+_SUBGRAPH_TYPE = T.SUBGRAPH
+_REFERENCE_LIFETIME = L.CONSTANT_REFERENCE
 
 
 def subgraphs(spec: CaseSpec) -> list[SubgraphSpec]:
@@ -100,7 +111,8 @@ def main_io_operand(spec: CaseSpec, role: str, i: int) -> OperandSpec | None:
 
 def placed_constants(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, OperandSpec]]:
     return [(sg, i, o) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
-            if o.lifetime in CONSTANT_LIFETIMES and o.location is None and o.type != T.SUBGRAPH]
+            if o.lifetime in CONSTANT_LIFETIMES and o.location is None
+            and o.type != _SUBGRAPH_TYPE]
 
 
 def valued_inputs(spec: CaseSpec) -> list[tuple[int, ArgumentSpec, OperandSpec]]:
@@ -182,11 +194,15 @@ def tweaked(array: np.ndarray, kind: ElementKind, rng: Rng) -> np.ndarray:
             array[i] = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
                                    rng.choice([1e4, -1e4, 1e-3])])
     else:
-        info = np.iinfo(array.dtype)
+        low, high = _INTEGER_RANGE[array.dtype]
         step = rng.choice([1, -1, 1, -1, 2, rng.randint(-8, 8), rng.randint(0, 8)])
-        new = v + step if rng.random() < 0.85 else rng.choice([info.min, info.max, 0, 100])
-        array[i] = min(max(new, info.min), info.max)
+        new = v + step if rng.random() < 0.85 else rng.choice([low, high, 0, 100])
+        array[i] = min(max(new, low), high)
     return array
+
+
+_INTEGER_RANGE = {dtype: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+                  for dtype in _NUMPY_DTYPE.values() if dtype.kind in "iu"}
 
 
 def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
@@ -269,7 +285,7 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
     dimension at the same position from the end has that value gets the new one (that
     keeps element-wise and broadcasting graphs valid), request dimensions included."""
     candidates = [o for sg in subgraphs(spec) for o in sg.operands
-                  if is_tensor(o.type) and any(d > 0 for d in o.dimensions)]
+                  if o.type in _TENSOR_TYPES and max(o.dimensions, default=0) > 0]
     if not candidates:
         return False
     picked = rng.choice(candidates)
@@ -634,11 +650,10 @@ def swap_operation_inputs(spec: CaseSpec, rng: Rng) -> bool:
         return False
     sg, k = rng.choice(ops)
     op = writable_operation(sg, k)
-
-    def type_of(i: int) -> int:
-        return sg.operands[i].type if i < len(sg.operands) else -1
-    pairs = [(a, b) for a in range(len(op.inputs)) for b in range(a + 1, len(op.inputs))
-             if type_of(op.inputs[a]) == type_of(op.inputs[b]) and op.inputs[a] != op.inputs[b]]
+    inputs = op.inputs
+    types = [sg.operands[i].type if i < len(sg.operands) else -1 for i in inputs]
+    pairs = [(a, b) for a in range(len(inputs)) for b in range(a + 1, len(inputs))
+             if types[a] == types[b] and inputs[a] != inputs[b]]
     if pairs and rng.random() < 0.9:
         a, b = rng.choice(pairs)
     else:
@@ -892,9 +907,9 @@ def deadline_ns(rng: Rng) -> int | None:
 def random_choices(rng: Rng) -> ExecutionChoices:
     wait = rng.choice([0, 0, 0, 1, 2, 3])
     return ExecutionChoices(
-        path=rng.choice(list(ExecutionPath)), second_path=rng.choice(list(ExecutionPath)),
+        path=rng.choice(_PATH_CHOICES), second_path=rng.choice(_PATH_CHOICES),
         measureTiming=MeasureTiming.YES if rng.random() < 0.3 else MeasureTiming.NO,
-        preference=rng.choice(list(ExecutionPreference)), priority=rng.choice(list(Priority)),
+        preference=rng.choice(_PREFERENCE_CHOICES), priority=rng.choice(_PRIORITY_CHOICES),
         deadline_ns=deadline_ns(rng), loopTimeoutDuration_ns=loop_timeout_ns(rng),
         wait_fences=wait, wait_fence_delay_ns=fence_delay_ns(rng) if wait else 0,
         fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
@@ -933,9 +948,10 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
             return False
         o = writable_operand(*picked)
     if kind == 0:
-        o.type = rng.choice([*T, rng.randrange(16, 200), 0x10000 | rng.randrange(4)])
+        o.type = rng.choice([*_ALL_OPERAND_TYPES, rng.randrange(16, 200),
+                             0x10000 | rng.randrange(4)])
     elif kind == 1:
-        o.lifetime = rng.choice([*L, 7, 0xFFFF])
+        o.lifetime = rng.choice(_ALL_LIFETIMES_AND_INVALID)
         o.location = None if rng.random() < 0.5 else o.location
     elif kind == 2:
         if o.dimensions:
@@ -1076,7 +1092,7 @@ def tidy_pools(spec: CaseSpec) -> None:
     if not model.pools:
         return
     references = [(sg, i) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
-                  if o.lifetime == L.CONSTANT_REFERENCE]
+                  if o.lifetime == _REFERENCE_LIFETIME]
     located = [sg.operands[i].location for sg, i in references]
     removed = _unused_pools(
         len(model.pools),
@@ -1193,7 +1209,7 @@ def encoded_input(data: bytes) -> EncodedSpec:
     data = bytes(data)
     entry = RECENT_OUTPUTS.get(data) or PARSED_INPUTS.get(data)
     if entry is None:
-        entry = encode_parts(parse(data))
+        entry = parse_parts(data)
         PARSED_INPUTS.put(data, entry)
     return entry
 
@@ -1250,10 +1266,10 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
     except CodecLimitError:
         return data1[:max_out_size]
     origins: Origins = {}
-    first = source.copy(origins)
     r = rng.random()
     referenced = len(other.spec.model.referenced)
     if r < 0.5 and referenced:
+        first = source.copy(origins)
         base = len(first.model.referenced)
         room = max(0, MAX_REFERENCED - base)
         for k in range(min(room, referenced)):
@@ -1264,10 +1280,15 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
             first.model.referenced.append(sg)
         retarget_subgraph(first, rng)
     elif r < 0.75:
+        # The first input's model and request as they are (not copied: nothing changes
+        # them), with the second's choices.
+        first = source.shared(origins)
         first.choices = other.copy_choices(origins)
         shorten_costly_waits(first.choices, rng)
     else:
-        first.model = other.copy_model(origins)
+        # The second input's model as it is, with a new request and the first's choices.
+        first = source.shared(origins)
+        first.model = other.shared(origins).model
         default_request(first, rng)
     try:
         result = encode_parts(first, origins)

@@ -194,6 +194,36 @@ def test_decoder_fills_at_most_its_budget():
     assert_round_trip(case)
 
 
+def test_large_pools_hold_exactly_their_zeros_and_values():
+    # A large pool is written piece by piece, its zeros left to the new memory's own pages,
+    # and operandValues is joined from the pieces: the content is still the one laid out.
+    segments = [codec.Segment(ValueKind.ZERO, 300_000),
+                codec.Segment(ValueKind.LITERAL, data=b"abc"),
+                codec.Segment(ValueKind.GENERATED, 100, ElementKind.FLOAT32, 7),
+                codec.Segment(ValueKind.ZERO, 5)]
+    laid_out = (bytes(300_000) + b"abc" + codec.generated_bytes(ElementKind.FLOAT32, 7, 100)
+                + bytes(5))
+    constant = OperandSpec(T.TENSOR_INT32, [3], lifetime=L.CONSTANT_REFERENCE,
+                           value=ValueSpec(ValueKind.GENERATED, 4))
+    model = ModelSpec(SubgraphSpec([constant]), operandValues=list(segments),
+                      pools=[codec.BlobSpec("mmap_fd", list(segments))])
+    request = RequestSpec(inputs=[codec.ArgumentSpec(size_delta=200_000),
+                                  codec.ArgumentSpec(value=ValueSpec(ValueKind.LITERAL,
+                                                                     data=b"xyz"))],
+                          pools=[RequestPoolSpec()])
+    data = codec.serialize(CaseSpec(model, request))
+    case = codec.decode(data)
+    assert case == codec.lower(codec.parse(data))
+    assert case.model.operandValues == laid_out
+    location = case.model.main.operands[0].location
+    assert location.offset == len(laid_out)
+    assert case.model.pools[0].read() == laid_out + codec.generated_bytes(ElementKind.INT32, 4, 12)
+    inputs = [a.location for a in case.request.inputs]
+    assert [(a.offset, a.length) for a in inputs] == [(0, 200_000), (200_000, 3)]
+    assert case.request.pools[0].hidlMemory.read() == bytes(200_000) + b"xyz"
+    assert_round_trip(case)
+
+
 def test_counts_beyond_the_limits_are_refused_by_encode():
     operands = [Operand(T.INT32, []) for _ in range(codec.MAX_OPERANDS + 1)]
     with pytest.raises(codec.CodecLimitError, match="operand count"):
@@ -386,6 +416,15 @@ def test_encode_parts_is_serialize_and_a_copy_reuses_every_part(data):
     tail = len(encoded.parts) - 2          # the extensions are always written again
     assert all(new is old for k, (new, old) in enumerate(zip(again.parts, encoded.parts))
                if k != tail)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_INPUT)
+def test_parse_parts_is_encode_parts_of_parse(data):
+    expected = codec.encode_parts(codec.parse(data))
+    got = codec.parse_parts(data)
+    assert got.spec == expected.spec
+    assert got.parts == expected.parts and got.elements == expected.elements
 
 
 def test_a_changed_part_is_serialized_again_and_the_original_stays_as_it_was():
