@@ -5,7 +5,8 @@ extraParams, lifetime and location.
 HAL 1.3 reference validator, with these deliberate additions, each for a driver that must
 never crash on what a client sends:
 - a tensor's known dimensions must describe at most 2**32-1 bytes;
-- scales are finite float32 values;
+- scales are finite float32 values, and a scale that must be positive is positive as the
+  HAL's float32 (a double below about 7e-46 rounds to 0 there);
 - only TENSOR_QUANT8_SYMM_PER_CHANNEL carries channelQuant and only extension types carry
   extension parameters, OEM types included;
 - constants of OEM types must hold exactly their bytes as this driver stores them (one
@@ -14,6 +15,7 @@ never crash on what a client sends:
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from math import prod
 from operator import attrgetter
@@ -78,8 +80,8 @@ class _Storage(enum.Enum):
 
 class _PlainRule(NamedTuple):
     """What check_operand requires of an operand of one base type and lifetime, folded
-    into ranges: scale in [scale_low, scale_high] (a positive scale is one of at least the
-    smallest positive double), zeroPoint in [zero_point_low, zero_point_high]. A tuple, so
+    into ranges: scale in [scale_low, scale_high] (a positive scale is one of at least
+    SMALLEST_POSITIVE_SCALE), zeroPoint in [zero_point_low, zero_point_high]. A tuple, so
     that the fast path unpacks it at once."""
     scalar: bool
     constant: bool
@@ -91,7 +93,9 @@ class _PlainRule(NamedTuple):
     storage: _Storage
 
 
-_SMALLEST_POSITIVE_DOUBLE = 5e-324
+#: The smallest double that is not 0 as a float32 (2**-150 rounds to 0, to even): the HAL's
+#: scale is a float32, and a quantized type's scale of 0 would divide by zero.
+SMALLEST_POSITIVE_SCALE = math.nextafter(2.0 ** -150, 1.0)
 _STORAGE_OF_LIFETIME = {L.CONSTANT_COPY: _Storage.OPERAND_VALUES,
                         L.CONSTANT_REFERENCE: _Storage.POOL, L.SUBGRAPH: _Storage.SUBGRAPH}
 
@@ -102,7 +106,7 @@ def _plain_rule(type_code: T, lifetime: L) -> _PlainRule:
     elif type_code == T.TENSOR_INT32:
         scale_range = (0.0, FLOAT32_MAX)
     elif type_code in _POSITIVE_SCALE_TYPES:
-        scale_range = (_SMALLEST_POSITIVE_DOUBLE, FLOAT32_MAX)
+        scale_range = (SMALLEST_POSITIVE_SCALE, FLOAT32_MAX)
     else:   # OEM types
         scale_range = (-FLOAT32_MAX, FLOAT32_MAX)
     if type_code in _OEM_TYPES:
@@ -264,6 +268,8 @@ def check_scale(operand: Operand, where: str) -> None:
     elif type_code in _POSITIVE_SCALE_TYPES:
         if scale <= 0:
             fail(f"{where}: {name} operand has non-positive scale {scale}")
+        if scale < SMALLEST_POSITIVE_SCALE:
+            fail(f"{where}: {name} operand has scale {scale}, which is 0 as a float32")
 
 
 def check_zero_point(operand: Operand, where: str) -> None:
@@ -322,7 +328,7 @@ def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: s
     if len(scales) != channels:
         fail(f"{where}: channelQuant has {len(scales)} scales for {channels} channels")
     for i, scale in enumerate(scales):
-        if not (is_float32(scale) and scale > 0):
+        if not (is_float32(scale) and scale >= SMALLEST_POSITIVE_SCALE):
             fail(f"{where}: channelQuant.scales[{i}] = {scale!r} is not a positive finite float32")
 
 

@@ -121,8 +121,12 @@ EDGE_OPERANDS = {
                                       lifetime=L.SUBGRAPH_INPUT),
     "positive scale of 0.0": Operand(T.TENSOR_QUANT8_ASYMM, [2], scale=0.0,
                                      lifetime=L.SUBGRAPH_INPUT),
-    "smallest positive scale": Operand(T.TENSOR_QUANT8_ASYMM, [2], scale=5e-324,
-                                       lifetime=L.SUBGRAPH_INPUT),
+    "smallest positive double scale (0 as a float32)": Operand(
+        T.TENSOR_QUANT8_ASYMM, [2], scale=5e-324, lifetime=L.SUBGRAPH_INPUT),
+    "scale rounding to 0 as a float32": Operand(T.TENSOR_QUANT8_ASYMM, [2], scale=2.0 ** -150,
+                                                lifetime=L.SUBGRAPH_INPUT),
+    "smallest positive float32 scale": Operand(T.TENSOR_QUANT8_ASYMM, [2], scale=2.0 ** -149,
+                                               lifetime=L.SUBGRAPH_INPUT),
     "NaN scale": Operand(T.TENSOR_QUANT8_ASYMM, [2], scale=math.nan, lifetime=L.SUBGRAPH_INPUT),
     "infinite OEM scale": Operand(T.TENSOR_OEM_BYTE, [2], scale=math.inf,
                                   lifetime=L.SUBGRAPH_INPUT),
@@ -176,10 +180,15 @@ def test_edge_operands_include_fast_accepts():
     storage = _storage_for_edges()
     accepted = {name for name, operand in EDGE_OPERANDS.items()
                 if operand_is_plainly_valid(operand, storage)}
-    assert {"smallest positive scale", "constant of exact size", "pool constant at the end",
+    assert {"smallest positive float32 scale", "constant of exact size", "pool constant at the end",
             "subgraph reference", "dimensions product at the limit",
             "zero point at the top of its range", "largest float32 scale",
             "negative zero scale of TENSOR_INT32"} <= accepted
+    assert not {"smallest positive double scale (0 as a float32)",
+                "scale rounding to 0 as a float32"} & accepted
+    for name in ("smallest positive double scale (0 as a float32)", "scale rounding to 0 as a float32"):
+        with pytest.raises(ValidationError, match="0 as a float32"):
+            check_operand(EDGE_OPERANDS[name], storage, "here")
 
 
 # --- the views operations see -----------------------------------------------------------
