@@ -259,6 +259,17 @@ def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 
 
+#: The highest rank of a result whose rank comes from the length of a vector (FILL's
+#: shape, RESHAPE's target, TILE's multiples): numpy holds at most 32 dimensions (64 from
+#: numpy 2), and a length read from a model or request may be anything up to 2**32-1.
+MAX_RESULT_RANK = 32
+
+
+def check_result_rank(ctx: OperationContext, rank: int, what: str) -> None:
+    check(rank <= MAX_RESULT_RANK,
+          f"{ctx.name}: {what} gives the output rank {rank}, over this driver's {MAX_RESULT_RANK}")
+
+
 def check_result_size(ctx: OperationContext, shape: Sequence[int], dtype: np.dtype) -> None:
     from ..errors import ResourceError
     count = 1

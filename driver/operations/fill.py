@@ -12,7 +12,8 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from .common import (STORAGE_DTYPE, check_counts, check_input_type, check_not_omitted,
-                     check_output_type, check_rank_in, check_result_size, check_shape_rank,
+                     check_output_type, check_rank_in, check_result_rank, check_result_size,
+                     check_shape_rank,
                      constant_vector)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 
@@ -33,6 +34,7 @@ def validate(ctx: OperationContext) -> None:
 
 def check_dims(ctx: OperationContext, dims: np.ndarray) -> None:
     check(dims.size >= 1, f"{ctx.name}: the output shape must have at least one dimension")
+    check_result_rank(ctx, dims.size, "input 0 (shape)")
     check(bool(np.all(dims >= 0)), f"{ctx.name}: output shape {dims.tolist()} has a negative size")
 
 
@@ -43,6 +45,7 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
         return [tuple(dims.tolist())]
     if shapes[0] is None or not shapes[0][0]:
         return [None]
+    check_result_rank(ctx, shapes[0][0], "input 0 (shape)")
     return [(0,) * shapes[0][0]]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_result_size, check_same_quantization, check_same_type,
+                     check_result_rank, check_result_size, check_same_quantization, check_same_type,
                      check_shape_rank, constant_vector)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 
@@ -39,7 +39,10 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     check_shape_rank(ctx, inp, "input 0", 1)
     check_shape_rank(ctx, multiples_shape, "input 1 (multiples)", 1, 1)
     if inp is None:
-        return [None if multiples_shape is None or not multiples_shape[0] else (0,) * multiples_shape[0]]
+        if multiples_shape is None or not multiples_shape[0]:
+            return [None]
+        check_result_rank(ctx, multiples_shape[0], "input 1 (multiples)")
+        return [(0,) * multiples_shape[0]]
     multiples = constant_vector(ctx, 1)
     if multiples is None:
         return [(0,) * len(inp)]

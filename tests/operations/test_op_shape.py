@@ -153,3 +153,28 @@ def test_tile_to_an_empty_result_allocates_nothing_large():
     (result,) = kernel(np.ones((1, 3), np.float32), np.array([2**31 - 1, 0], np.int32))
     assert result.shape == (2**31 - 1, 0) and result.dtype == np.float32
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000   # KiB
+
+
+def test_ranks_from_a_vector_length_are_bounded():
+    """FILL's shape, RESHAPE's target and TILE's multiples set the output rank by their
+    length: a length of 2**29 must be refused, not turned into a 2**29-tuple (fuzzing
+    found FILL doing so: out of memory)."""
+    from driver.operations.common import MAX_RESULT_RANK
+    too_long = MAX_RESULT_RANK + 1
+    for op, inputs, out_type in (
+            (Op.FILL, [tensor(I32, [536870911]), tensor(T.FLOAT32)], F32),
+            (Op.RESHAPE, [tensor(F32, [0]), tensor(I32, [536870911])], F32),
+            (Op.TILE, [tensor(F32, []), tensor(I32, [536870911])], F32)):
+        ctx = context(op, inputs, [output(out_type)])
+        shapes = [None if op == Op.TILE and k == 0 else tuple(o.dimensions) for k, o in enumerate(inputs)]
+        with pytest.raises(ValidationError, match=f"output rank 536870911, over this driver's {MAX_RESULT_RANK}"):
+            infer(op, ctx, shapes)
+    # Known only at run time: refused by the kernels.
+    with pytest.raises(ValidationError, match="output rank"):
+        run1(Op.FILL, [tensor(I32, [too_long]), tensor(T.FLOAT32)], [output(F32)],
+             [np.ones(too_long, np.int32), np.float32(1)])
+    with pytest.raises(ValidationError, match="output rank"):
+        run1(Op.RESHAPE, [tensor(F32, [1]), tensor(I32, [too_long])], [output(F32)],
+             [np.ones(1, np.float32), np.ones(too_long, np.int32)])
+    assert run1(Op.FILL, [tensor(I32, [MAX_RESULT_RANK]), tensor(T.FLOAT32)], [output(F32)],
+                [np.ones(MAX_RESULT_RANK, np.int32), np.float32(2)]).ndim == MAX_RESULT_RANK
