@@ -1355,6 +1355,18 @@ def _model_head_part(m: ModelSpec, origin: _Origin | None) -> _Part:
     return bytes(out), _NO_ELEMENTS
 
 
+def _kept_list_out(out: bytearray, items: list[_P], same: bool, origin_items: Sequence[_P],
+                   origin_bytes: tuple[bytes, ...],
+                   write: Callable[[bytearray, _P, tuple], None], where: tuple,
+                   encoded: Callable[[list[_P], int], _P] | None = None) -> tuple[bytes, ...]:
+    """_elements_out, or, for a list equal to its origin's (``same``), the origin's bytes
+    as they are."""
+    if same:
+        out += b"".join(origin_bytes)
+        return origin_bytes
+    return _elements_out(out, items, origin_items, origin_bytes, write, where, encoded)
+
+
 def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None) -> _Part:
     """_subgraph_out of subgraph k, taking the bytes of the origin's operands and
     operations that ``sg`` still holds."""
@@ -1371,19 +1383,11 @@ def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None) -> _Part:
     name = _subgraph_name(k)
     out = bytearray()
     _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
-    if same_operands:
-        operand_bytes = known_bytes[0]
-        out += b"".join(operand_bytes)
-    else:
-        operand_bytes = _elements_out(out, sg.operands, known.operands, known_bytes[0],
-                                      _operand_out, (name, "operand"), _encoded_operand)
+    operand_bytes = _kept_list_out(out, sg.operands, same_operands, known.operands, known_bytes[0],
+                              _operand_out, (name, "operand"), _encoded_operand)
     _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
-    if same_operations:
-        operation_bytes = known_bytes[1]
-        out += b"".join(operation_bytes)
-    else:
-        operation_bytes = _elements_out(out, sg.operations, known.operations, known_bytes[1],
-                                        _operation_out, (name, "operation"))
+    operation_bytes = _kept_list_out(out, sg.operations, same_operations, known.operations,
+                                known_bytes[1], _operation_out, (name, "operation"))
     _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
     _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
     return bytes(out), (operand_bytes, operation_bytes)
@@ -1407,12 +1411,8 @@ def _request_part(r: RequestSpec, origin: _Origin | None) -> _Part:
             ("input", r.inputs, same_inputs, known.inputs, known_bytes[0]),
             ("output", r.outputs, same_outputs, known.outputs, known_bytes[1])):
         _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
-        if same:
-            pieces.append(bytes_of_known)
-            out += b"".join(bytes_of_known)
-        else:
-            pieces.append(_elements_out(out, args, known_args, bytes_of_known, _argument_out,
-                                        ("request", role), _encoded_argument))
+        pieces.append(_kept_list_out(out, args, same, known_args, bytes_of_known, _argument_out,
+                                ("request", role), _encoded_argument))
     return bytes(out), (pieces[0], pieces[1])
 
 
