@@ -23,6 +23,11 @@ the list stays small whatever the input does, a daemon thread flushes it wheneve
 grown past BACKGROUND_FLUSH_AT (libFuzzer reads the counters only after the input, and
 adding to them early changes nothing).
 
+Where a C compiler is at hand, the counting is cheaper still: fuzz/native_counter.py
+builds a C function that increments the counter itself at each call, saturating, so that
+nothing is recorded and nothing is left to convert; :meth:`BranchCounters.flush` then only
+registers counters hit beyond the registered part. list.append remains the fallback.
+
 Only the fuzzing process installs this (fuzz/driver_fuzz.py); pytest replay never traces.
 """
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Optional
 
 import numpy as np
@@ -76,11 +82,14 @@ def find_sanitizer_library() -> Optional[ctypes.CDLL]:
 
 class BranchCounters:
     """Block hits recorded by ``list.append``, turned into libFuzzer's 8-bit counters once
-    per input (see the module docstring)."""
+    per input, or counted directly by the compiled ``native`` counter module (see the
+    module docstring)."""
 
     THREAD_NAME = "branch-counters"
 
-    def __init__(self, library: ctypes.CDLL, capacity: int = CAPACITY) -> None:
+    def __init__(self, library: ctypes.CDLL, capacity: int = CAPACITY,
+                 native: Optional[ModuleType] = None) -> None:
+        self.native = native
         self.hits: list[int] = []
         self.capacity = capacity
         self.counters = np.zeros(capacity, np.uint8)
@@ -100,10 +109,23 @@ class BranchCounters:
     def install(self, atheris_module) -> None:
         """Route the instrumented blocks' calls here. They look the function up on the
         atheris module at every call, so this holds for code instrumented before and after."""
-        atheris_module._trace_branch = self.hits.append
+        if self.native is not None:
+            # The array lives as long as self; unbind() before dropping it.
+            self.native.bind(self.counters.ctypes.data, self.capacity)
+            atheris_module._trace_branch = self.native.hit
+        else:
+            atheris_module._trace_branch = self.hits.append
 
-    def start_background_flush(self) -> threading.Thread:
-        """Keep the pending hits bounded during long inputs (see the module docstring)."""
+    def unbind(self) -> None:
+        """Stop the compiled counter from writing into this object's array."""
+        if self.native is not None:
+            self.native.unbind()
+
+    def start_background_flush(self) -> Optional[threading.Thread]:
+        """Keep the pending hits bounded during long inputs (see the module docstring);
+        nothing to do (None) when the compiled counter counts in place."""
+        if self.native is not None:
+            return None
         thread = threading.Thread(target=self._flush_when_large, name=self.THREAD_NAME,
                                   daemon=True)
         thread.start()
@@ -116,7 +138,13 @@ class BranchCounters:
                 self.flush()
 
     def flush(self) -> None:
-        """Add the hits recorded since the last flush to the counters libFuzzer reads."""
+        """Add the hits recorded since the last flush to the counters libFuzzer reads (with
+        the compiled counter: register the counters hit beyond the registered part)."""
+        if self.native is not None:
+            highest = self.native.highest()
+            if highest >= self.registered:
+                self._register(highest + 1)
+            return
         with self._flushing:
             self._flush()
 

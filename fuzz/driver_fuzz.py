@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Coverage-guided fuzzing of an NN HAL 1.3 driver with atheris and libFuzzer.
 
-    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--trace-comparisons] [CORPUS_DIR ...]
-                               [libFuzzer flags]
+    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--trace-comparisons] [--no-cpu-binding]
+                               [CORPUS_DIR ...] [libFuzzer flags]
 
 ``--driver`` names a callable returning an IDevice (default ``driver:SampleDriver``); the
 bundled driver package and the named driver's package are instrumented for coverage. Every
@@ -22,8 +22,12 @@ on (with -use_value_profile=1, say). Block hits are counted by fuzz/branch_count
 rather than by atheris's own tracing function, which costs several times more; the
 driver's bookkeeping modules (NOT_INSTRUMENTED) are not traced at all.
 
+Each process that runs inputs binds itself to a CPU no other fuzzing process holds
+(fuzz/cpu_binding.py: hand-offs between the harness's and the driver's threads cost a
+fraction on one CPU); ``--no-cpu-binding`` leaves it to the kernel.
+
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
-it is executable and carries the driver choice and the tracing choice in the environment.
+it is executable and carries the driver, tracing and binding choices in the environment.
 """
 from __future__ import annotations
 
@@ -42,13 +46,14 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 elif str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from fuzz.branch_counters import BranchCounters, find_sanitizer_library  # noqa: E402
+from fuzz.cpu_binding import NO_BINDING_ENV, bind_to_free_cpu, supervises_others  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, configured_spec, top_package  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 60
 DRIVER_FLAG = "--driver"
 TRACE_COMPARISONS_FLAG = "--trace-comparisons"
 TRACE_COMPARISONS_ENV = "NNHAL_FUZZ_TRACE_COMPARISONS"
+NO_CPU_BINDING_FLAG = "--no-cpu-binding"
 #: Modules of the bundled driver whose branches say nothing about the input that
 #: validation's do not already say: the content fingerprint walks every field of a
 #: well-typed model the same way. Tracing it was a fifth of all block hits.
@@ -77,6 +82,37 @@ def split_trace_flag(argv: list[str]) -> tuple[bool, list[str]]:
     """(whether ``--trace-comparisons`` was given, the other arguments)."""
     rest = [argument for argument in argv if argument != TRACE_COMPARISONS_FLAG]
     return len(rest) != len(argv), rest
+
+
+def split_no_binding_flag(argv: list[str]) -> tuple[bool, list[str]]:
+    """(whether ``--no-cpu-binding`` was given, the other arguments)."""
+    rest = [argument for argument in argv if argument != NO_CPU_BINDING_FLAG]
+    return len(rest) != len(argv), rest
+
+
+def bind_cpu(libfuzzer_argv: list[str]) -> None:
+    """Bind this process to a free CPU when it will run inputs itself (see
+    fuzz/cpu_binding.py). Done before numpy or the driver start any thread: threads
+    inherit the binding of the thread that starts them."""
+    if os.environ.get(NO_BINDING_ENV) or supervises_others(libfuzzer_argv):
+        return
+    binding = bind_to_free_cpu()
+    if binding is None:
+        print("INFO: no free CPU to bind to; running unbound", file=sys.stderr)
+    else:
+        print(f"INFO: bound to CPU {binding.cpu} (lock {binding.lock_path})", file=sys.stderr)
+        bind_cpu.binding = binding      # the lock is held while the process lives
+
+
+def load_native_counter():
+    """The compiled block counter (built on first use), or None: then hits are counted
+    with list.append (see fuzz/branch_counters.py)."""
+    from fuzz import native_counter
+    native = native_counter.load()
+    if native is None:
+        print("INFO: counting block hits with list.append (no compiled counter: no C "
+              "compiler, or disabled)", file=sys.stderr)
+    return native
 
 
 def instrumented_imports(packages: set[str], trace_comparisons: bool):
@@ -172,23 +208,25 @@ def tune_garbage_collection() -> None:
 class CoverageCounting:
     """Block hits counted by BranchCounters, set up at the first input (libFuzzer's
     registration functions are loaded by then); atheris's own tracing when they cannot be
-    found."""
+    found. ``native`` is the compiled counter module (fuzz/native_counter.py), or None."""
 
-    def __init__(self, atheris_module) -> None:
+    def __init__(self, atheris_module, native) -> None:
         self._atheris = atheris_module
-        self._counters: BranchCounters | None = None
+        self._native = native
+        self._counters = None
         self._looked = False
 
     def start_input(self) -> None:
         if self._looked:
             return
         self._looked = True
+        from fuzz.branch_counters import BranchCounters, find_sanitizer_library
         library = find_sanitizer_library()
         if library is None:
             print("WARNING: libFuzzer's coverage registration not found; tracing with atheris's "
                   "own (slower) function", file=sys.stderr)
             return
-        self._counters = BranchCounters(library)
+        self._counters = BranchCounters(library, native=self._native)
         self._counters.install(self._atheris)
         self._counters.start_background_flush()
 
@@ -206,8 +244,12 @@ def main() -> None:
     if trace_comparisons:
         os.environ[TRACE_COMPARISONS_ENV] = "1"
     trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
+    no_binding, argv = split_no_binding_flag(argv)
+    if no_binding:
+        os.environ[NO_BINDING_ENV] = "1"
     keep_interpreter_for_children()
     argv = with_default_flags(argv)
+    bind_cpu(argv)
 
     import atheris
     with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
@@ -223,7 +265,7 @@ def main() -> None:
             print(harness.STATS.summary(), file=sys.stderr, flush=True)
 
     findings = findings_log(argv)
-    coverage = CoverageCounting(atheris)
+    coverage = CoverageCounting(atheris, load_native_counter())
 
     def test_one_input(data: bytes) -> None:
         coverage.start_input()

@@ -59,7 +59,13 @@ def fuzz_rate(corpus: Path, seconds: int) -> dict:
     log = run.stderr
     figures = dict(re.findall(r"stat::(\w+):\s+(\d+)", log))
     stats_line = next((line for line in log.splitlines() if line.startswith("harness: ")), "")
-    return {"execs_per_s": int(figures.get("average_exec_per_sec", 0)),
+    # How the run counted blocks and whether it had a CPU of its own (driver_fuzz.py's INFO
+    # lines): both move the figure.
+    setup = ["block counting: " + ("list.append" if "counting block hits with list.append" in log
+                                   else "compiled counter")]
+    binding = re.search(r"INFO: bound to CPU (\d+)", log)
+    setup.append(f"bound to CPU {binding.group(1)}" if binding else "not bound to a CPU")
+    return {"setup": ", ".join(setup), "execs_per_s": int(figures.get("average_exec_per_sec", 0)),
             "executed": int(figures.get("number_of_executed_units", 0)),
             "harness": stats_line, "artifacts": artifacts,
             "tail": "\n".join(log.splitlines()[-5:]) if run.returncode else ""}
@@ -213,6 +219,7 @@ def main() -> int:
         verdict = "meets" if fuzz["execs_per_s"] >= TARGET_EXECS_PER_S else "below"
         print(f"libFuzzer, 1 process, {args.seconds} s: {fuzz['execs_per_s']} exec/s "
               f"({fuzz['executed']} inputs; {verdict} the {TARGET_EXECS_PER_S} exec/s target)")
+        print(f"  {fuzz['setup']}")
         print(f"  {fuzz['harness']}")
         if fuzz["artifacts"]:
             print(f"  artifacts: {', '.join(fuzz['artifacts'])}")

@@ -150,3 +150,81 @@ def test_the_background_thread_bounds_the_pending_hits(library, monkeypatch):
     # (the time the thread waits for the interpreter lock and takes to flush).
     assert largest < total // 4, (largest, recorded)
     assert any(t.name == BranchCounters.THREAD_NAME for t in threading.enumerate())
+
+
+# --- the compiled counter ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory):
+    from fuzz import native_counter
+    module = native_counter.load(tmp_path_factory.mktemp("native"))
+    if module is None:
+        pytest.skip("no C compiler or Python headers: the compiled counter cannot be built")
+    yield module
+    module.unbind()
+
+
+def _counted_both_ways(library, native, hits: list[int], capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    by_list = BranchCounters(library, capacity=capacity)
+    by_list.hits.extend(hits)
+    by_list.flush()
+    compiled = BranchCounters(library, capacity=capacity, native=native)
+    module = SimpleNamespace(_trace_branch=None)
+    compiled.install(module)
+    for number in hits:
+        module._trace_branch(number)
+    compiled.flush()
+    compiled.unbind()
+    return by_list.counters, compiled.counters
+
+
+def test_compiled_counter_counts_as_the_list_does(library, native):
+    """Same hits, same counters: saturation at 255, numbers beyond capacity folded."""
+    rng = np.random.default_rng(5)
+    hits = rng.integers(0, 300, 5000).tolist() + [7] * 400 + [1000, 1000, 1]
+    expected, counted = _counted_both_ways(library, native, hits, capacity=512)
+    assert np.array_equal(expected, counted)
+    assert counted[7] == MAX_COUNT and counted[1000 % 512] >= 2
+
+
+def test_compiled_counter_registers_what_it_hits(library, native):
+    counters = BranchCounters(library, capacity=1024, native=native)
+    base = counters.counters.ctypes.data
+    counters.install(SimpleNamespace())
+    counters.flush()
+    assert library.ranges["counters"] == []          # nothing hit yet, nothing registered
+    native.hit(3)
+    counters.flush()
+    assert library.ranges["counters"] == [(base, base + 101)]
+    native.hit(500)
+    counters.flush()
+    assert library.ranges["counters"][1] == (base + 101, base + 501)
+    assert counters.start_background_flush() is None   # nothing ever piles up
+    counters.unbind()
+
+
+def test_compiled_counter_refuses_to_count_unbound(native):
+    native.unbind()
+    with pytest.raises(RuntimeError, match="no counter array bound"):
+        native.hit(1)
+    with pytest.raises(ValueError):
+        native.hit(-1)
+
+
+def test_compiled_counter_is_built_once_and_reused(tmp_path):
+    from fuzz import native_counter
+    if native_counter.load(tmp_path) is None:
+        pytest.skip("no C compiler or Python headers")
+    built = native_counter.built_path(tmp_path)
+    assert built.exists()
+    stamp = built.stat().st_mtime_ns
+    assert native_counter.load(tmp_path) is not None and built.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == [built.name]     # no build leftovers
+
+
+def test_without_a_compiler_the_list_is_used(tmp_path, monkeypatch):
+    from fuzz import native_counter
+    monkeypatch.setattr(native_counter, "compiler_command", lambda source, output: ["false"])
+    assert native_counter.load(tmp_path) is None
+    monkeypatch.setenv(native_counter.DISABLE_ENV, "1")
+    assert native_counter.load() is None
