@@ -27,7 +27,8 @@ recycled when nothing outside this module can still reach its memory:
   and the mapping always have the pool's exact size) and its whole content is overwritten
   (from_bytes) or zeroed (create) before the pool is handed out.
 
-Idle pools are keyed by name and page count: a resize within the last page is cheap, and a
+Idle pools are keyed by name and page count: a resize within the last page is cheap (and
+skipped when an idle pool of the exact size is there: it is still two system calls), and a
 recycled memfd carries the name it would have been created with (so a name memfd_create
 refuses never reaches the idle list either). The list is bounded (MAX_IDLE_POOLS pools of
 at most MAX_RECYCLED_POOL_SIZE bytes) and evicts the pool idle the longest.
@@ -97,14 +98,19 @@ class _IdlePools:
             collections.OrderedDict()
         self._count = 0
 
-    def take(self, kind: _PoolKind) -> _IdlePool | None:
+    def take(self, kind: _PoolKind, size: int) -> _IdlePool | None:
+        """An idle pool of ``kind``: one of exactly ``size`` bytes if there is one (no
+        resize needed), else the one given last."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
             pools = self._by_kind.get(kind)
             if not pools:
                 return None
-            pool = pools.pop()
+            exact = len(pools) - 1
+            while exact >= 0 and pools[exact].size != size:
+                exact -= 1
+            pool = pools.pop(exact)     # -1, the last one, when none has the size
             if not pools:
                 del self._by_kind[kind]
             self._count -= 1
@@ -215,7 +221,7 @@ class Memory:
         there is none of that kind."""
         if not 0 <= size <= MAX_RECYCLED_POOL_SIZE:
             return None
-        idle = _idle_pools.take(_pool_kind(name, size))
+        idle = _idle_pools.take(_pool_kind(name, size), size)
         if idle is None:
             return None
         if idle.size != size:

@@ -129,6 +129,19 @@ def test_a_resized_pool_shows_nothing_of_its_previous_content_past_its_size():
     assert inode(again) == memfd and again.read() == bytes(4096)
 
 
+def test_an_idle_pool_of_the_exact_size_is_taken_first():
+    """No resize (two system calls) when a pool of the size asked for is idle, whichever
+    was given last; otherwise the last one given is resized."""
+    sized_100, sized_200 = Memory.from_bytes(bytes(100)), Memory.from_bytes(bytes(200))
+    memfd_100, memfd_200 = inode(sized_100), inode(sized_200)
+    sized_100.close()
+    sized_200.close()                                       # given last
+    again_100 = Memory.from_bytes(b"\x07" * 100)
+    assert inode(again_100) == memfd_100 and again_100.read() == b"\x07" * 100
+    other = Memory.from_bytes(b"\x01" * 150)                # no exact match: the last given
+    assert inode(other) == memfd_200 and file_size(other) == 150 and other.read() == b"\x01" * 150
+
+
 def test_pools_of_another_name_or_page_count_are_not_reused():
     pool = Memory.from_bytes(bytes(100), "ashmem")
     memfd = inode(pool)
