@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Sequence
 
-from .errors import ValidationError, check
+from .errors import ValidationError, check, fail
 from .hal.enums import ErrorStatus, MeasureTiming
 from .hal.structs import (MemoryPool, OptionalTimeoutDuration, OptionalTimePoint, OutputShape,
                           Request, Timing)
@@ -35,22 +35,32 @@ class ExecutionBurst:
             raise
 
     def _resolve_named_pools(self, request: Request, slots: Sequence[int]) -> Request:
-        check(isinstance(request.pools, list), "burst: request.pools must be a list")
-        check(isinstance(slots, (list, tuple)) and len(slots) == len(request.pools),
-              f"burst: {len(request.pools)} pools need as many slots, got {slots!r}")
+        # Messages are formatted only on failure (``if not ...: fail``): these checks run
+        # for every pool of every burst execution.
+        pools_in = request.pools
+        if not isinstance(pools_in, list):
+            fail("burst: request.pools must be a list")
+        if not (isinstance(slots, (list, tuple)) and len(slots) == len(pools_in)):
+            fail(f"burst: {len(pools_in)} pools need as many slots, got {slots!r}")
+        cache = self._cache
         pools = []
-        for i, (slot, pool) in enumerate(zip(slots, request.pools)):
-            check(isinstance(slot, int) and not isinstance(slot, bool) and 0 <= slot < 2 ** 31,
-                  f"burst: slot {slot!r} of pool {i} is not a valid slot")
-            check(isinstance(pool, MemoryPool), f"burst: pool {i} is not a MemoryPool")
-            if pool.hidlMemory is not None:
-                check(isinstance(pool.hidlMemory, Memory), f"burst: pool {i} is not a memory")
-                self._cache[slot] = pool.hidlMemory
-            elif pool.token is None and slot not in self._cache:
-                self._cache[slot] = self._fetch(slot, i)
-            # A pool that names its memory (or a token) is passed on as it is.
-            unnamed = pool.hidlMemory is None and pool.token is None
-            pools.append(MemoryPool(hidlMemory=self._cache[slot]) if unnamed else pool)
+        for i, (slot, pool) in enumerate(zip(slots, pools_in)):
+            if not (isinstance(slot, int) and not isinstance(slot, bool) and 0 <= slot < 2 ** 31):
+                fail(f"burst: slot {slot!r} of pool {i} is not a valid slot")
+            if not isinstance(pool, MemoryPool):
+                fail(f"burst: pool {i} is not a MemoryPool")
+            memory = pool.hidlMemory
+            if memory is not None:
+                if not isinstance(memory, Memory):
+                    fail(f"burst: pool {i} is not a memory")
+                cache[slot] = memory
+                pools.append(pool)
+            elif pool.token is not None:
+                pools.append(pool)      # a token is passed on as it is
+            else:
+                if slot not in cache:
+                    cache[slot] = self._fetch(slot, i)
+                pools.append(MemoryPool(hidlMemory=cache[slot]))
         return Request(inputs=request.inputs, outputs=request.outputs, pools=pools)
 
     def _fetch(self, slot: int, position: int) -> Memory:

@@ -9,9 +9,9 @@ from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
 from .fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
 from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
-from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
-                          OperandPerformance, OptionalTimePoint, PerformanceInfo, Subgraph)
-from .operands import reusing_operand_infos
+from .hal.structs import (BufferDesc, BufferRole, Capabilities, DataLocation, Extension, Model,
+                          Operand, OperandExtraParams, OperandPerformance, OptionalTimePoint,
+                          PerformanceInfo, Subgraph)
 from .prepared_model import SamplePreparedModel
 from .validation.model import validate_fingerprinted_model
 
@@ -119,9 +119,10 @@ class SampleDriver:
             if arguments.deadline_passed(deadline_ns):
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
             analysis = self._analyse(model, build_steps=True)
-            unsupported = [i for i, ok in enumerate(analysis.supported[0]) if not ok]
-            if unsupported:
-                raise ValidationError(f"main subgraph, operation {unsupported[0]} is not supported by this driver")
+            main_supported = analysis.supported[0]
+            if not all(main_supported):
+                raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "
+                                      f"is not supported by this driver")
         except DriverError as error:
             return error.status, None
         if arguments.deadline_passed(deadline_ns):
@@ -150,8 +151,7 @@ def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None,
     """Validate (through the verdict memo), then compile with the operand views that
     validation made."""
     infos = validate_fingerprinted_model(model, fingerprint)
-    with reusing_operand_infos(model, infos):
-        return compile_model(model, build_steps=build_steps)
+    return compile_model(model, build_steps=build_steps, infos=infos)
 
 
 def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:
@@ -165,12 +165,30 @@ def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:
 
 
 def _model_for_requests(model: Model) -> Model:
-    """What request validation needs of a model: the main subgraph's operands and input and
-    output lists, copied so the client changing its Model later cannot change the prepared
-    model (the operations and constants already live in the plan)."""
+    """What request validation needs of a model: the main subgraph's input and output
+    lists and the operands they name, copied so the client changing its Model later cannot
+    change the prepared model (the operations and constants already live in the plan).
+
+    A request only ever names the main subgraph's inputs and outputs, so only their
+    operands are copied; the other positions of the operand list hold None (a model may
+    have hundreds of operands, and copying them all cost more than the rest of a prepare)."""
     main = model.main
-    operands = [Operand(type=o.type, dimensions=list(o.dimensions), scale=o.scale,
-                        zeroPoint=o.zeroPoint, lifetime=o.lifetime,
-                        numberOfConsumers=o.numberOfConsumers) for o in main.operands]
-    return Model(main=Subgraph(operands=operands, inputIndexes=list(main.inputIndexes),
-                               outputIndexes=list(main.outputIndexes)))
+    source = main.operands
+    copies = {index: _request_operand(source[index])
+              for index in (*main.inputIndexes, *main.outputIndexes)}
+    return Model(main=Subgraph(list(map(copies.get, range(len(source)))), [],
+                               list(main.inputIndexes), list(main.outputIndexes)))
+
+
+def _request_operand(operand: Operand) -> Operand:
+    # Positional, in field order (type, dimensions, numberOfConsumers, scale, zeroPoint,
+    # lifetime, location, extraParams): keywords and two default factories cost more than
+    # the copy itself. Location and extra parameters are not copied (no request check reads
+    # them): every copy shares one empty, never-changed value.
+    return Operand(operand.type, list(operand.dimensions), operand.numberOfConsumers,
+                   operand.scale, operand.zeroPoint, operand.lifetime, _NO_LOCATION,
+                   _NO_EXTRA_PARAMS)
+
+
+_NO_LOCATION = DataLocation()
+_NO_EXTRA_PARAMS = OperandExtraParams()

@@ -6,9 +6,7 @@ every constant's pool index, offset and length before anything calls them)."""
 from __future__ import annotations
 
 import math
-import threading
-from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -73,43 +71,12 @@ _OPERATION_TYPES = {int(operation_type): operation_type for operation_type in Op
 
 
 #: OperandInfo views of a model's operands: per subgraph (main, then each referenced one),
-#: by operand index, None where none was made.
+#: by operand index, None where none was made. Validation returns them; compile_model
+#: reuses them (executor/plan.py) instead of copying the constants again.
 ModelInfos = tuple[tuple[Optional[OperandInfo], ...], ...]
 
 
-class _ReusedInfos(threading.local):
-    """The infos operand_info answers from on this thread (see reusing_operand_infos)."""
-    model: Optional[Model] = None
-    by_subgraph: dict[int, Sequence[Optional[OperandInfo]]] = {}
-
-
-_reused = _ReusedInfos()
-
-
-@contextmanager
-def reusing_operand_infos(model: Model, infos: ModelInfos) -> Iterator[None]:
-    """Within the block, on this thread, ``operand_info(model, subgraph, i)`` returns the
-    info in ``infos`` where there is one rather than making it again (copying constants).
-
-    ``infos`` must describe ``model`` as it is during the block: validation made them for
-    this model, or for one of the same content (an equal fingerprint). OperandInfo is
-    immutable and holds no reference into the client's model, so sharing one is safe."""
-    subgraphs = [model.main, *model.referenced]
-    previous = (_reused.model, _reused.by_subgraph)
-    _reused.model = model
-    _reused.by_subgraph = {id(subgraph): subgraph_infos
-                           for subgraph, subgraph_infos in zip(subgraphs, infos)}
-    try:
-        yield
-    finally:
-        _reused.model, _reused.by_subgraph = previous
-
-
 def operand_info(model: Model, subgraph: Subgraph, index: int) -> OperandInfo:
-    if _reused.model is model:
-        known = _reused.by_subgraph.get(id(subgraph))
-        if known is not None and known[index] is not None:
-            return known[index]
     operand = subgraph.operands[index]
     lifetime = _LIFETIMES.get(operand.lifetime)
     if lifetime is None:

@@ -7,6 +7,7 @@ InputLayouts, so that reading a request's inputs only looks at the request."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Optional
 
 import numpy as np
@@ -15,10 +16,12 @@ from ..errors import ExecutionError, ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus
 from ..hal.structs import Model, OutputShape, Request
 from ..operations.common import STORAGE_DTYPE
-from .shapes import MAX_VALUE_BYTES, matches_declared, value_nbytes, value_too_large
+from .shapes import MAX_VALUE_BYTES, matches_declared, value_too_large
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, and a layout is
+# made per main input of every newly prepared content. Never changed once made.
+@dataclass(slots=True)
 class InputLayout:
     """One main-subgraph input, as reading a request argument for it needs it."""
     position: int                   # in Request.inputs
@@ -28,6 +31,7 @@ class InputLayout:
     scalar: bool
     declared: tuple[int, ...]       # the model's dimensions (used when the request gives none)
     required: bool                  # an operation needs a value (hasNoValue refused)
+    itemsize: int                   # bytes per element (1 for types without a dtype)
 
     @property
     def what(self) -> str:
@@ -41,11 +45,12 @@ def input_layouts(model: Model, required: frozenset[int]) -> tuple[InputLayout, 
     layouts = []
     for position, index in enumerate(main.inputIndexes):
         operand = main.operands[index]
+        dtype = STORAGE_DTYPE.get(operand.type)
+        # Positional, in field order (see the fields above).
         layouts.append(InputLayout(
-            position=position, operand=index, operand_type=operand.type,
-            dtype=STORAGE_DTYPE.get(operand.type),
-            scalar=operand.type in SCALAR_OPERAND_TYPES,
-            declared=tuple(operand.dimensions), required=position in required))
+            position, index, operand.type, dtype, operand.type in SCALAR_OPERAND_TYPES,
+            tuple(operand.dimensions), position in required,
+            dtype.itemsize if dtype is not None else 1))
     return tuple(layouts)
 
 
@@ -75,7 +80,8 @@ def read_inputs(layouts: tuple[InputLayout, ...], request: Request,
             shape = tuple(dims) if dims else layout.declared
             if shape and min(shape) <= 0:
                 raise ValidationError(f"{layout.what}: dimensions {list(shape)} are not fully specified")
-        nbytes = value_nbytes(layout.operand_type, shape)
+        # Every dimension is known and positive here: the size is the plain product.
+        nbytes = layout.itemsize * prod(shape)
         if nbytes > MAX_VALUE_BYTES:
             raise value_too_large(layout.what, shape, nbytes)
         # A type without a storage dtype has no numpy form to read it into.
@@ -84,9 +90,11 @@ def read_inputs(layouts: tuple[InputLayout, ...], request: Request,
         if location.length < nbytes:
             raise ValidationError(f"{layout.what}: {location.length} bytes given, {nbytes} "
                                   f"needed for shape {list(shape)}")
-        values.append(np.frombuffer(buffers[location.poolIndex], dtype=dtype,
-                                    count=nbytes // dtype.itemsize,
-                                    offset=location.offset).reshape(shape).copy())
+        # The copy is a bytearray the array then owns the data of (writable, C order):
+        # one step instead of frombuffer, reshape and copy.
+        offset = location.offset
+        values.append(np.ndarray(shape, dtype, bytearray(
+            buffers[location.poolIndex][offset:offset + nbytes])))
     return values
 
 
@@ -105,7 +113,7 @@ def write_outputs(request: Request, values: list, buffers: list[memoryview],
                                  f"is incompatible with the request's {list(dims)}")
         fits = argument.hasNoValue or value.nbytes <= argument.location.length
         sufficient = sufficient and fits
-        shapes.append(OutputShape(dimensions=list(shape), isSufficient=fits))
+        shapes.append(OutputShape(list(shape), fits))
     if not sufficient:
         return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes
     for argument, value in zip(request.outputs, values):

@@ -8,19 +8,20 @@ nothing else, the others re-infer their shapes at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from ..errors import ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, OperandLifeTime, OperationType
 from ..hal.structs import Model, Operand, Subgraph
-from ..operands import constant_value, operand_info, operation_context
-from ..operations.registry import OperandInfo, Shape, lookup
+from ..operands import ModelInfos, constant_value, operand_info
+from ..operations.registry import (OperandInfo, OperationContext, OperationDef, lookup,
+                                   supported_types)
 from .shapes import (MAX_VALUE_BYTES, is_fully_known, merge_shapes, value_nbytes,
                      value_too_large)
-from .steps import (InputCheck, make_if_step, make_input_checks, make_operation_step,
-                    make_while_step)
+from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_input_checks,
+                    make_operation_step, make_while_step)
 
 Step = Callable[[list, object], None]
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
@@ -97,29 +98,52 @@ def subgraph_name(index: int) -> str:
     return "main subgraph" if index == 0 else f"referenced subgraph {index - 1}"
 
 
-def compile_model(model: Model, *, build_steps: bool = True) -> ModelAnalysis:
+def compile_model(model: Model, *, build_steps: bool = True,
+                  infos: Optional[ModelInfos] = None) -> ModelAnalysis:
     """Analyse (and, with build_steps, compile) a model that validate_model accepted.
+
+    ``infos`` are the OperandInfo views validation made for this model (or for one of the
+    same content: an OperandInfo holds no reference into the client's model), per
+    subgraph; compiling reuses them rather than copying the constants again, and makes any
+    missing one.
 
     Raises ValidationError when shapes are inconsistent and ResourceError when a value
     would be too large. Subgraphs are compiled callee-first so IF/WHILE steps can bind the
     plans of the subgraphs they reference.
     """
+    if not model.referenced:
+        # Nothing to order (most models): the main subgraph alone, which then names no
+        # subgraph (validation checks every SUBGRAPH operand's index).
+        plan, supported = _compile_subgraph(model, model.main, 0, _NO_PLANS, _NO_PLANS,
+                                            build_steps, _NO_PLANS,
+                                            None if infos is None else infos[0])
+        return ModelAnalysis(plans=[plan], supported=[supported])
     subgraphs = [model.main, *model.referenced]
-    callees = [_callees(subgraph) for subgraph in subgraphs]
+    lifetimes = [[operand.lifetime for operand in subgraph.operands] for subgraph in subgraphs]
+    callees = list(map(_callees, subgraphs, lifetimes))
     plans: list[Optional[SubgraphPlan]] = [None] * len(subgraphs)
     supported: list[list[bool]] = [[] for _ in subgraphs]
     depths = [0] * len(subgraphs)
     for index in _callee_first_order(callees):
-        depths[index] = 1 + max((depths[c] for c in callees[index]), default=0)
+        callee_depths = [depths[c] for c in callees[index]]
+        depths[index] = 1 + max(callee_depths) if callee_depths else 1
         plans[index], supported[index] = _compile_subgraph(
-            model, subgraphs[index], index, plans, supported, build_steps, depths)
+            model, subgraphs[index], index, plans, supported, build_steps, depths,
+            None if infos is None else infos[index], lifetimes[index])
     return ModelAnalysis(plans=plans, supported=supported)
 
 
-def _callees(subgraph: Subgraph) -> list[int]:
-    """Plan indexes (1 + index into Model.referenced) of the subgraphs a subgraph names."""
-    return [operand.location.offset + 1 for operand in subgraph.operands
-            if operand.lifetime == _SUBGRAPH]
+_NO_PLANS: list = []
+
+
+def _callees(subgraph: Subgraph, lifetimes: list) -> list[int]:
+    """Plan indexes (1 + index into Model.referenced) of the subgraphs a subgraph names;
+    ``lifetimes`` are its operands' lifetimes."""
+    if _SUBGRAPH not in lifetimes:
+        return []
+    operands = subgraph.operands
+    return [operands[i].location.offset + 1
+            for i, lifetime in enumerate(lifetimes) if lifetime == _SUBGRAPH]
 
 
 def _callee_first_order(callees: list[list[int]]) -> list[int]:
@@ -144,56 +168,86 @@ def _callee_first_order(callees: list[list[int]]) -> list[int]:
     return order
 
 
-_SUBGRAPH = OperandLifeTime.SUBGRAPH
-_NO_VALUE = OperandLifeTime.NO_VALUE
+# Plain ints: comparing an operand's lifetime or an operation's type with an IntEnum
+# member costs more than with an int.
+_SUBGRAPH = int(OperandLifeTime.SUBGRAPH)
+_NO_VALUE = int(OperandLifeTime.NO_VALUE)
 #: Lifetimes whose slots hold a value before a run starts (see _initial_value).
-_PREFILLED_LIFETIMES = frozenset({OperandLifeTime.CONSTANT_COPY,
-                                  OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.SUBGRAPH})
-_NO_OPTIONAL_INPUTS: frozenset[int] = frozenset()
+_PREFILLED_LIFETIMES = frozenset({int(OperandLifeTime.CONSTANT_COPY),
+                                  int(OperandLifeTime.CONSTANT_REFERENCE), _SUBGRAPH})
+_CONTROL_FLOW_TYPES = frozenset(map(int, CONTROL_FLOW))
+_IF = int(OperationType.IF)
+
+#: The registered operations by type, read from the registry at the first compile: a dict
+#: lookup per operation instead of a call. A type missing here is asked of the registry
+#: (which answers None for a type it does not implement), so the table stays bounded.
+_DEFINITIONS: dict[int, OperationDef] = {}
+
+
+def _definitions() -> dict[int, OperationDef]:
+    if not _DEFINITIONS:
+        _DEFINITIONS.update((t, lookup(t)) for t in supported_types())
+    return _DEFINITIONS
 
 
 def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, plans: list,
-                      supported_by_subgraph: list, build_steps: bool, depths: list[int]):
+                      supported_by_subgraph: list, build_steps: bool, depths: list[int],
+                      known_infos: Optional[Sequence[Optional[OperandInfo]]] = None,
+                      lifetimes: Optional[list] = None):
     name = subgraph_name(index)
     operands = subgraph.operands
-    lifetimes = [operand.lifetime for operand in operands]
+    count = len(operands)
+    if lifetimes is None:
+        lifetimes = [operand.lifetime for operand in operands]
     declared = [() if operand.type in SCALAR_OPERAND_TYPES
                 else tuple(operand.dimensions) if operand.dimensions else None
                 for operand in operands]
     static = list(declared)
     inputs = list(subgraph.inputIndexes)
-    position_of = dict(zip(inputs, range(len(inputs))))
+    position_of = {operand: position for position, operand in enumerate(inputs)}
     if len(position_of) != len(inputs):
         raise ValidationError(f"{name}: an operand is listed twice as an input")
-    order = inputs + [i for i in range(len(operands)) if i not in position_of]
-    slot_of = [0] * len(operands)
-    for slot, operand_index in enumerate(order):
-        slot_of[operand_index] = slot
-    plan = SubgraphPlan(name=name, slot_of=slot_of, tail=[],
-                        input_operands=tuple(inputs),
-                        output_operands=tuple(subgraph.outputIndexes),
-                        output_slots=tuple([slot_of[i] for i in subgraph.outputIndexes]),
-                        declared=declared, static=static)
+    # Slots: the inputs first, then every other operand in index order. Most subgraphs
+    # list their first operands as inputs, in order: slots are then operand indexes.
+    identity = inputs == list(range(len(inputs)))
+    if identity:
+        slot_of = list(range(count))
+    else:
+        order = inputs + [i for i in range(count) if i not in position_of]
+        slot_of = [0] * count
+        for slot, operand_index in enumerate(order):
+            slot_of[operand_index] = slot
+    outputs = tuple(subgraph.outputIndexes)
+    # Positional arguments, in field order: keywords cost more.
+    plan = SubgraphPlan(name, slot_of, [], tuple(inputs), outputs,
+                        outputs if identity else tuple([slot_of[i] for i in outputs]),
+                        declared, static)
     steps = plan.steps
-    # OperandInfo views are made only for operands that operations read or write: an
-    # operand that only enters IF/WHILE (or nothing) is never looked at by an operation.
-    infos: list = [None] * len(operands)
+    # OperandInfo views are needed only for operands that operations read or write (an
+    # operand that only enters IF/WHILE, or nothing, is never looked at by an operation):
+    # validation made exactly those; any missing one is made here.
+    infos: list = [None] * count if known_infos is None else list(known_infos)
+    relaxed = model.relaxComputationFloat32toFloat16
+    has_omitted = _NO_VALUE in lifetimes
+    definitions = _DEFINITIONS or _definitions()
     required: set[int] = set()
     supported: list[bool] = []
     for op_index, operation in enumerate(subgraph.operations):
         op_type = operation.type
         op_inputs = operation.inputs
-        where = f"{name}, operation {op_index} ({_op_name(op_type)})"
-        if op_type in CONTROL_FLOW:
+        if op_type in _CONTROL_FLOW_TYPES:
             ok = _control_flow_supported(operation, operands, lifetimes, supported_by_subgraph,
                                          depths)
             supported.append(ok)
             # Values passed on to IF/WHILE count as required.
             required.update([position_of[i] for i in op_inputs if i in position_of])
             if ok and build_steps:
-                steps.append(_control_flow_step(operation, plan, operands, plans, where))
+                steps.append(_control_flow_step(operation, plan, operands, plans,
+                                                describe((name, op_index, op_type))))
             continue
-        definition = lookup(op_type)
+        definition = definitions.get(op_type)
+        if definition is None:
+            definition = lookup(op_type)
         if position_of:
             optional = definition.optional_inputs if definition is not None else _NO_OPTIONAL_INPUTS
             for k, operand in enumerate(op_inputs):
@@ -203,52 +257,80 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, plans: list,
             supported.append(False)
             continue
         supported.append(True)
-        # One pass over the inputs: their views, the shapes inference gets, and whether
-        # every present input's shape is known ahead.
-        in_shapes = []
-        is_static = True
-        for i in op_inputs:
-            if infos[i] is None:
-                infos[i] = operand_info(model, subgraph, i)
-            if lifetimes[i] == _NO_VALUE:
-                in_shapes.append(None)
-                continue
-            shape = static[i]
-            in_shapes.append(shape)
-            if is_static and (shape is None or shape and min(shape) <= 0):
-                is_static = False
         op_outputs = operation.outputs
-        for i in op_outputs:
-            if infos[i] is None:
-                infos[i] = operand_info(model, subgraph, i)
-        ctx = operation_context(model, subgraph, op_index, infos)
+        in_infos = tuple([infos[i] for i in op_inputs])
+        out_infos = tuple([infos[i] for i in op_outputs])
+        if not (all(in_infos) and all(out_infos)):
+            for i in (*op_inputs, *op_outputs):
+                if infos[i] is None:
+                    infos[i] = operand_info(model, subgraph, i)
+            in_infos = tuple([infos[i] for i in op_inputs])
+            out_infos = tuple([infos[i] for i in op_outputs])
+        # The shapes inference gets (None for an omitted input), and whether every present
+        # input's shape is known ahead.
+        if has_omitted:
+            in_shapes = [None if lifetimes[i] == _NO_VALUE else static[i] for i in op_inputs]
+            present = [static[i] for i in op_inputs if lifetimes[i] != _NO_VALUE]
+        else:
+            in_shapes = present = [static[i] for i in op_inputs]
+        is_static = True
+        for shape in present:
+            if shape is None or shape and min(shape) <= 0:
+                is_static = False
+                break
+        where = (name, op_index, op_type)
+        ctx = OperationContext(definition.type, op_index, in_infos, out_infos, relaxed)
         inferred = definition.infer_shapes(ctx, in_shapes)
         if len(inferred) != len(op_outputs):
-            raise ValidationError(f"{where}: shape inference gave {len(inferred)} shapes for "
-                                  f"{len(op_outputs)} outputs")
+            raise ValidationError(f"{describe(where)}: shape inference gave {len(inferred)} "
+                                  f"shapes for {len(op_outputs)} outputs")
         output_shapes = []
         for k, out in enumerate(op_outputs):
-            shape = _merged_output_shape(declared[out], inferred[k], operands[out].type,
-                                         where, k, out)
+            # The declared shape merged with the inferred one, refused when too large. The
+            # common cases (equal shapes, nothing declared) take no merging.
+            shape = declared[out]
+            found = inferred[k]
+            if shape is None:
+                shape = found
+            elif found is not None and shape != found:
+                shape = merge_shapes(shape, found, _output_what(where, k, out))
+            if shape is None:
+                is_static = False
+            else:
+                nbytes = value_nbytes(operands[out].type, shape)
+                if nbytes > MAX_VALUE_BYTES:
+                    raise value_too_large(_output_what(where, k, out), shape, nbytes)
+                if shape and min(shape) <= 0:
+                    is_static = False
             static[out] = shape
             output_shapes.append(shape)
-            if is_static and (shape is None or shape and min(shape) <= 0):
-                is_static = False
         if build_steps:
-            steps.append(make_operation_step(
-                definition, ctx, definition.build(ctx), tuple([slot_of[i] for i in op_inputs]),
-                tuple([slot_of[o] for o in op_outputs]), output_shapes,
-                [operands[o].type for o in op_outputs], is_static, where))
+            if identity:
+                in_slots, out_slots = tuple(op_inputs), tuple(op_outputs)
+            else:
+                in_slots = tuple([slot_of[i] for i in op_inputs])
+                out_slots = tuple([slot_of[o] for o in op_outputs])
+            steps.append(make_operation_step(definition, ctx, definition.build(ctx), in_slots,
+                                             out_slots, output_shapes, operands, op_outputs,
+                                             is_static, where))
     # A run starts from ``inputs + tail``: constants and referenced plans pre-filled.
-    tail = [None] * (len(operands) - len(inputs))
     first = len(inputs)
-    for i, lifetime in enumerate(lifetimes):
-        if lifetime in _PREFILLED_LIFETIMES and i not in position_of:
-            tail[slot_of[i] - first] = _initial_value(model, operands[i], lifetime, infos[i])
+    tail = [None] * (count - first)
+    if not _PREFILLED_LIFETIMES.isdisjoint(lifetimes):
+        for i, lifetime in enumerate(lifetimes):
+            if lifetime in _PREFILLED_LIFETIMES and i not in position_of:
+                tail[slot_of[i] - first] = _initial_value(model, operands[i], lifetime, infos[i])
     plan.tail = tail
     plan.required_inputs = frozenset(required)
     plan.finalize()
     return plan, supported
+
+
+_NO_OPTIONAL_INPUTS: frozenset[int] = frozenset()
+
+
+def _output_what(where: OperationWhere, k: int, operand_index: int) -> str:
+    return f"{describe(where)}, output {k} (operand {operand_index})"
 
 
 def _control_flow_supported(operation, operands: list[Operand], lifetimes: list,
@@ -262,23 +344,6 @@ def _control_flow_supported(operation, operands: list[Operand], lifetimes: list,
             if not (all(supported_by_subgraph[callee]) and depths[callee] < MAX_CONTROL_FLOW_DEPTH):
                 return False
     return True
-
-
-def _merged_output_shape(declared: Shape, inferred: Shape, operand_type: int, where: str,
-                         k: int, operand_index: int) -> Shape:
-    """An output's static shape: the declared one merged with the inferred one, refused
-    when too large. The common cases (equal shapes, nothing declared) take no merging."""
-    if declared is None:
-        merged = inferred
-    elif inferred is None or declared == inferred:
-        merged = declared
-    else:
-        merged = merge_shapes(declared, inferred, f"{where}, output {k} (operand {operand_index})")
-    if merged is not None:
-        nbytes = value_nbytes(operand_type, merged)
-        if nbytes > MAX_VALUE_BYTES:
-            raise value_too_large(f"{where}, output {k} (operand {operand_index})", merged, nbytes)
-    return merged
 
 
 def _initial_value(model: Model, operand: Operand, lifetime: int, info: Optional[OperandInfo]):
@@ -297,14 +362,14 @@ def _control_flow_step(operation, plan: SubgraphPlan, operands: list[Operand], p
     operands, whose plan index is 1 + their location offset."""
     outer_static = plan.static
     slot_of = plan.slot_of
-    outputs = tuple(slot_of[o] for o in operation.outputs)
+    outputs = tuple([slot_of[o] for o in operation.outputs])
     declared_outputs = [plan.declared[o] for o in operation.outputs]
-    if operation.type == OperationType.IF:
+    if operation.type == _IF:
         cond, then_ref, else_ref, *data = operation.inputs
         then_plan, else_plan = plans[_plan_index(operands, then_ref)], plans[_plan_index(operands, else_ref)]
         data_static = [outer_static[i] for i in data]
         return make_if_step(
-            where, slot_of[cond], tuple(slot_of[i] for i in data), outputs, then_plan, else_plan,
+            where, slot_of[cond], tuple([slot_of[i] for i in data]), outputs, then_plan, else_plan,
             then_plan.input_checks(data_static), else_plan.input_checks(data_static),
             declared_outputs)
     cond_ref, body_ref, *data = operation.inputs
@@ -317,21 +382,13 @@ def _control_flow_step(operation, plan: SubgraphPlan, operands: list[Operand], p
         if entering[j] != body_plan.static[operand_index] or not is_fully_known(entering[j]):
             entering[j] = None
     return make_while_step(
-        where, tuple(slot_of[i] for i in data), outputs, len(operation.outputs), loop_carried,
+        where, tuple([slot_of[i] for i in data]), outputs, len(operation.outputs), loop_carried,
         cond_plan, body_plan, cond_plan.input_checks(entering), body_plan.input_checks(entering),
         declared_outputs)
 
 
 def _plan_index(operands: list[Operand], operand_index: int) -> int:
     return operands[operand_index].location.offset + 1
-
-
-_OPERATION_NAMES = {member.value: member.name for member in OperationType}
-
-
-def _op_name(operation_type: int) -> str:
-    name = _OPERATION_NAMES.get(operation_type)
-    return name if name is not None else str(operation_type)
 
 
 __all__ = ["SubgraphPlan", "ModelAnalysis", "compile_model", "subgraph_name"]

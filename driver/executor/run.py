@@ -28,11 +28,11 @@ def failure(error: DriverError) -> ExecutionResult:
     return ExecutionResult(error.status, [], NO_TIMING, error.message)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)    # not frozen: see InputLayout
 class MainProgram:
     """What executions of a prepared model run: the model requests are checked against,
-    the main subgraph's plan and the layout of its inputs. Immutable and shared by every
-    execution; each run has its own slots."""
+    the main subgraph's plan and the layout of its inputs. Never changed once made, and
+    shared by every execution; each run has its own slots."""
     model: Model
     plan: SubgraphPlan
     inputs: tuple[InputLayout, ...]
@@ -49,7 +49,7 @@ def run_request(program: MainProgram, request: Request, measure: MeasureTiming,
 
     ``started_ns`` is when the driver got the call (timeInDriver counts from there);
     ``validated`` says the caller already ran validate_request at launch."""
-    driver_start = time.perf_counter_ns() if started_ns is None else started_ns
+    driver_start = perf_counter_ns() if started_ns is None else started_ns
     try:
         if not validated:
             validate_request(request, program.model)
@@ -57,10 +57,10 @@ def run_request(program: MainProgram, request: Request, measure: MeasureTiming,
         inputs = read_inputs(program.inputs, request, buffers)
     except DriverError as error:
         return failure(error)
-    if ctx.deadline_ns is not None and time.monotonic_ns() > ctx.deadline_ns:
+    if ctx.deadline_ns is not None and monotonic_ns() > ctx.deadline_ns:
         return failure(ExecutionError("the deadline passed before the execution started",
                                       ErrorStatus.MISSED_DEADLINE_PERSISTENT))
-    device_start = time.perf_counter_ns()
+    device_start = perf_counter_ns()
     try:
         outputs = program.plan.run_outputs(inputs, ctx)
     except ValidationError as error:
@@ -69,14 +69,17 @@ def run_request(program: MainProgram, request: Request, measure: MeasureTiming,
         return failure(ExecutionError(error.message))
     except DriverError as error:
         return failure(error)
-    device_end = time.perf_counter_ns()
+    device_end = perf_counter_ns()
     try:
         status, shapes = write_outputs(request, outputs, buffers)
     except ExecutionError as error:
         return failure(error)
-    if status != ErrorStatus.NONE or measure != MeasureTiming.YES:
+    if status != _NONE or measure != _MEASURE:
         return ExecutionResult(status, shapes, NO_TIMING)
-    driver_end = time.perf_counter_ns()
+    driver_end = perf_counter_ns()
     return ExecutionResult(status, shapes, Timing(
-        timeOnDevice=(device_end - device_start) // 1000,
-        timeInDriver=(driver_end - driver_start) // 1000))
+        (device_end - device_start) // 1000, (driver_end - driver_start) // 1000))
+
+
+perf_counter_ns, monotonic_ns = time.perf_counter_ns, time.monotonic_ns
+_NONE, _MEASURE = ErrorStatus.NONE, MeasureTiming.YES

@@ -51,12 +51,15 @@ def matches_declared(actual: tuple[int, ...], declared: Shape) -> bool:
 
 def value_nbytes(operand_type: int, shape: tuple[int, ...]) -> int:
     """Bytes of a value of this shape, unknown (0) dimensions counted as 1."""
-    dtype = STORAGE_DTYPE.get(operand_type)
-    nbytes = dtype.itemsize if dtype is not None else 1
+    nbytes = _ITEMSIZE.get(operand_type, 1)
     for d in shape:
         if d > 1:
             nbytes *= d
     return nbytes
+
+
+#: Bytes per element by operand type (1 for types without a storage dtype).
+_ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
 
 
 def check_value_size(operand_type: int, shape: Shape, what: str) -> None:

@@ -10,9 +10,10 @@ import time
 from typing import Callable, Optional, Sequence
 
 from ..errors import ExecutionError
-from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs
+from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs, OperationType
 from ..operations.registry import Shape
-from .shapes import check_value_size, matches_declared, merge_shapes
+from .shapes import (MAX_VALUE_BYTES, matches_declared, merge_shapes, value_nbytes,
+                     value_too_large)
 
 monotonic_ns = time.monotonic_ns
 
@@ -37,37 +38,63 @@ class ExecutionContext:
                                  ErrorStatus.MISSED_DEADLINE_TRANSIENT)
 
 
-def _shape_of(value) -> Shape:
-    return None if value is None else value.shape
+#: Where an operation sits, for messages: (subgraph name, operation index, operation type).
+#: Kept as a tuple and spelt out (describe) only when a message needs it.
+OperationWhere = tuple[str, int, int]
+
+_OPERATION_NAMES = {member.value: member.name for member in OperationType}
+
+
+def describe(where: OperationWhere) -> str:
+    """'main subgraph, operation 3 (ADD)'."""
+    name, op_index, op_type = where
+    type_name = _OPERATION_NAMES.get(op_type)
+    return f"{name}, operation {op_index} ({type_name if type_name is not None else op_type})"
 
 
 def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
                         outputs: tuple[int, ...], output_shapes: list[Shape],
-                        output_types: list[int], is_static: bool, where: str) -> Callable:
+                        operands: Sequence, output_operands: Sequence[int], is_static: bool,
+                        where: OperationWhere) -> Callable:
+    """The step of one operation; ``inputs`` and ``outputs`` are slots, ``operands`` the
+    subgraph's operands and ``output_operands`` the operation's output operand indexes."""
     if is_static:
-        return _static_step(kernel, inputs, outputs, tuple(map(tuple, output_shapes)), where)
+        # Every shape is known, so a tuple already.
+        return _static_step(kernel, inputs, outputs, tuple(output_shapes), where)
     infer = definition.infer_shapes
+    output_types = [operands[o].type for o in output_operands]
+
+    def what(k: int) -> str:
+        return f"{describe(where)}, output {k} (operand {outputs[k]})"
 
     def dynamic_step(slots, _ctx):
         args = [slots[i] for i in inputs]
-        inferred = infer(ctx, [_shape_of(a) for a in args])
+        inferred = infer(ctx, [None if a is None else a.shape for a in args])
         expected = []
         for k, shape in enumerate(inferred):
-            what = f"{where}, output {k} (operand {outputs[k]})"
-            merged = merge_shapes(output_shapes[k], shape, what)
-            check_value_size(output_types[k], merged, what)
+            planned = output_shapes[k]
+            if planned is None:
+                merged = shape
+            elif shape is None or planned == shape:
+                merged = planned
+            else:
+                merged = merge_shapes(planned, shape, what(k))
+            if merged is not None:
+                nbytes = value_nbytes(output_types[k], merged)
+                if nbytes > MAX_VALUE_BYTES:
+                    raise value_too_large(what(k), merged, nbytes)
             expected.append(merged)
         for k, value in enumerate(kernel(*args)):
             if not matches_declared(value.shape, expected[k]):
-                raise ExecutionError(f"{where}, output {k} (operand {outputs[k]}): computed "
-                                     f"shape {list(value.shape)} is incompatible with "
-                                     f"{list(expected[k])}")
+                raise ExecutionError(f"{describe(where)}, output {k} (operand {outputs[k]}): "
+                                     f"computed shape {list(value.shape)} is incompatible "
+                                     f"with {list(expected[k])}")
             slots[outputs[k]] = value
     return dynamic_step
 
 
 def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],
-                 shapes: tuple[tuple[int, ...], ...], where: str) -> Callable:
+                 shapes: tuple[tuple[int, ...], ...], where: OperationWhere) -> Callable:
     # Specialised closures for the common arities: these run once per operation per loop
     # iteration, so avoiding a list comprehension and *args matters. The one check kept is
     # a tuple comparison of the result's shape with the planned one: a zero-sized result
@@ -133,25 +160,23 @@ def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],
     return step_multi
 
 
-def _mismatch(where: str, outputs: tuple[int, ...], shapes: tuple[tuple[int, ...], ...], k: int,
-              value) -> ExecutionError:
-    return ExecutionError(f"{where}, output {k} (operand slot {outputs[k]}): computed shape "
-                          f"{list(value.shape)} differs from the planned {list(shapes[k])}")
+def _mismatch(where: OperationWhere, outputs: tuple[int, ...],
+              shapes: tuple[tuple[int, ...], ...], k: int, value) -> ExecutionError:
+    return ExecutionError(f"{describe(where)}, output {k} (operand slot {outputs[k]}): "
+                          f"computed shape {list(value.shape)} differs from the planned "
+                          f"{list(shapes[k])}")
 
 
 def make_input_checks(where: str, declared: Sequence[Shape],
                       entering: Sequence[Shape]) -> list[InputCheck]:
     """Checks for values entering a subgraph: none where the entering value's static shape
     already satisfies the declared one."""
-    checks: list[InputCheck] = []
-    for position, (inner, outer) in enumerate(zip(declared, entering)):
-        if inner is None:
-            continue            # unknown rank: anything may enter
-        if outer is not None and len(outer) == len(inner) and all(
-                i == 0 or o == i for o, i in zip(outer, inner)):
-            continue            # every dimension the subgraph fixes is already guaranteed
-        checks.append((position, inner))
-    return checks
+    # None where the rank is unknown (anything may enter), nor where every dimension the
+    # subgraph fixes is already guaranteed.
+    return [(position, inner) for position, (inner, outer) in enumerate(zip(declared, entering))
+            if inner is not None and not (
+                outer is not None and len(outer) == len(inner)
+                and all([i == 0 or o == i for o, i in zip(outer, inner)]))]
 
 
 def verify_values(values: list, checks: list[InputCheck], where: str) -> None:
@@ -166,7 +191,8 @@ def _store_outputs(slots, outputs, values, declared, where: str) -> None:
     for k, (slot, value) in enumerate(zip(outputs, values)):
         if not matches_declared(value.shape, declared[k]):
             raise ExecutionError(f"{where}, output {k} (operand {slot}): shape "
-                                 f"{list(value.shape)} is incompatible with declared {list(declared[k])}")
+                                 f"{list(value.shape)} is incompatible with declared "
+                                 f"{list(declared[k])}")
         slots[slot] = value
 
 
@@ -174,7 +200,7 @@ def _condition_value(value, where: str) -> bool:
     if value is None or value.size != 1:
         raise ExecutionError(f"{where}: condition must hold exactly one TENSOR_BOOL8 value, got "
                              f"shape {None if value is None else list(value.shape)}")
-    return bool(value.reshape(-1)[0])
+    return bool(value.item())      # its one element, whatever the shape
 
 
 def _check_present(values: list, required, where: str, subgraph: str = "") -> None:
