@@ -317,5 +317,6 @@ def requantize_values(x: np.ndarray, scale: float, zero_point: int, out_scale: f
 
 def normalize_axis(ctx: OperationContext, axis: int, rank: int, what: str = "axis") -> int:
     """An axis in [-rank, rank) as a non-negative index."""
-    check(-rank <= axis < rank, f"{ctx.name}: {what} {axis} is out of range for rank {rank}")
+    if not -rank <= axis < rank:
+        fail(f"{ctx.name}: {what} {axis} is out of range for rank {rank}")
     return axis % rank
