@@ -63,9 +63,9 @@ from __future__ import annotations
 import enum
 import struct
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import chain, compress, islice
-from math import prod
+from math import copysign, prod
 from operator import is_not, length_hint
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -525,16 +525,6 @@ def _memory_name(it: Iterator[int], data: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _operand_type(it: Iterator[int]) -> OperandType | int:
-    b = next(it, 0)
-    return _OPERAND_TYPE_OF_BYTE[b] if b < 0x80 else _wide_operand_type(it, b)
-
-
-def _operation_type(it: Iterator[int]) -> OperationType | int:
-    b = next(it, 0)
-    return _OPERATION_TYPE_OF_BYTE[b] if b < 0x80 else _wide_operation_type(it, b)
-
-
 def _wide_operand_type(it: Iterator[int], first: int) -> OperandType | int:
     value = min(_varint_tail(it, first), UINT32_MAX)
     return _OPERAND_TYPES.get(value, value)
@@ -543,14 +533,6 @@ def _wide_operand_type(it: Iterator[int], first: int) -> OperandType | int:
 def _wide_operation_type(it: Iterator[int], first: int) -> OperationType | int:
     value = min(_varint_tail(it, first), UINT32_MAX)
     return _OPERATION_TYPES.get(value, value)
-
-
-def _dims(it: Iterator[int]) -> list[int]:
-    """An operand's rank and dimensions."""
-    rank = next(it, 0)
-    if not rank:
-        return []
-    return _u32s(it, rank if rank <= MAX_RANK else _capped(it, rank, MAX_RANK))
 
 
 def _indexes(it: Iterator[int], cap: int) -> list[int]:
@@ -595,24 +577,48 @@ def _read_blob(it: Iterator[int], data: bytes) -> BlobSpec:
     return BlobSpec(name, _read_segments(it, data))
 
 
-def _read_operand(it: Iterator[int], data: bytes) -> OperandSpec:
-    head = next(it, 0)
-    operand_type = _operand_type(it)
-    dims = _dims(it)
-    if head < _LIFETIME_ESCAPE:
-        # The common case: a lifetime in range, no quantization, counted consumers, placed,
-        # no extra params.
-        lifetime = _LIFETIME_OF_CODE[head]
-        if head == _COPY:
-            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, 0,
-                               _read_value(it, data), OperandExtraParams())
-        if head == _REFERENCE:
+def _read_operands(it: Iterator[int], data: bytes) -> list[OperandSpec]:
+    """A subgraph's operands: the common operand (a lifetime in range, no quantization,
+    counted consumers, placed, no extra params, one-byte type and dimensions) read inline,
+    with locals rather than globals, as the decoder does: parse_parts runs on every input
+    the custom mutator has not seen."""
+    nx, take, finish = next, islice, _finish_u32s
+    type_of, lifetime_of = _OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE
+    operand_of, extra_of, read_value = OperandSpec, OperandExtraParams, _read_value
+    operands: list[OperandSpec] = []
+    append = operands.append
+    for _ in range(_count(it, MAX_OPERANDS)):
+        head = nx(it, 0)
+        operand_type = nx(it, 0)
+        operand_type = (type_of[operand_type] if operand_type < 0x80
+                        else _wide_operand_type(it, operand_type))
+        rank = nx(it, 0)
+        if not rank:
+            dims = []
+        elif rank <= MAX_RANK:
+            dims = list(take(it, rank))
+            if len(dims) < rank or max(dims) >= 0x80:
+                dims = finish(it, dims, rank)
+        else:
+            dims = _u32s(it, _capped(it, rank, MAX_RANK))
+        if head >= _LIFETIME_ESCAPE:
+            append(_read_flagged_operand(it, data, head, operand_type, dims))
+        elif head == _COPY:
+            append(operand_of(operand_type, dims, 0.0, 0, lifetime_of[head], None, None, 0,
+                              read_value(it, data), extra_of()))
+        elif head == _REFERENCE:
             target = _u32(it)
-            return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None, target,
-                               _read_value(it, data), OperandExtraParams())
-        return OperandSpec(operand_type, dims, 0.0, 0, lifetime, None, None,
-                           _u32(it) if head == _SUBGRAPH else 0, _ZERO_VALUE,
-                           OperandExtraParams())
+            append(operand_of(operand_type, dims, 0.0, 0, lifetime_of[head], None, None,
+                              target, read_value(it, data), extra_of()))
+        else:
+            append(operand_of(operand_type, dims, 0.0, 0, lifetime_of[head], None, None,
+                              _u32(it) if head == _SUBGRAPH else 0, _ZERO_VALUE, extra_of()))
+    return operands
+
+
+def _read_flagged_operand(it: Iterator[int], data: bytes, head: int,
+                          operand_type: OperandType | int, dims: list[int]) -> OperandSpec:
+    """The rest of an operand whose head byte has flags or an escaped lifetime."""
     lifetime = head & 7
     if lifetime == _LIFETIME_ESCAPE:
         lifetime = _u32(it)
@@ -645,17 +651,39 @@ def _read_extra(it: Iterator[int], data: bytes, head: int, extra: OperandExtraPa
 
 
 def _read_operations(it: Iterator[int]) -> list[Operation]:
-    operations = []
+    """A subgraph's operations, one-byte codes and indexes read inline (see _read_operands)."""
+    nx, take, finish = next, islice, _finish_u32s
+    type_of, operation_of = _OPERATION_TYPE_OF_BYTE, Operation
+    operations: list[Operation] = []
+    append = operations.append
     for _ in range(_count(it, MAX_OPERATIONS)):
-        operation_type = _operation_type(it)
-        inputs = _indexes(it, MAX_OPERATION_INPUTS)
-        operations.append(Operation(operation_type, inputs,
-                                    _indexes(it, MAX_OPERATION_OUTPUTS)))
+        operation_type = nx(it, 0)
+        operation_type = (type_of[operation_type] if operation_type < 0x80
+                          else _wide_operation_type(it, operation_type))
+        n = nx(it, 0)       # (every one-byte count is within MAX_OPERATION_INPUTS)
+        if not n:
+            inputs = []
+        elif n < 0x80:
+            inputs = list(take(it, n))
+            if len(inputs) < n or max(inputs) >= 0x80:
+                inputs = finish(it, inputs, n)
+        else:
+            inputs = _u32s(it, _capped(it, n, MAX_OPERATION_INPUTS))
+        n = nx(it, 0)
+        if n == 1:          # one output: the usual case
+            b = nx(it, 0)
+            outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
+        elif not n:
+            outputs = []
+        else:
+            outputs = _u32s(it, n if n <= MAX_OPERATION_OUTPUTS
+                            else _capped(it, n, MAX_OPERATION_OUTPUTS))
+        append(operation_of(operation_type, inputs, outputs))
     return operations
 
 
 def _read_subgraph(it: Iterator[int], data: bytes) -> SubgraphSpec:
-    operands = [_read_operand(it, data) for _ in range(_count(it, MAX_OPERANDS))]
+    operands = _read_operands(it, data)
     operations = _read_operations(it)
     inputs = _indexes(it, MAX_IO_INDEXES)
     return SubgraphSpec(operands, operations, inputs, _indexes(it, MAX_IO_INDEXES))
@@ -669,11 +697,18 @@ def _read_extensions(it: Iterator[int], data: bytes) -> list[ExtensionNameAndPre
     return extensions
 
 
-def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
+def _read_model_head(it: Iterator[int],
+                     data: bytes) -> tuple[int, int, list[Segment], list[BlobSpec]]:
+    """The model up to its subgraphs: flags, referenced count, operandValues, pools."""
     flags = next(it, 0)
     referenced_count = _count(it, MAX_REFERENCED)
     values = _read_segments(it, data)
     pools = [_read_blob(it, data) for _ in range(_count(it, MAX_POOLS))]
+    return flags, referenced_count, values, pools
+
+
+def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
+    flags, referenced_count, values, pools = _read_model_head(it, data)
     main = _read_subgraph(it, data)
     referenced = [_read_subgraph(it, data) for _ in range(referenced_count)]
     extensions = _read_extensions(it, data) if flags & 2 else []
@@ -825,12 +860,18 @@ def _text_out(out: bytearray, value: str, where: tuple, what: str) -> None:
     out += raw
 
 
+#: Whether every element of a list of ints is a one-byte varint: one C call, where a
+#: min() and a max() of it were two.
+_all_one_byte = frozenset(range(0x80)).issuperset
+_LITERAL = ValueKind.LITERAL
+
+
 def _value_out(out: bytearray, value: ValueSpec, where: tuple) -> None:
-    if value.kind == ValueKind.GENERATED:
+    if value.kind == _GENERATED:
         if not 0 <= value.seed < NUM_SEEDS:
             raise _limit(where, "value seed", value.seed, f"[0, {NUM_SEEDS})")
         out.append(2 + value.seed)
-    elif value.kind == ValueKind.LITERAL:
+    elif value.kind == _LITERAL:
         out.append(1)
         _varint_out(out, len(value.data), 1 << 62, where, "literal length")
         out += value.data
@@ -872,7 +913,7 @@ def _dims_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
 def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,
                  what: str, count_what: str | None = None) -> None:
     n = len(indexes)
-    if n < 0x80 and n <= cap and (not indexes or 0 <= min(indexes) <= max(indexes) < 0x80):
+    if n < 0x80 and n <= cap and _all_one_byte(indexes):
         out.append(n)
         out += bytes(indexes)      # all one-byte varints: the usual case
         return
@@ -895,7 +936,7 @@ def _operand_out(out: bytearray, o: OperandSpec, where: tuple) -> None:
     if (0 <= head < _LIFETIME_ESCAPE and 0 <= operand_type < 0x80
             and o.location is None and o.consumers is None and not o.scale
             and not o.zeroPoint and extra.channelQuant is None and extra.extension is None
-            and len(dims) <= MAX_RANK and (not dims or 0 <= min(dims) <= max(dims) < 0x80)):
+            and len(dims) <= MAX_RANK and _all_one_byte(dims)):
         # The common operand, written at once: a lifetime in range, one-byte type and
         # dimensions, placed, nothing else set.
         out += bytes((head, operand_type, len(dims), *dims))
@@ -951,9 +992,9 @@ def _operation_out(out: bytearray, op: Operation, where: tuple) -> None:
     inputs = op.inputs
     outputs = op.outputs
     if (0 <= operation_type < 0x80 and len(inputs) < 0x80
-            and (not inputs or 0 <= min(inputs) <= max(inputs) < 0x80)
+            and _all_one_byte(inputs)
             and len(outputs) <= MAX_OPERATION_OUTPUTS
-            and (not outputs or 0 <= min(outputs) <= max(outputs) < 0x80)):
+            and _all_one_byte(outputs)):
         # One-byte type and indexes (the usual case), written at once.
         out += bytes((operation_type, len(inputs), *inputs, len(outputs), *outputs))
         return
@@ -1108,8 +1149,9 @@ def serialize(spec: CaseSpec) -> bytes:
 # of each part of a spec (choices, model head (flags .. pools), each subgraph (main first),
 # model tail (extensions), request) and of each element of the lists a part holds (operands,
 # operations, request inputs and outputs). Its copy() is the spec to change, noting where
-# each part came from (shared() notes parts kept as they are, for a result that only
-# replaces some); encode_parts then serializes what no longer is what it came from.
+# each part came from; encode_parts then serializes what no longer is what it came from.
+# with_choices() and with_request() make a result that replaces one part of a spec and
+# keeps the others as they are, without looking at those.
 
 #: The bytes of the elements of a part: (operands, operations) of a subgraph, (inputs,
 #: outputs) of the request, nothing for the other parts.
@@ -1142,18 +1184,22 @@ class EncodedSpec:
         origins[id(request)] = (request, r, self.parts[-1], self.elements[-1])
         return CaseSpec(self.copy_model(origins), request, self.copy_choices(origins))
 
-    def shared(self, origins: Origins) -> CaseSpec:
-        """A new CaseSpec holding this spec's own model, request and choices, each noted in
-        ``origins`` as its own origin: for a result that replaces some of them and leaves
-        the others as they are (they must not change: they are this spec's)."""
-        spec, parts, elements = self.spec, self.parts, self.elements
-        m = spec.model
-        for k, sg in enumerate([m.main, *m.referenced]):
-            origins[id(sg)] = (sg, sg, parts[2 + k], elements[2 + k])
-        origins[id(m)] = (m, m, parts[1], elements[1])
-        origins[id(spec.request)] = (spec.request, spec.request, parts[-1], elements[-1])
-        origins[id(spec.choices)] = (spec.choices, spec.choices, parts[0], elements[0])
-        return CaseSpec(m, spec.request, spec.choices)
+    def with_choices(self, choices: ExecutionChoices, origins: Origins) -> EncodedSpec:
+        """This spec's model and request as they are (shared, so they must not change)
+        with other execution choices: encode_parts of such a spec, taking the choices'
+        bytes from their origin in ``origins`` when they still equal it."""
+        spec = self.spec
+        data, elements = _choices_part(choices, _origin(origins, choices))
+        return EncodedSpec(CaseSpec(spec.model, spec.request, choices),
+                           (data, *self.parts[1:]), (elements, *self.elements[1:]))
+
+    def with_request(self, request: RequestSpec, choices: EncodedSpec) -> EncodedSpec:
+        """This spec's model as it is (shared) with a new request, serialized, and the
+        execution choices of ``choices`` (shared): encode_parts of such a spec."""
+        data, elements = _request_part(request, None, _UNLIMITED)
+        return EncodedSpec(CaseSpec(self.spec.model, request, choices.spec.choices),
+                           (choices.parts[0], *self.parts[1:-1], data),
+                           (choices.elements[0], *self.elements[1:-1], elements))
 
     def copy_choices(self, origins: Origins) -> ExecutionChoices:
         c = self.spec.choices
@@ -1268,16 +1314,28 @@ def _encoded_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
     return a
 
 
+#: The ``room`` of an encoding without a size limit.
+_UNLIMITED = 1 << 62
+
+
+def _too_long(where: tuple, size: int, room: int) -> CodecLimitError:
+    return CodecLimitError(f"{_place(where)}: {size} bytes, more than the {max(room, 0)} bytes"
+                           " left of the size allowed")
+
+
 def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
                   origin_bytes: tuple[bytes, ...], write: Callable[[bytearray, _P, tuple], None],
-                  where: tuple,
-                  encoded: Callable[[list[_P], int], _P] | None = None) -> tuple[bytes, ...]:
+                  where: tuple, encoded: Callable[[list[_P], int], _P] | None,
+                  room: int) -> tuple[bytes, ...]:
     """The items (which are not those of the origin) serialized and appended to ``out``,
     each item the origin holds taking the origin's bytes; returns each item's bytes.
-    ``encoded`` gives an item as it is to be serialized anew."""
+    ``encoded`` gives an item as it is to be serialized anew. Raises CodecLimitError as
+    soon as one item serialized anew is longer than ``room``: a mutation that expands a
+    large value into literal bytes makes a result too long to use, and writing a megabyte
+    into every buffer on the way would cost milliseconds."""
     n, count = len(origin_items), len(items)
     if not n:
-        return _new_elements_out(out, items, write, where, encoded)
+        return _new_elements_out(out, items, write, where, encoded, room)
     if count >= n:
         # Mostly the origin's own list with an element or two replaced, or appended (a new
         # element is only ever appended): find those at C speed. An element the origin
@@ -1296,8 +1354,13 @@ def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
         if data is None:
             if encoded is not None:
                 item = encoded(items, i)
+                # (Operands and arguments: their literal value, if any, is written whole.)
+                if len(item.value.data) > room:
+                    raise _too_long((*where, i), len(item.value.data), room)
             piece = bytearray()
             write(piece, item, (*where, i))
+            if len(piece) > room:
+                raise _too_long((*where, i), len(piece), room)
             data = bytes(piece)
         pieces[i] = data
     out += b"".join(pieces)
@@ -1306,13 +1369,16 @@ def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
 
 def _new_elements_out(out: bytearray, items: list[_P],
                       write: Callable[[bytearray, _P, tuple], None], where: tuple,
-                      encoded: Callable[[list[_P], int], _P] | None) -> tuple[bytes, ...]:
+                      encoded: Callable[[list[_P], int], _P] | None,
+                      room: int) -> tuple[bytes, ...]:
     """_elements_out without an origin: the items are serialized one after the other into
     one buffer, which is then cut into each item's bytes."""
     written = bytearray()
     ends = []
     for i, item in enumerate(items):
         write(written, item if encoded is None else encoded(items, i), (*where, i))
+        if len(written) > room:
+            raise _too_long((*where, i), len(written), room)
         ends.append(len(written))
     whole = bytes(written)
     out += whole
@@ -1358,18 +1424,19 @@ def _model_head_part(m: ModelSpec, origin: _Origin | None) -> _Part:
 def _kept_list_out(out: bytearray, items: list[_P], same: bool, origin_items: Sequence[_P],
                    origin_bytes: tuple[bytes, ...],
                    write: Callable[[bytearray, _P, tuple], None], where: tuple,
-                   encoded: Callable[[list[_P], int], _P] | None = None) -> tuple[bytes, ...]:
+                   encoded: Callable[[list[_P], int], _P] | None,
+                   room: int) -> tuple[bytes, ...]:
     """_elements_out, or, for a list equal to its origin's (``same``), the origin's bytes
     as they are."""
     if same:
         out += b"".join(origin_bytes)
         return origin_bytes
-    return _elements_out(out, items, origin_items, origin_bytes, write, where, encoded)
+    return _elements_out(out, items, origin_items, origin_bytes, write, where, encoded, room)
 
 
-def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None) -> _Part:
+def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None, room: int) -> _Part:
     """_subgraph_out of subgraph k, taking the bytes of the origin's operands and
-    operations that ``sg`` still holds."""
+    operations that ``sg`` still holds (see _elements_out for ``room``)."""
     if origin is None:
         known, known_bytes = _NO_SUBGRAPH, _NO_ELEMENTS
         same_operands = same_operations = False
@@ -1383,18 +1450,21 @@ def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None) -> _Part:
     name = _subgraph_name(k)
     out = bytearray()
     _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
-    operand_bytes = _kept_list_out(out, sg.operands, same_operands, known.operands, known_bytes[0],
-                              _operand_out, (name, "operand"), _encoded_operand)
+    operand_bytes = _kept_list_out(out, sg.operands, same_operands, known.operands,
+                                   known_bytes[0], _operand_out, (name, "operand"),
+                                   _encoded_operand, room)
     _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
     operation_bytes = _kept_list_out(out, sg.operations, same_operations, known.operations,
-                                known_bytes[1], _operation_out, (name, "operation"))
+                                     known_bytes[1], _operation_out, (name, "operation"), None,
+                                     room)
     _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
     _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
     return bytes(out), (operand_bytes, operation_bytes)
 
 
-def _request_part(r: RequestSpec, origin: _Origin | None) -> _Part:
-    """_request_out, taking the bytes of the origin's arguments that ``r`` still holds."""
+def _request_part(r: RequestSpec, origin: _Origin | None, room: int) -> _Part:
+    """_request_out, taking the bytes of the origin's arguments that ``r`` still holds (see
+    _elements_out for ``room``)."""
     if origin is None:
         known, known_bytes = _NO_REQUEST, _NO_ELEMENTS
         same_inputs = same_outputs = False
@@ -1412,7 +1482,7 @@ def _request_part(r: RequestSpec, origin: _Origin | None) -> _Part:
             ("output", r.outputs, same_outputs, known.outputs, known_bytes[1])):
         _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
         pieces.append(_kept_list_out(out, args, same, known_args, bytes_of_known, _argument_out,
-                                ("request", role), _encoded_argument))
+                                     ("request", role), _encoded_argument, room))
     return bytes(out), (pieces[0], pieces[1])
 
 
@@ -1421,32 +1491,48 @@ def _origin(origins: Origins, part: object) -> _Origin | None:
     return origin if origin is not None and origin[0] is part else None
 
 
-def encode_parts(spec: CaseSpec, origins: Origins | None = None) -> EncodedSpec:
+def encode_parts(spec: CaseSpec, origins: Origins | None = None,
+                 max_size: int | None = None) -> EncodedSpec:
     """``spec`` serialized part by part, as serialize() does (and raising as it does), taking
     the bytes of a part, or else of its elements, from its origin in ``origins`` where the
     spec still holds them. Fields the encoding leaves out are reset in what is serialized
     (the value or target of an operand whose lifetime or explicit location has no use for
     them, and of an argument with a location or no value), so that the EncodedSpec made can
-    stand for the parsed bytes."""
+    stand for the parsed bytes. With ``max_size``, bytes longer than that raise
+    CodecLimitError too (as soon as that is certain)."""
     if origins is None:
         origins = {}
+    room = _UNLIMITED if max_size is None else max_size
     m = spec.model
     written = [_choices_part(spec.choices, _origin(origins, spec.choices)),
                _model_head_part(m, _origin(origins, m))]
+    room -= len(written[0][0]) + len(written[1][0])
     for k, sg in enumerate(m.subgraphs()):
-        written.append(_subgraph_part(sg, k, _origin(origins, sg)))
+        part = _subgraph_part(sg, k, _origin(origins, sg), room)
+        room -= len(part[0])
+        written.append(part)
     tail = bytearray()
     _model_tail_out(tail, m)
     written.append((bytes(tail), _NO_ELEMENTS))
-    written.append(_request_part(spec.request, _origin(origins, spec.request)))
+    request = _request_part(spec.request, _origin(origins, spec.request), room)
+    written.append(request)
+    room -= len(tail) + len(request[0])
+    if room < 0:
+        raise CodecLimitError(f"the spec takes {max_size - room} bytes, more than the"
+                              f" {max_size} allowed")
     parts, elements = zip(*written)
     return EncodedSpec(spec, parts, elements)
 
 
-def parse_parts(data: bytes) -> EncodedSpec:
+def parse_parts(data: bytes, near: EncodedSpec | None = None) -> EncodedSpec:
     """``encode_parts(parse(data))``, cheaper: a spec parse() made has no field to reset
     and no part to take from an origin, so it is serialized in one go, as serialize()
-    does, noting where each part and element ends, and the bytes are cut up afterwards."""
+    does, noting where each part and element ends, and the bytes are cut up afterwards.
+
+    ``near`` is an EncodedSpec that ``data`` is likely to share parts with (the input a
+    byte-level mutation made ``data`` from): see _parse_parts_near."""
+    if near is not None:
+        return _parse_parts_near(bytes(data), near)
     spec = parse(data)
     m = spec.model
     out = bytearray()
@@ -1480,6 +1566,121 @@ def parse_parts(data: bytes) -> EncodedSpec:
 def _cut(whole: bytes, offsets: list[int]) -> tuple[bytes, ...]:
     """The bytes between each offset and the next."""
     return tuple([whole[start:end] for start, end in zip(offsets, offsets[1:])])
+
+
+# Parsing near a known spec. A byte-level mutation changes an input in one place or a few, and
+# the custom mutator is then called on the result: most of its parts are those of the input it
+# was made from. Parsing reads the fields of a part one after the other and nothing past them,
+# and the bytes of a part of an EncodedSpec parse to that part: so where ``data`` holds, at the
+# point a part starts, the bytes of the same part of the known spec, that part is the known
+# one, which is taken (spec and bytes) instead of being parsed and serialized again.
+
+def _holds(data: bytes, it: Iterator[int], part: bytes) -> bool:
+    """Whether the bytes of ``data`` that ``it`` is at start with ``part``."""
+    return data.startswith(part, len(data) - length_hint(it))
+
+
+def _skip(it: Iterator[int], n: int) -> None:
+    deque(islice(it, n), maxlen=0)      # at C speed
+
+
+def _drops_a_negative_zero(sg: SubgraphSpec) -> bool:
+    """Whether an operand of ``sg`` has a scale of -0.0 that its bytes leave out (with
+    zeroPoint 0 no quantization is written): they parse to +0.0, so the subgraph equals what
+    they parse to but is not quite it (a later zeroPoint change would write the -0.0)."""
+    return any(not o.scale and not o.zeroPoint and copysign(1.0, o.scale) < 0
+               for o in sg.operands)
+
+
+def _listed_part(write: Callable[[bytearray, list[list[int]]], None]) -> _Part:
+    """A subgraph or request serialized by ``write`` (with offsets: see _list_out), with
+    its elements' bytes."""
+    out = bytearray()
+    offsets: list[list[int]] = []
+    write(out, offsets)
+    part = bytes(out)
+    return part, (_cut(part, offsets[0]), _cut(part, offsets[1]))
+
+
+def _parse_parts_near(data: bytes, near: EncodedSpec) -> EncodedSpec:
+    """parse_parts(data), taking from ``near`` the parts ``data`` holds as they are."""
+    it = iter(data)
+    known, known_parts, known_elements = near.spec, near.parts, near.elements
+    known_model = known.model
+    parts: list[bytes] = []
+    elements: list[Elements] = []
+    if _holds(data, it, known_parts[0]):
+        _skip(it, len(known_parts[0]))
+        choices = known.choices
+        parts.append(known_parts[0])
+    else:
+        choices = _read_choices(it)
+        out = bytearray()
+        _choices_out(out, choices)
+        parts.append(bytes(out))
+    elements.append(_NO_ELEMENTS)
+    # The model head's bytes are written once the extensions are known (they have a flag).
+    head_kept = _holds(data, it, known_parts[1])
+    if head_kept:
+        _skip(it, len(known_parts[1]))
+        relaxed = known_model.relaxComputationFloat32toFloat16
+        has_extensions = bool(known_model.extensionNameToPrefix)
+        referenced_count = len(known_model.referenced)
+        values, pools = known_model.operandValues, known_model.pools
+    else:
+        flags, referenced_count, values, pools = _read_model_head(it, data)
+        relaxed, has_extensions = bool(flags & 1), bool(flags & 2)
+    parts.append(b"")
+    elements.append(_NO_ELEMENTS)
+    known_subgraphs = known_model.subgraphs()
+    subgraphs = []
+    for k in range(referenced_count + 1):
+        if (k < len(known_subgraphs) and _holds(data, it, known_parts[2 + k])
+                and not _drops_a_negative_zero(known_subgraphs[k])):
+            _skip(it, len(known_parts[2 + k]))
+            sg = known_subgraphs[k]
+            part, part_elements = known_parts[2 + k], known_elements[2 + k]
+        else:
+            sg = _read_subgraph(it, data)
+            name = _subgraph_name(k)
+            part, part_elements = _listed_part(
+                lambda out, offsets: _subgraph_out(out, sg, name, offsets))
+        subgraphs.append(sg)
+        parts.append(part)
+        elements.append(part_elements)
+    known_extensions = known_model.extensionNameToPrefix
+    if not has_extensions:
+        extensions: list[ExtensionNameAndPrefix] = []
+    elif known_extensions and _holds(data, it, known_parts[-2]):
+        _skip(it, len(known_parts[-2]))
+        extensions = known_extensions
+    else:
+        extensions = _read_extensions(it, data)
+    model = ModelSpec(subgraphs[0], subgraphs[1:], values, pools, relaxed, extensions)
+    if head_kept and bool(extensions) == has_extensions:
+        parts[1] = known_parts[1]
+    else:
+        out = bytearray()
+        _model_head_out(out, model)
+        parts[1] = bytes(out)
+    if extensions is known_extensions:
+        parts.append(known_parts[-2])
+    else:
+        out = bytearray()
+        _model_tail_out(out, model)
+        parts.append(bytes(out))
+    elements.append(_NO_ELEMENTS)
+    if _holds(data, it, known_parts[-1]):
+        request = known.request
+        parts.append(known_parts[-1])
+        elements.append(known_elements[-1])
+    else:
+        request = _read_request(it, data)
+        part, part_elements = _listed_part(
+            lambda out, offsets: _request_out(out, request, offsets))
+        parts.append(part)
+        elements.append(part_elements)
+    return EncodedSpec(CaseSpec(model, request, choices), tuple(parts), tuple(elements))
 
 
 # --- lowering: spec -> HAL -----------------------------------------------------------------
@@ -1777,6 +1978,108 @@ def _copy_choices(c: ExecutionChoices) -> ExecutionChoices:
 # decode(data) == lower(parse(data)), without building the spec first: decoding runs once per
 # fuzz iteration, and skipping the intermediate objects roughly halves its cost. The wire
 # order makes this possible: pools come before the operands and arguments placed in them.
+#
+# A decoded case holds dozens to hundreds of HAL structures, and building them is a large
+# part of decoding: they are made as their dataclass __init__ makes them (every field
+# assigned, in declaration order, to a bare instance), without the generic dispatch of
+# type.__call__ and the __init__ frame around the assignments. The hottest loops (operands,
+# operations) assign inline.
+
+def _require_fields(cls: type, *names: str) -> None:
+    """Fail at import, not with half-built objects, if a structure the decoder builds field
+    by field gains, loses or reorders a field, or gains a __post_init__ it would skip."""
+    declared = tuple(f.name for f in fields(cls))
+    if declared != names:
+        raise TypeError(f"the decoder builds {cls.__name__} with the fields {names}, "
+                        f"but it declares {declared}")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"the decoder builds {cls.__name__} field by field, which would skip "
+                        "its __post_init__")
+
+
+_require_fields(DataLocation, "poolIndex", "offset", "length")
+_require_fields(OperandExtraParams, "channelQuant", "extension")
+_require_fields(Operand, "type", "dimensions", "numberOfConsumers", "scale", "zeroPoint",
+                "lifetime", "location", "extraParams")
+_require_fields(Operation, "type", "inputs", "outputs")
+_require_fields(Subgraph, "operands", "operations", "inputIndexes", "outputIndexes")
+_require_fields(RequestArgument, "hasNoValue", "location", "dimensions")
+_require_fields(MemoryPool, "hidlMemory", "token")
+_require_fields(Request, "inputs", "outputs", "pools")
+_require_fields(Model, "main", "referenced", "operandValues", "pools",
+                "relaxComputationFloat32toFloat16", "extensionNameToPrefix")
+_require_fields(FuzzCase, "model", "request", "choices")
+
+
+def _location(pool_index: int, offset: int, length: int) -> DataLocation:
+    location = _new_instance(DataLocation)
+    location.poolIndex = pool_index
+    location.offset = offset
+    location.length = length
+    return location
+
+
+def _no_extra_params() -> OperandExtraParams:
+    extra = _new_instance(OperandExtraParams)
+    extra.channelQuant = None
+    extra.extension = None
+    return extra
+
+
+def _subgraph(operands: list[Operand], operations: list[Operation], inputs: list[int],
+              outputs: list[int]) -> Subgraph:
+    subgraph = _new_instance(Subgraph)
+    subgraph.operands = operands
+    subgraph.operations = operations
+    subgraph.inputIndexes = inputs
+    subgraph.outputIndexes = outputs
+    return subgraph
+
+
+def _argument(has_no_value: bool, location: DataLocation, dims: list[int]) -> RequestArgument:
+    argument = _new_instance(RequestArgument)
+    argument.hasNoValue = has_no_value
+    argument.location = location
+    argument.dimensions = dims
+    return argument
+
+
+def _memory_pool(memory: Memory | None, token: int | None) -> MemoryPool:
+    pool = _new_instance(MemoryPool)
+    pool.hidlMemory = memory
+    pool.token = token
+    return pool
+
+
+def _model(main: Subgraph, referenced: list[Subgraph], operand_values: bytes,
+           pools: list[Memory], relaxed: bool,
+           extensions: list[ExtensionNameAndPrefix]) -> Model:
+    model = _new_instance(Model)
+    model.main = main
+    model.referenced = referenced
+    model.operandValues = operand_values
+    model.pools = pools
+    model.relaxComputationFloat32toFloat16 = relaxed
+    model.extensionNameToPrefix = extensions
+    return model
+
+
+def _request(inputs: list[RequestArgument], outputs: list[RequestArgument],
+             pools: list[MemoryPool]) -> Request:
+    request = _new_instance(Request)
+    request.inputs = inputs
+    request.outputs = outputs
+    request.pools = pools
+    return request
+
+
+def _case(model: Model, request: Request, choices: ExecutionChoices) -> FuzzCase:
+    case = _new_instance(FuzzCase)
+    case.model = model
+    case.request = request
+    case.choices = choices
+    return case
+
 
 def _decode_segments(it: Iterator[int], data: bytes, fill: _Fill) -> _Blob:
     """The content of ``segments`` (the same as _segment_blob of _read_segments)."""
@@ -1813,11 +2116,11 @@ def _place_value(it: Iterator[int], data: bytes, pool_index: int, blob: _Blob,
             if n > fill.fill:
                 n = fill.fill
             fill.fill -= n
-            return DataLocation(pool_index, blob.place_zeros(n), n)
+            return _location(pool_index, blob.place_zeros(n), n)
         raw = fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES),
                             tag - 2, size if size <= MAX_GENERATED_VALUE
                             else MAX_GENERATED_VALUE)
-    return DataLocation(pool_index, blob.place(raw), len(raw))
+    return _location(pool_index, blob.place(raw), len(raw))
 
 
 def _placed_location(it: Iterator[int], data: bytes, lifetime: int, operand_type: int,
@@ -1832,10 +2135,10 @@ def _placed_location(it: Iterator[int], data: bytes, lifetime: int, operand_type
         if target < len(blobs):
             return _place_value(it, data, target, blobs[target], operand_type, dims, 0, fill)
         value = _read_value(it, data)
-        return DataLocation(target, 0, _value_size(operand_type, dims, value, 0))
+        return _location(target, 0, _value_size(operand_type, dims, value, 0))
     if lifetime == _SUBGRAPH:
-        return DataLocation(0, _u32(it), 0)
-    return DataLocation(0, 0, 0)
+        return _location(0, _u32(it), 0)
+    return _location(0, 0, 0)
 
 
 def _decode_operand(it: Iterator[int], data: bytes, head: int, operand_type: OperandType | int,
@@ -1855,33 +2158,49 @@ def _decode_operand(it: Iterator[int], data: bytes, head: int, operand_type: Ope
     if head & _OP_CONSUMERS:
         consumers = _u32(it)
     if head & _OP_LOCATION:
-        location = DataLocation(_u32(it), _u32(it), _u32(it))
+        location = _location(_u32(it), _u32(it), _u32(it))
     else:
         location = _placed_location(it, data, lifetime, operand_type, dims, values, blobs, fill)
-    extra = OperandExtraParams()
+    extra = _no_extra_params()
     _read_extra(it, data, head, extra)
     return Operand(operand_type, dims, consumers, scale, zero_point, lifetime, location, extra)
 
 
-def _decode_subgraph(it: Iterator[int], data: bytes, values: _Blob,
-                     blobs: list[_Blob], fill: _Fill) -> Subgraph:
-    # Locals, not globals, in the loops: this is the hottest code of a fuzz iteration. The
-    # common cases (one-byte codes, small dimensions and indexes) are read inline.
-    nx, take, location_of, operand_of, extra_of = next, islice, DataLocation, Operand, \
-        OperandExtraParams
-    type_of, lifetime_of, placed, finish, place = (_OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE,
-                                                   _PLACED_LIFETIMES, _finish_u32s, _place_value)
+def _decode_operands(it: Iterator[int], data: bytes, count: int, values: _Blob,
+                     blobs: list[_Blob], fill: _Fill) -> tuple[list[Operand], list[int]]:
+    """``count`` operands, numberOfConsumers 0 until counted, and the indexes of those whose
+    numberOfConsumers is in the input."""
+    # Locals, not globals, in the loop: this is the hottest code of a fuzz iteration. The
+    # common cases (one-byte codes, small dimensions) are read inline.
+    nx, take, new, finish, place = next, islice, _new_instance, _finish_u32s, _place_value
+    type_of, lifetime_of, placed = _OPERAND_TYPE_OF_BYTE, _LIFETIME_OF_CODE, _PLACED_LIFETIMES
+    operand_class, location_class, extra_class = Operand, DataLocation, OperandExtraParams
     operands: list[Operand] = []
-    own_consumers: list[int] = []       # operands whose numberOfConsumers is in the input
+    own_consumers: list[int] = []
     append = operands.append
-    for _ in range(_count(it, MAX_OPERANDS)):
+    ended = False
+    for _ in range(count):
         head = nx(it, 0)
         operand_type = nx(it, 0)
         operand_type = (type_of[operand_type] if operand_type < 0x80
                         else _wide_operand_type(it, operand_type))
         rank = nx(it, 0)
-        if not rank:
+        # Ranks 1 and 2 are most of them: their dimensions are read byte by byte (a
+        # multi-byte varint, or the end of the input, reads as _u32s would read it).
+        if rank == 2:
+            first = nx(it, 0)
+            second = nx(it, 0)
+            dims = [first, second]
+            if first >= 0x80 or second >= 0x80:
+                dims = finish(it, dims, 2)
+        elif rank == 1:
+            first = nx(it, 0)
+            dims = [first if first < 0x80 else min(_varint_tail(it, first), UINT32_MAX)]
+        elif not rank:
             dims = []
+            # Past the end of the input every operand reads as zeros: after this one, the
+            # rest are made without reading (checked here, where the end shows first).
+            ended = not length_hint(it)
         elif rank <= MAX_RANK:
             dims = list(take(it, rank))
             if len(dims) < rank or max(dims) >= 0x80:
@@ -1897,51 +2216,117 @@ def _decode_subgraph(it: Iterator[int], data: bytes, values: _Blob,
                 location = _placed_location(it, data, head, operand_type, dims, values, blobs,
                                             fill)
             else:
-                location = location_of(0, 0, 0)
-            append(operand_of(operand_type, dims, 0, 0.0, 0, lifetime_of[head], location,
-                              extra_of()))
+                location = new(location_class)
+                location.poolIndex = 0
+                location.offset = 0
+                location.length = 0
+            extra = new(extra_class)
+            extra.channelQuant = None
+            extra.extension = None
+            operand = new(operand_class)
+            operand.type = operand_type
+            operand.dimensions = dims
+            operand.numberOfConsumers = 0
+            operand.scale = 0.0
+            operand.zeroPoint = 0
+            operand.lifetime = lifetime_of[head]
+            operand.location = location
+            operand.extraParams = extra
+            append(operand)
         else:
             if head & _OP_CONSUMERS:
                 own_consumers.append(len(operands))
             append(_decode_operand(it, data, head, operand_type, dims, values, blobs, fill))
+        if ended:
+            operands += _zero_operands(count - len(operands))
+            break
+    return operands, own_consumers
+
+
+def _zero_operands(count: int) -> list[Operand]:
+    """``count`` operands read past the end of the input, where every byte reads as zero:
+    type 0, rank 0, head 0 (a TEMPORARY_VARIABLE: nothing placed, location 0, 0, 0). Fuzz
+    inputs cut short in the middle of hundreds of operands are common among the slowest."""
+    new, operand_class = _new_instance, Operand
+    operand_type, lifetime = _OPERAND_TYPE_OF_BYTE[0], _LIFETIME_OF_CODE[0]
+    operands = []
+    append = operands.append
+    for _ in range(count):
+        operand = new(operand_class)
+        operand.type = operand_type
+        operand.dimensions = []
+        operand.numberOfConsumers = 0
+        operand.scale = 0.0
+        operand.zeroPoint = 0
+        operand.lifetime = lifetime
+        operand.location = _location(0, 0, 0)
+        operand.extraParams = _no_extra_params()
+        append(operand)
+    return operands
+
+
+def _decode_operations(it: Iterator[int], count: int, uses: list[int]) -> list[Operation]:
+    """``count`` operations; each input index that names an operand adds one to its
+    ``uses``."""
+    nx, take, new, finish = next, islice, _new_instance, _finish_u32s
+    operation_class, operation_type_of = Operation, _OPERATION_TYPE_OF_BYTE
+    n = len(uses)
     operations = []
-    n = len(operands)
-    uses = [0] * n
-    operation_of, operation_type_of = Operation, _OPERATION_TYPE_OF_BYTE
-    for _ in range(_count(it, MAX_OPERATIONS)):
+    append = operations.append
+    for _ in range(count):
         operation_type = nx(it, 0)
         operation_type = (operation_type_of[operation_type] if operation_type < 0x80
                           else _wide_operation_type(it, operation_type))
-        count = nx(it, 0)
-        if not count:
+        n_inputs = nx(it, 0)
+        if not n_inputs:
             inputs = []
-        elif count < 0x80:
-            inputs = list(take(it, count))
-            if len(inputs) < count or max(inputs) >= 0x80:
-                inputs = finish(it, inputs, count)
+        elif n_inputs < 0x80:
+            inputs = list(take(it, n_inputs))
+            if len(inputs) < n_inputs or max(inputs) >= 0x80:
+                inputs = finish(it, inputs, n_inputs)
         else:
-            inputs = _u32s(it, _capped(it, count, MAX_OPERATION_INPUTS))
+            inputs = _u32s(it, _capped(it, n_inputs, MAX_OPERATION_INPUTS))
         for i in inputs:
             if i < n:
                 uses[i] += 1
-        count = nx(it, 0)
-        if count == 1:          # one output: the usual case
+        n_outputs = nx(it, 0)
+        if n_outputs == 1:      # one output: the usual case
             b = nx(it, 0)
             outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
-        elif count:
-            outputs = _u32s(it, count if count <= MAX_OPERATION_OUTPUTS
-                            else _capped(it, count, MAX_OPERATION_OUTPUTS))
+        elif n_outputs:
+            outputs = _u32s(it, n_outputs if n_outputs <= MAX_OPERATION_OUTPUTS
+                            else _capped(it, n_outputs, MAX_OPERATION_OUTPUTS))
         else:
             outputs = []
-        operations.append(operation_of(operation_type, inputs, outputs))
-    if own_consumers:
-        for k in set(range(n)).difference(own_consumers):
-            operands[k].numberOfConsumers = uses[k]
+        operation = new(operation_class)
+        operation.type = operation_type
+        operation.inputs = inputs
+        operation.outputs = outputs
+        append(operation)
+    return operations
+
+
+def _decode_subgraph(it: Iterator[int], data: bytes, values: _Blob,
+                     blobs: list[_Blob], fill: _Fill) -> Subgraph:
+    count = _count(it, MAX_OPERANDS)
+    if count:
+        operands, own_consumers = _decode_operands(it, data, count, values, blobs, fill)
     else:
-        for operand, used in zip(operands, uses):
-            operand.numberOfConsumers = used
+        operands, own_consumers = [], []
+    count = _count(it, MAX_OPERATIONS)
+    if count:
+        uses = [0] * len(operands)
+        operations = _decode_operations(it, count, uses)
+        if own_consumers:
+            for k in set(range(len(operands))).difference(own_consumers):
+                operands[k].numberOfConsumers = uses[k]
+        else:
+            for operand, used in zip(operands, uses):
+                operand.numberOfConsumers = used
+    else:
+        operations = []         # no uses: every count stays 0 (or the one read)
     inputs = _indexes(it, MAX_IO_INDEXES)
-    return Subgraph(operands, operations, inputs, _indexes(it, MAX_IO_INDEXES))
+    return _subgraph(operands, operations, inputs, _indexes(it, MAX_IO_INDEXES))
 
 
 def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
@@ -1958,7 +2343,7 @@ def _decode_model(it: Iterator[int], data: bytes, fill: _Fill) -> Model:
                   for _ in range(referenced_count)]
     extensions = _read_extensions(it, data) if flags & 2 else []
     pools = [blob.memory(name) for blob, name in zip(blobs, names)]
-    return Model(main, referenced, values.content(), pools, bool(flags & 1), extensions)
+    return _model(main, referenced, values.content(), pools, bool(flags & 1), extensions)
 
 
 def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand | None],
@@ -1966,10 +2351,15 @@ def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand 
     """The inputs (or outputs) of a request; ``io_operands[i]`` is the operand argument i
     stands for, None where there is no such operand."""
     arguments = []
-    location_of, argument_of = DataLocation, RequestArgument
     for i in range(_count(it, MAX_REQUEST_ARGUMENTS)):
         head = next(it, 0)
-        dims = _indexes(it, MAX_RANK)
+        rank = next(it, 0)
+        if not rank:            # (_indexes inline: arguments rarely have dimensions)
+            dims = []
+        else:
+            if rank >= 0x80 or rank > MAX_RANK:
+                rank = _capped(it, rank, MAX_RANK)
+            dims = _u32s(it, rank)
         if head == 0:
             # The common case: a value placed by the decoder, no size delta.
             delta = 0
@@ -1978,9 +2368,9 @@ def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand 
         else:
             delta = 0
         if head & _ARG_LOCATION:
-            location = location_of(_u32(it), _u32(it), _u32(it))
+            location = _location(_u32(it), _u32(it), _u32(it))
         elif head & _ARG_NO_VALUE:
-            location = location_of()
+            location = _location(0, 0, 0)
         else:
             target = _u32(it)
             operand = io_operands[i] if i < len(io_operands) else None
@@ -1992,8 +2382,8 @@ def _decode_arguments(it: Iterator[int], data: bytes, io_operands: list[Operand 
             else:
                 size = _value_size(operand_type, shape, _read_value(it, data), delta)
                 # A driver-allocated buffer (token) is used whole: offset and length 0.
-                location = location_of(target, 0, size if target >= len(blobs) else 0)
-        arguments.append(argument_of(bool(head & _ARG_NO_VALUE), location, dims))
+                location = _location(target, 0, size if target >= len(blobs) else 0)
+        arguments.append(_argument(bool(head & _ARG_NO_VALUE), location, dims))
     return arguments
 
 
@@ -2016,10 +2406,10 @@ def _decode_request(it: Iterator[int], data: bytes, main: Subgraph, fill: _Fill)
                                           for k in main.inputIndexes], blobs, fill)
     outputs = _decode_arguments(it, data, [operands[k] if k < n else None
                                            for k in main.outputIndexes], blobs, fill)
-    pools = [MemoryPool(token=token) if blob is None
-             else MemoryPool(hidlMemory=blob.memory(name))
+    pools = [_memory_pool(None, token) if blob is None
+             else _memory_pool(blob.memory(name), None)
              for token, name, blob in zip(tokens, names, blobs)]
-    return Request(inputs, outputs, pools)
+    return _request(inputs, outputs, pools)
 
 
 def decode(data: bytes) -> FuzzCase:
@@ -2030,7 +2420,7 @@ def decode(data: bytes) -> FuzzCase:
     fill = _Fill()
     choices = _read_choices(it)
     model = _decode_model(it, data, fill)
-    return FuzzCase(model, _decode_request(it, data, model.main, fill), choices)
+    return _case(model, _decode_request(it, data, model.main, fill), choices)
 
 
 # --- lifting: HAL -> spec ------------------------------------------------------------------

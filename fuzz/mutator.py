@@ -25,7 +25,7 @@ import random
 import sys
 from bisect import bisect
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, count
 from typing import Callable, Sequence
 
 import numpy as np
@@ -65,7 +65,8 @@ QUANT8_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
 
 # Enum members and lists of them looked up once: the mutations test every operand of a
-# case, and iterating an enum class costs a generator.
+# case, iterating an enum class costs a generator, and looking a member up on its class
+# goes through EnumType.__getattr__ (ten times the cost of reading a global).
 _ALL_OPERAND_TYPES = tuple(T)
 _ALL_LIFETIMES_AND_INVALID = (*L, 7, 0xFFFF)
 _PATH_CHOICES = tuple(ExecutionPath)
@@ -73,6 +74,15 @@ _PREFERENCE_CHOICES = tuple(ExecutionPreference)
 _PRIORITY_CHOICES = tuple(Priority)
 _SUBGRAPH_TYPE = T.SUBGRAPH
 _REFERENCE_LIFETIME = L.CONSTANT_REFERENCE
+_SUBGRAPH_LIFETIME = L.SUBGRAPH
+_OUTPUT_LIFETIME = L.SUBGRAPH_OUTPUT
+_TEMPORARY_OR_OUTPUT_LIFETIMES = (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
+_LITERAL = ValueKind.LITERAL
+_ZERO = ValueKind.ZERO
+_IF = Op.IF
+_INT32_TYPE = T.INT32
+_QUANT8_TYPE = T.TENSOR_QUANT8_ASYMM
+_QUANT8_SIGNED_TYPE = T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 def subgraphs(spec: CaseSpec) -> list[SubgraphSpec]:
@@ -86,19 +96,36 @@ def is_tensor(operand_type: int) -> bool:
 _TENSOR_TYPES = frozenset(t for t in T if t.name.startswith("TENSOR_"))
 
 
-def as_array(operand_type: int, data: bytes) -> np.ndarray | None:
+def as_array(operand_type: int, data: bytes, zeros: bool = False) -> np.ndarray | None:
+    """``data`` as a writable array of the type's elements. ``zeros``: ``data`` is all
+    zeros, and the array is made without copying it (a zero value takes up to a megabyte)."""
     dtype = _NUMPY_DTYPE[element_kind(operand_type)]
     if len(data) % dtype.itemsize:
         return None
+    if zeros:
+        return np.zeros(len(data) // dtype.itemsize, dtype)
     return np.frombuffer(data, dtype=dtype).copy()
 
 
 def literal_of(array: np.ndarray) -> ValueSpec:
-    return ValueSpec(ValueKind.LITERAL, data=array.tobytes())
+    return ValueSpec(_LITERAL, 0, array.tobytes())
+
+
+# Values are immutable, so specs share them: the values mutations draw most are made once.
+_GENERATED_VALUES = tuple(ValueSpec(ValueKind.GENERATED, seed) for seed in range(NUM_SEEDS))
+#: INT32 scalars 0-3: the usual values of operation parameters (fused activation, padding
+#: scheme, axis, ...).
+_SMALL_INT32_LITERALS = tuple(literal_of(np.array([value], "<i4")) for value in range(4))
 
 
 def random_seed(rng: Rng) -> ValueSpec:
-    return ValueSpec(ValueKind.GENERATED, rng.randrange(NUM_SEEDS))
+    return _GENERATED_VALUES[rng.randrange(NUM_SEEDS)]
+
+
+def int32_literal(value: int) -> ValueSpec:
+    if 0 <= value < len(_SMALL_INT32_LITERALS):
+        return _SMALL_INT32_LITERALS[value]
+    return literal_of(np.array([value], "<i4"))
 
 
 def main_io_operand(spec: CaseSpec, role: str, i: int) -> OperandSpec | None:
@@ -137,7 +164,7 @@ def new_operand(sg: SubgraphSpec, operand: OperandSpec) -> int | None:
 
 def int32_constant(sg: SubgraphSpec, value: int) -> int | None:
     return new_operand(sg, OperandSpec(T.INT32, [], lifetime=L.CONSTANT_COPY,
-                                       value=literal_of(np.array([value], "<i4"))))
+                                       value=int32_literal(value)))
 
 
 def scalar_constant(sg: SubgraphSpec, operand_type: int, value: float) -> int | None:
@@ -186,13 +213,17 @@ def tweaked(array: np.ndarray, kind: ElementKind, rng: Rng) -> np.ndarray:
     if array.size == 0:
         return array
     i = rng.randrange(array.size)
-    v = array[i].item()
+    v = array.item(i)
     if kind == ElementKind.BOOL:
         array[i] = 0 if v else 1
     elif kind in (ElementKind.FLOAT32, ElementKind.FLOAT16):
-        with np.errstate(over="ignore"):
-            array[i] = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
-                                   rng.choice([1e4, -1e4, 1e-3])])
+        value = rng.choice([v * 2, -v, v + 1, v - 1, 0.0, 1.0, rng.uniform(-4, 4),
+                            rng.choice([1e4, -1e4, 1e-3])])
+        if abs(value) <= _LARGEST_FLOAT[kind]:
+            array[i] = value        # (np.errstate costs more than the rest of the mutation)
+        else:
+            with np.errstate(over="ignore"):    # too large for the type: inf, as wanted
+                array[i] = value
     else:
         low, high = _INTEGER_RANGE[array.dtype]
         step = rng.choice([1, -1, 1, -1, 2, rng.randint(-8, 8), rng.randint(0, 8)])
@@ -203,6 +234,15 @@ def tweaked(array: np.ndarray, kind: ElementKind, rng: Rng) -> np.ndarray:
 
 _INTEGER_RANGE = {dtype: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
                   for dtype in _NUMPY_DTYPE.values() if dtype.kind in "iu"}
+#: The operand types whose element_kind is INT32 (resp. INT32 or BOOL).
+_INT32_ELEMENT_TYPES = frozenset(t for t in _ALL_OPERAND_TYPES
+                                 if element_kind(t) == ElementKind.INT32)
+_INT32_OR_BOOL_ELEMENT_TYPES = frozenset(t for t in _ALL_OPERAND_TYPES
+                                         if element_kind(t) in (ElementKind.INT32,
+                                                                ElementKind.BOOL))
+#: The largest magnitude a float element takes without overflowing to inf.
+_LARGEST_FLOAT = {kind: float(np.finfo(_NUMPY_DTYPE[kind]).max)
+                  for kind in (ElementKind.FLOAT32, ElementKind.FLOAT16)}
 
 
 def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
@@ -211,17 +251,17 @@ def tweak_constant(spec: CaseSpec, rng: Rng) -> bool:
     constants = placed_constants(spec)
     if not constants:
         return False
-    small = [c for c in constants if element_kind(c[2].type) == ElementKind.INT32
+    small = [c for c in constants if c[2].type in _INT32_ELEMENT_TYPES
              and len(c[2].dimensions) <= 1 and (not c[2].dimensions or c[2].dimensions[0] <= 4)]
     sg, index, operand = rng.choice(small if small and rng.random() < 0.6 else constants)
     operand = writable_operand(sg, index)
-    if operand.type == T.INT32 and rng.random() < 0.6:
+    if operand.type == _INT32_TYPE and rng.random() < 0.6:
         # Scalar INT32 constants are mostly operation parameters with a few legal values
         # (fused activation 0-3, padding scheme 0-2, axis, ...): stay in that range.
-        operand.value = literal_of(np.array([rng.randrange(4)], "<i4"))
+        operand.value = _SMALL_INT32_LITERALS[rng.randrange(4)]
         return True
     data = value_bytes(operand.type, operand.dimensions, operand.value)
-    array = as_array(operand.type, data)
+    array = as_array(operand.type, data, operand.value.kind == _ZERO)
     if array is None or array.size == 0:
         operand.value = random_seed(rng)
         return True
@@ -235,11 +275,11 @@ def tweak_input(spec: CaseSpec, rng: Rng) -> bool:
     inputs = valued_inputs(spec)
     if not inputs:
         return False
-    small = [x for x in inputs if element_kind(x[2].type) in (ElementKind.INT32, ElementKind.BOOL)]
+    small = [x for x in inputs if x[2].type in _INT32_OR_BOOL_ELEMENT_TYPES]
     i, arg, operand = rng.choice(small if small and rng.random() < 0.7 else inputs)
     arg = writable_argument(spec.request.inputs, i)
     data = value_bytes(operand.type, effective_dims(arg, operand), arg.value, arg.size_delta)
-    array = as_array(operand.type, data)
+    array = as_array(operand.type, data, arg.value.kind == _ZERO)
     if array is None or array.size == 0:
         arg.value = random_seed(rng)
         return True
@@ -270,13 +310,18 @@ def reseed_value(spec: CaseSpec, rng: Rng) -> bool:
 
 def _regenerate_literals(spec: CaseSpec, changed: set[int], rng: Rng) -> None:
     """Literal values of resized operands no longer fit: give them generated values."""
+    if not changed:
+        return
+    is_changed = changed.__contains__
     for sg in subgraphs(spec):
-        for i, o in enumerate(sg.operands):
-            if id(o) in changed and o.value.kind == ValueKind.LITERAL:
+        operands = sg.operands
+        # (The operands resized found at C speed: a case can have hundreds.)
+        for i in compress(count(), map(is_changed, map(id, operands))):
+            if operands[i].value.kind == _LITERAL:
                 writable_operand(sg, i).value = random_seed(rng)
     for i, arg in enumerate(spec.request.inputs):
         operand = main_io_operand(spec, "input", i)
-        if operand is not None and id(operand) in changed and arg.value.kind == ValueKind.LITERAL:
+        if operand is not None and id(operand) in changed and arg.value.kind == _LITERAL:
             writable_argument(spec.request.inputs, i).value = random_seed(rng)
 
 
@@ -285,7 +330,7 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
     dimension at the same position from the end has that value gets the new one (that
     keeps element-wise and broadcasting graphs valid), request dimensions included."""
     candidates = [o for sg in subgraphs(spec) for o in sg.operands
-                  if o.type in _TENSOR_TYPES and max(o.dimensions, default=0) > 0]
+                  if o.type in _TENSOR_TYPES and any(o.dimensions)]   # (none is negative)
     if not candidates:
         return False
     picked = rng.choice(candidates)
@@ -303,17 +348,19 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
             return [*dims[:k], new, *dims[k + 1:]]
         return None
 
+    picked_type = picked.type
     for sg in subgraphs(spec):
         for i, o in enumerate(sg.operands):
-            dims = resized(o.dimensions) if o.type == picked.type else None
-            if dims is not None:
-                o = writable_operand(sg, i)
-                o.dimensions = dims
-                changed.add(id(o))
+            if o.type == picked_type:
+                dims = resized(o.dimensions)
+                if dims is not None:
+                    o = writable_operand(sg, i)
+                    o.dimensions = dims
+                    changed.add(id(o))
     for role, args in (("input", spec.request.inputs), ("output", spec.request.outputs)):
         for i, arg in enumerate(args):
             operand = main_io_operand(spec, role, i)
-            if operand is not None and operand.type == picked.type and arg.dimensions:
+            if operand is not None and operand.type == picked_type and arg.dimensions:
                 dims = resized(arg.dimensions)
                 if dims is not None:
                     writable_argument(args, i).dimensions = dims
@@ -326,8 +373,8 @@ def unknown_dimensions(spec: CaseSpec, rng: Rng) -> bool:
     """Leave a temporary's or an output's shape (partly) unknown: the driver must infer it
     (dynamic output shapes). Main outputs keep a buffer of the size they had."""
     candidates = [(sg, i, o) for sg in subgraphs(spec) for i, o in enumerate(sg.operands)
-                  if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
-                  and is_tensor(o.type) and any(o.dimensions)]
+                  if o.lifetime in _TEMPORARY_OR_OUTPUT_LIFETIMES
+                  and o.type in _TENSOR_TYPES and any(o.dimensions)]
     if not candidates:
         return False
     sg, index, operand = rng.choice(candidates)
@@ -394,7 +441,7 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
     """Convert every operand of one type to its sibling (float32 <-> float16 with their
     scalars, quant8 asymm <-> signed with the zero point shifted), values included."""
     present = {o.type for sg in subgraphs(spec) for o in sg.operands}
-    families = [f for f in _RETYPE_FAMILIES if present & set(f)]
+    families = [f for f in _RETYPE_FAMILIES if not present.isdisjoint(f)]
     if not families:
         return False
     family = rng.choice(families)
@@ -405,11 +452,11 @@ def retype_all(spec: CaseSpec, rng: Rng) -> bool:
             if new is None:
                 continue
             o = writable_operand(sg, i)
-            if o.value.kind == ValueKind.LITERAL:
+            if o.value.kind == _LITERAL:
                 o.value = _converted_literal(o.value, o.type, new)
-            if new == T.TENSOR_QUANT8_ASYMM_SIGNED:
+            if new == _QUANT8_SIGNED_TYPE:
                 o.zeroPoint -= 128
-            elif new == T.TENSOR_QUANT8_ASYMM:
+            elif new == _QUANT8_TYPE:
                 o.zeroPoint += 128
             old_types[id(o)] = o.type
             o.type = new
@@ -469,8 +516,8 @@ def _output_candidates(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, int]]:
     out = []
     for sg in subgraphs(spec):
         for position, index in enumerate(sg.outputIndexes):
-            if index < len(sg.operands) and is_tensor(sg.operands[index].type) \
-                    and sg.operands[index].lifetime == L.SUBGRAPH_OUTPUT:
+            if index < len(sg.operands) and sg.operands[index].type in _TENSOR_TYPES \
+                    and sg.operands[index].lifetime == _OUTPUT_LIFETIME:
                 out.append((sg, position, index))
     return out
 
@@ -675,7 +722,7 @@ def _callees(spec: CaseSpec, number: int) -> set[int]:
     if number >= len(all_subgraphs):
         return set()
     return {o.target + 1 for o in all_subgraphs[number].operands
-            if o.lifetime == L.SUBGRAPH and o.location is None}
+            if o.lifetime == _SUBGRAPH_LIFETIME and o.location is None}
 
 
 def _reaches(spec: CaseSpec, start: int, goal: int) -> bool:
@@ -695,7 +742,8 @@ def retarget_subgraph(spec: CaseSpec, rng: Rng) -> bool:
     signature, and not one that would make the graph recursive, when there is one)."""
     referenced = spec.model.referenced
     refs = [(number, sg, i) for number, sg in enumerate(subgraphs(spec))
-            for i, o in enumerate(sg.operands) if o.lifetime == L.SUBGRAPH and o.location is None]
+            for i, o in enumerate(sg.operands)
+            if o.lifetime == _SUBGRAPH_LIFETIME and o.location is None]
     if not refs or len(referenced) < 2:
         return False
     number, sg, i = rng.choice(refs)
@@ -708,7 +756,7 @@ def retarget_subgraph(spec: CaseSpec, rng: Rng) -> bool:
         writable_operand(sg, i).target = rng.choice(same)
         return True
     ifs = [(sg, k) for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
-           if op.type == Op.IF and len(op.inputs) >= 3]
+           if op.type == _IF and len(op.inputs) >= 3]
     if ifs:
         op = writable_operation(*rng.choice(ifs))   # exchanging the branches always fits
         op.inputs[1], op.inputs[2] = op.inputs[2], op.inputs[1]
@@ -1188,6 +1236,10 @@ class SpecCache:
             self._entries[data] = entry         # now the most recently used
         return entry
 
+    def peek(self, data: bytes) -> EncodedSpec | None:
+        """get() without making the entry the most recently used."""
+        return self._entries.get(data)
+
     def put(self, data: bytes, entry: EncodedSpec) -> None:
         self._entries[data] = entry
         if len(self._entries) > self.capacity:
@@ -1201,6 +1253,9 @@ class SpecCache:
 PARSED_INPUTS = SpecCache(2048)
 #: The latest outputs, which libFuzzer mostly mutates next.
 RECENT_OUTPUTS = SpecCache(8)
+#: The latest byte-level mutants, by the parsed input each was made from: libFuzzer mostly
+#: mutates one next, and parsing it takes the parts it shares with that input from there.
+MUTANT_SOURCES = SpecCache(8)
 
 
 def encoded_input(data: bytes) -> EncodedSpec:
@@ -1209,9 +1264,18 @@ def encoded_input(data: bytes) -> EncodedSpec:
     data = bytes(data)
     entry = RECENT_OUTPUTS.get(data) or PARSED_INPUTS.get(data)
     if entry is None:
-        entry = parse_parts(data)
+        entry = parse_parts(data, MUTANT_SOURCES.peek(data))
         PARSED_INPUTS.put(data, entry)
     return entry
+
+
+def _byte_mutant(source: bytes, mutant: bytes) -> bytes:
+    """``mutant``, a byte-level mutant of ``source``, noted with the parsed ``source`` (when
+    it was parsed)."""
+    entry = RECENT_OUTPUTS.peek(source) or PARSED_INPUTS.peek(source)
+    if entry is not None:
+        MUTANT_SOURCES.put(mutant, entry)
+    return mutant
 
 
 def _output(result: EncodedSpec) -> bytes:
@@ -1222,21 +1286,30 @@ def _output(result: EncodedSpec) -> bytes:
 
 # --- the libFuzzer entry points ---------------------------------------------------------------
 
+#: The random numbers of a call, seeded by it: one generator reseeded rather than a new one
+#: per call (the draws are the same; its 2.5 KiB of state need not be allocated each time).
+_RNG = random.Random()
+
+
+def _seeded(seed: int) -> Rng:
+    _RNG.seed(seed)
+    return _RNG
+
+
 def mutate(data: bytes, max_size: int, seed: int) -> bytes:
     """libFuzzer's custom mutator (atheris ``custom_mutator``)."""
-    rng = random.Random(seed)
+    rng = _seeded(seed)
     if rng.random() < BYTE_MUTATION_SHARE:
-        return with_short_waits(byte_mutate(data, max_size, rng), max_size, rng)
+        return _byte_mutant(data, with_short_waits(byte_mutate(data, max_size, rng), max_size,
+                                                   rng))
     try:
         source = encoded_input(data)
         origins: Origins = {}
         spec = source.copy(origins)
         mutate_spec(spec, rng)
-        result = encode_parts(spec, origins)
-    except CodecLimitError:
-        return byte_mutate(data, max_size, rng)
-    if sum(map(len, result.parts)) > max_size:
-        return byte_mutate(data, max_size, rng)
+        result = encode_parts(spec, origins, max_size)
+    except CodecLimitError:         # (a result longer than max_size too)
+        return _byte_mutant(data, byte_mutate(data, max_size, rng))
     return _output(result)
 
 
@@ -1260,7 +1333,7 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
     """libFuzzer's custom crossover: the first case with the second's referenced subgraphs
     grafted in (and an IF/WHILE operand pointed at one of a matching signature), or with
     the second's execution choices, or the second's model with a request rebuilt for it."""
-    rng = random.Random(seed)
+    rng = _seeded(seed)
     try:
         source, other = encoded_input(data1), encoded_input(data2)
     except CodecLimitError:
@@ -1268,30 +1341,30 @@ def crossover(data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes
     origins: Origins = {}
     r = rng.random()
     referenced = len(other.spec.model.referenced)
-    if r < 0.5 and referenced:
-        first = source.copy(origins)
-        base = len(first.model.referenced)
-        room = max(0, MAX_REFERENCED - base)
-        for k in range(min(room, referenced)):
-            sg = other.copy_subgraph(k + 1, origins)
-            for i, o in enumerate(sg.operands):
-                if o.lifetime == L.SUBGRAPH and o.location is None:
-                    writable_operand(sg, i).target += base
-            first.model.referenced.append(sg)
-        retarget_subgraph(first, rng)
-    elif r < 0.75:
-        # The first input's model and request as they are (not copied: nothing changes
-        # them), with the second's choices.
-        first = source.shared(origins)
-        first.choices = other.copy_choices(origins)
-        shorten_costly_waits(first.choices, rng)
-    else:
-        # The second input's model as it is, with a new request and the first's choices.
-        first = source.shared(origins)
-        first.model = other.shared(origins).model
-        default_request(first, rng)
     try:
-        result = encode_parts(first, origins)
+        if r < 0.5 and referenced:
+            first = source.copy(origins)
+            base = len(first.model.referenced)
+            room = max(0, MAX_REFERENCED - base)
+            for k in range(min(room, referenced)):
+                sg = other.copy_subgraph(k + 1, origins)
+                for i, o in enumerate(sg.operands):
+                    if o.lifetime == _SUBGRAPH_LIFETIME and o.location is None:
+                        writable_operand(sg, i).target += base
+                first.model.referenced.append(sg)
+            retarget_subgraph(first, rng)
+            result = encode_parts(first, origins, max_out_size)
+        elif r < 0.75:
+            # The first input's model and request as they are (not copied: nothing changes
+            # them, and their bytes are the first's), with the second's choices.
+            choices = other.copy_choices(origins)
+            shorten_costly_waits(choices, rng)
+            result = source.with_choices(choices, origins)
+        else:
+            # The second input's model as it is, with a new request and the first's choices.
+            first = CaseSpec(other.spec.model, RequestSpec(), source.spec.choices)
+            default_request(first, rng)
+            result = other.with_request(first.request, source)
     except CodecLimitError:
         return data1[:max_out_size]
     if sum(map(len, result.parts)) > max_out_size:
