@@ -518,3 +518,33 @@ def test_choices_are_read_and_replaced_without_touching_the_rest():
         again = codec.decode(codec.with_choices(data, new))
         assert again.choices == new
         assert again.model == case.model and again.request == case.request
+
+
+# --- parsing near a known source, encoding under a size limit -------------------------------------
+
+_CORPUS_INPUTS = sorted((Path(__file__).resolve().parents[2] / "corpus").iterdir())[:200]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(_CORPUS_INPUTS) - 1), st.integers(0, 1 << 30))
+def test_parsing_near_the_source_of_a_byte_mutant_changes_nothing(index, seed):
+    """A byte-level mutant parsed reusing its source's unchanged parts gives exactly what a
+    full parse gives: spec, parts and element bytes."""
+    from fuzz.mutator import builtin_byte_mutate
+    data = _CORPUS_INPUTS[index].read_bytes()
+    source = codec.parse_parts(data)
+    mutant = builtin_byte_mutate(data, 4096, random.Random(seed))
+    near, full = codec.parse_parts(mutant, source), codec.parse_parts(mutant)
+    assert near.spec == full.spec
+    assert near.parts == full.parts and near.elements == full.elements
+    assert near.data == mutant or codec.parse(near.data) == codec.parse(mutant)
+
+
+@pytest.mark.parametrize("index", range(0, 200, 7))
+def test_encoding_under_a_size_limit_raises_exactly_past_it(index):
+    data = _CORPUS_INPUTS[index].read_bytes()
+    spec = codec.parse_parts(data).spec
+    size = len(codec.encode_parts(spec).data)
+    assert codec.encode_parts(spec, max_size=size).data == codec.encode_parts(spec).data
+    with pytest.raises(codec.CodecLimitError):
+        codec.encode_parts(spec, max_size=size - 1)
