@@ -177,10 +177,16 @@ def byte_size(type_code: int, dimensions: Sequence[int]) -> int | None:
 
 # --- names in messages ------------------------------------------------------------------
 
+# Every model validated gets a label for each of its subgraphs; the usual ones are made once.
+_REFERENCED_LABELS = tuple(f"referenced subgraph {i}" for i in range(64))
+
+
 def subgraph_label(referenced_index: int | None) -> str:
     """How messages name a subgraph: None is the main subgraph."""
     if referenced_index is None:
         return "main subgraph"
+    if referenced_index < len(_REFERENCED_LABELS):
+        return _REFERENCED_LABELS[referenced_index]
     return f"referenced subgraph {referenced_index}"
 
 

@@ -32,12 +32,25 @@ def _extra_params(operand: Operand | OperandInfo) -> OperandExtraParams:
     return operand.extraParams
 
 
+def _same_extra_params(outer: Operand | OperandInfo, inner: Operand | OperandInfo) -> bool:
+    """``_extra_params(outer) == _extra_params(inner)``, without building or comparing
+    dataclasses in the usual case: two Operands without channel quantization."""
+    if type(outer) is Operand and type(inner) is Operand:
+        outer_params, inner_params = outer.extraParams, inner.extraParams
+        if (type(outer_params) is OperandExtraParams and type(inner_params) is OperandExtraParams
+                and outer_params.channelQuant is None and inner_params.channelQuant is None):
+            return outer_params.extension == inner_params.extension
+    return _extra_params(outer) == _extra_params(inner)
+
+
 def compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo) -> bool:
     """check_compatible's verdict, without a message."""
     return (outer.type == inner.type
-            and dimensions_compatible(outer.dimensions, inner.dimensions)
+            # Equal dimensions, the usual case, are compatible: compared in C first.
+            and (outer.dimensions == inner.dimensions
+                 or dimensions_compatible(outer.dimensions, inner.dimensions))
             and outer.scale == inner.scale and outer.zeroPoint == inner.zeroPoint
-            and _extra_params(outer) == _extra_params(inner))
+            and _same_extra_params(outer, inner))
 
 
 def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,

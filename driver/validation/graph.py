@@ -6,7 +6,6 @@ These run after every operand of the model passed check_operand, so lifetimes ar
 from __future__ import annotations
 
 from itertools import repeat
-from operator import attrgetter
 
 from ..errors import fail
 from ..hal.enums import OperandLifeTime as L, OperationType
@@ -16,8 +15,6 @@ from .common import (BASE_OPERATION_TYPES, VALUE_KNOWN_LIFETIMES, WRITTEN_LIFETI
 
 
 _PLAIN_OPERATION_CLASSES = frozenset({(int, list, list), (OperationType, list, list)})
-_operation_fields = attrgetter("type", "inputs", "outputs")
-_lifetime_of = attrgetter("lifetime")
 _INT = frozenset({int})
 _SUBGRAPH_INPUT, _SUBGRAPH_OUTPUT = L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT
 
@@ -36,16 +33,36 @@ def check_not_empty(subgraph: Subgraph, label: str) -> None:
         fail(f"{label}: has no operations")
 
 
-def check_io_indexes(subgraph: Subgraph, label: str) -> None:
+def check_io_indexes(subgraph: Subgraph, label: str, plain_fields: bool = False) -> None:
     """inputIndexes lists exactly the SUBGRAPH_INPUT operands, once each; likewise
-    outputIndexes and SUBGRAPH_OUTPUT."""
-    operands = subgraph.operands
-    lifetimes = [operand.lifetime for operand in operands]
-    for what, indexes, lifetime in (("input", subgraph.inputIndexes, _SUBGRAPH_INPUT),
-                                    ("output", subgraph.outputIndexes, _SUBGRAPH_OUTPUT)):
+    outputIndexes and SUBGRAPH_OUTPUT. ``plain_fields``: the lists are known to hold exact
+    ints (see check_model)."""
+    inputs, outputs = subgraph.inputIndexes, subgraph.outputIndexes
+    # The usual case in one comparison per list: sorted, the indexes are the positions of
+    # the operands of the lifetime, so each is in range, of that lifetime and listed once,
+    # and none is missing. Only for ints: True and 1.0 equal 1.
+    input_positions, output_positions = [], []
+    for position, operand in enumerate(subgraph.operands):
+        lifetime = operand.lifetime
+        if lifetime == _SUBGRAPH_INPUT:
+            input_positions.append(position)
+        elif lifetime == _SUBGRAPH_OUTPUT:
+            output_positions.append(position)
+    if ((plain_fields or (is_uint32_list(inputs) and is_uint32_list(outputs)))
+            and sorted(inputs) == input_positions and sorted(outputs) == output_positions):
+        return
+    _check_io_indexes_in_detail(inputs, outputs,
+                                [operand.lifetime for operand in subgraph.operands], label)
+
+
+def _check_io_indexes_in_detail(inputs: object, outputs: object, lifetimes: list,
+                                label: str) -> None:
+    """check_io_indexes one index at a time, naming the first fault."""
+    count = len(lifetimes)
+    for what, indexes, lifetime in (("input", inputs, _SUBGRAPH_INPUT),
+                                    ("output", outputs, _SUBGRAPH_OUTPUT)):
         if not is_uint32_list(indexes):
             fail(f"{label}: {what}Indexes {indexes!r} are not uint32")
-        count = len(operands)
         seen: set[int] = set()
         for position, index in enumerate(indexes):
             if index >= count:
@@ -74,32 +91,52 @@ def check_operation_type(operation: Operation, extension_prefixes: frozenset[int
     check_type_code(operation.type, BASE_OPERATION_TYPES, extension_prefixes, "operation", where)
 
 
-def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:
-    """Types, operand index ranges and writable outputs of every operation."""
+def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str,
+                     plain_fields: bool = False) -> None:
+    """Types, operand index ranges and writable outputs of every operation.
+    ``plain_fields``: every operation is known to have plain classes (see check_model)."""
     operands = subgraph.operands
-    if all(map(operation_is_plainly_valid, subgraph.operations, repeat(operands))):
+    plainly_valid = (operation_values_are_plainly_valid if plain_fields
+                     else operation_is_plainly_valid)
+    if all(map(plainly_valid, subgraph.operations, repeat(operands))):
         return
     for op_index, operation in enumerate(subgraph.operations):
-        if not operation_is_plainly_valid(operation, operands):
+        if not plainly_valid(operation, operands):
             check_operation(operation, op_index, operands, extension_prefixes, label)
 
 
 def operation_is_plainly_valid(operation: Operation, operands: list) -> bool:
     """True only for an operation check_operation accepts: a base type, exact int operand
     indexes in range, outputs of writable lifetimes. False for anything unusual (an
-    extension type, say), which check_operation then judges. Written with few branches
-    (coverage instrumentation traces each): the per-index work happens in C."""
-    if type(operation) is not Operation:
+    extension type, say), which check_operation then judges."""
+    return (operation_has_plain_classes(operation)
+            and operation_values_are_plainly_valid(operation, operands))
+
+
+def operation_has_plain_classes(operation: object) -> bool:
+    """An Operation whose type is an int (or the enum) and whose inputs and outputs are
+    lists of exact ints."""
+    return (type(operation) is Operation
+            and (type(operation.type), type(operation.inputs),
+                 type(operation.outputs)) in _PLAIN_OPERATION_CLASSES
+            and _INT.issuperset(map(type, operation.inputs))
+            and _INT.issuperset(map(type, operation.outputs)))
+
+
+def operation_values_are_plainly_valid(operation: Operation, operands: list) -> bool:
+    """operation_is_plainly_valid for an operation of plain classes
+    (operation_has_plain_classes, or any operation of a model that model_fingerprint
+    fingerprints): the value checks alone."""
+    outputs = operation.outputs
+    indexes = operation.inputs + outputs
+    # (min and max without default=, which costs more than the rest of the check.)
+    if not (operation.type in BASE_OPERATION_TYPES
+            and (not indexes or (min(indexes) >= 0 and max(indexes) < len(operands)))):
         return False
-    type_code, inputs, outputs = _operation_fields(operation)
-    if ((type(type_code), type(inputs), type(outputs)) not in _PLAIN_OPERATION_CLASSES
-            or type_code not in BASE_OPERATION_TYPES):
-        return False
-    indexes = inputs + outputs
-    if not (_INT.issuperset(map(type, indexes)) and min(indexes, default=0) >= 0
-            and max(indexes, default=0) < len(operands)):
-        return False
-    return WRITTEN_LIFETIMES.issuperset(map(_lifetime_of, map(operands.__getitem__, outputs)))
+    for index in outputs:
+        if operands[index].lifetime not in WRITTEN_LIFETIMES:
+            return False
+    return True
 
 
 def check_operation(operation: Operation, op_index: int, operands: list,
@@ -126,7 +163,28 @@ def check_operation(operation: Operation, op_index: int, operands: list,
 def check_data_flow(subgraph: Subgraph, label: str) -> None:
     """Operations are in execution order (each reads only operands already known, which
     also excludes cycles), every TEMPORARY_VARIABLE and SUBGRAPH_OUTPUT operand is written
-    exactly once, and numberOfConsumers counts the operation inputs reading each operand."""
+    exactly once, and numberOfConsumers counts the operation inputs reading each operand.
+
+    The loop below only decides; at the first fault it hands over to the detailed checks,
+    which name it (positions and labels cost more than the checks)."""
+    operands = subgraph.operands
+    known = [operand.lifetime in VALUE_KNOWN_LIFETIMES for operand in operands]
+    consumers = [0] * len(operands)
+    for operation in subgraph.operations:
+        for index in operation.inputs:
+            if not known[index]:
+                return _check_data_flow_in_detail(subgraph, label)
+            consumers[index] += 1
+        for index in operation.outputs:
+            if known[index]:
+                return _check_data_flow_in_detail(subgraph, label)
+            known[index] = True
+    if not (all(known) and consumers == [operand.numberOfConsumers for operand in operands]):
+        _check_data_flow_in_detail(subgraph, label)
+
+
+def _check_data_flow_in_detail(subgraph: Subgraph, label: str) -> None:
+    """check_data_flow, naming the operation or operand at fault."""
     known = [operand.lifetime in VALUE_KNOWN_LIFETIMES for operand in subgraph.operands]
     consumers = [0] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):

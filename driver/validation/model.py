@@ -23,21 +23,22 @@ from typing import Optional
 from ..errors import ValidationError, check, fail
 from ..fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
 from ..hal.enums import OperandLifeTime, OperationType
-from ..hal.structs import ExtensionNameAndPrefix, Model, Subgraph
+from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
 from ..operands import ModelInfos, operand_info, operation_context
 from ..operations.registry import OperandInfo, lookup
-from .common import (POOL_NAMES, UINT16_MAX, is_extension_type, is_int, operation_label,
-                     subgraph_label)
+from .common import POOL_NAMES, UINT16_MAX, is_int, operation_label, subgraph_label
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
-from .operand import check_operand, operand_is_plainly_valid, storage_of
+from .operand import (check_operand, operand_is_plainly_valid,
+                      operand_values_are_plainly_valid, storage_of)
 from .structure import raise_for_missing_field
 
 # Enum members as module constants: looking one up through its class costs more than
 # the comparison it is used in.
 _SUBGRAPH = OperandLifeTime.SUBGRAPH
 _IF, _WHILE = OperationType.IF, OperationType.WHILE
+_CONTROL_FLOW = frozenset({_IF, _WHILE})
 
 #: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
 #: (a reverse domain name such as "com.example.my_extension").
@@ -48,7 +49,7 @@ _EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
 #: a client's getSupportedOperations_1_3 and prepareModel_1_3 of one model, or a fuzz
 #: harness checking the model itself first, validate it once.
 #: A valid model's entry keeps the OperandInfo views its validation made, which compiling
-#: the model reuses (see driver/operands.py reusing_operand_infos).
+#: the model reuses (compile_model(model, infos=...) in driver/executor/plan.py).
 VERDICTS: ContentMemo[ModelInfos | CachedFailure] = ContentMemo(64)
 
 
@@ -86,7 +87,9 @@ def _validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFinge
     verdict = VERDICTS.get(key)
     if verdict is MISSING:
         try:
-            verdict = check_model(model, allow_unknown_size_while)
+            # A fingerprinted model has plain classes throughout (model_fingerprint's
+            # contract): the fast paths need only check values.
+            verdict = check_model(model, allow_unknown_size_while, True)
         except ValidationError as error:
             VERDICTS.put(key, CachedFailure.of(error))
             raise
@@ -96,9 +99,15 @@ def _validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFinge
     return verdict
 
 
-def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
+def check_model(model: Model, allow_unknown_size_while: bool = True,
+                plain_fields: bool = False) -> ModelInfos:
     """validate_model without the memo: every check, every time. Returns the OperandInfo
-    views made for the operations' signature checks."""
+    views made for the operations' signature checks.
+
+    ``plain_fields`` says every field of ``model`` is known to have the class a well-formed
+    model gives it (exact ints, floats, lists and the HAL dataclasses, enums or ints for the
+    enum fields), as for any model model_fingerprint fingerprints: the fast paths then
+    skip their class checks. The verdict is the same either way."""
     if not isinstance(model, Model):
         fail(f"model: {type(model).__name__} is not a Model")
     if not isinstance(model.relaxComputationFloat32toFloat16, bool):
@@ -112,18 +121,19 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
 
     subgraphs = labelled_subgraphs(model)
     storage = storage_of(model, prefixes)
+    plainly_valid = operand_values_are_plainly_valid if plain_fields else operand_is_plainly_valid
     for label, subgraph in subgraphs:
         check_not_empty(subgraph, label)
         # The fast path over all operands first (map/all: no per-operand loop code for
         # coverage to trace); the detailed checks name the first operand at fault.
-        if not all(map(operand_is_plainly_valid, subgraph.operands, repeat(storage))):
+        if not all(map(plainly_valid, subgraph.operands, repeat(storage))):
             for index, operand in enumerate(subgraph.operands):
-                if not operand_is_plainly_valid(operand, storage):
+                if not plainly_valid(operand, storage):
                     check_operand(operand, storage, f"{label}, operand {index}")
-        check_io_indexes(subgraph, label)
+        check_io_indexes(subgraph, label, plain_fields)
     check_no_reference_cycles(model)
     for label, subgraph in subgraphs:
-        check_operations(subgraph, prefixes, label)
+        check_operations(subgraph, prefixes, label, plain_fields)
         check_data_flow(subgraph, label)
     return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
                  for label, subgraph in subgraphs)
@@ -168,17 +178,30 @@ def check_memory(memory: object, where: str) -> None:
         fail(f"{where}: memory has size 0")
 
 
+def memory_is_plainly_valid(memory: object) -> bool:
+    """Whether check_memory accepts ``memory``, for an exact Memory (False otherwise)."""
+    return (type(memory) is Memory and not memory.closed and memory.name in POOL_NAMES
+            and memory.size > 0)
+
+
 def check_pools(pools: list) -> None:
     check(isinstance(pools, list), "model: pools is not a list")
-    for i, pool in enumerate(pools):
-        check_memory(pool, f"model: pool {i}")
+    if not all(map(memory_is_plainly_valid, pools)):
+        for i, pool in enumerate(pools):
+            check_memory(pool, f"model: pool {i}")
 
 
 def check_no_reference_cycles(model: Model) -> None:
     """No subgraph reaches itself through SUBGRAPH operands (a cycle would recurse
     forever). Every subgraph is a root, so cycles among unreferenced subgraphs count too.
     Iterative depth-first search: nesting depth is the client's to choose."""
-    subgraphs = [model.main] + list(model.referenced)   # node 0 is main, node i+1 referenced[i]
+    # A cycle needs a referenced subgraph that calls one (main is never called): the
+    # usual model has none.
+    referenced = model.referenced
+    if not (referenced and any(operand.lifetime == _SUBGRAPH
+                               for subgraph in referenced for operand in subgraph.operands)):
+        return
+    subgraphs = [model.main] + list(referenced)     # node 0 is main, node i+1 referenced[i]
     callees = [sorted({operand.location.offset + 1 for operand in subgraph.operands
                        if operand.lifetime == _SUBGRAPH}) for subgraph in subgraphs]
     done = [False] * len(subgraphs)
@@ -218,14 +241,12 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
         type_code = operation.type
-        if type_code == _IF:
-            check_if(model, subgraph, operation,
-                     f"{label}, {operation_label(op_index, type_code)}")
-        elif type_code == _WHILE:
-            check_while(model, subgraph, operation,
-                        f"{label}, {operation_label(op_index, type_code)}",
-                        require_known_sizes=not allow_unknown_size_while)
-        definition = None if is_extension_type(type_code) else lookup(type_code)
+        if type_code in _CONTROL_FLOW:
+            check_control_flow(model, subgraph, operation,
+                               f"{label}, {operation_label(op_index, type_code)}",
+                               allow_unknown_size_while)
+        # Extension types, above the base range, are never registered.
+        definition = lookup(type_code)
         if definition is None:
             continue   # a valid type this driver does not implement: unsupported, not invalid
         for index in chain(operation.inputs, operation.outputs):
@@ -240,3 +261,13 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
                 message = f"{context.name}: {message}"
             raise ValidationError(f"{label}, {message}") from error
     return tuple(infos)
+
+
+def check_control_flow(model: Model, subgraph: Subgraph, operation: Operation, where: str,
+                       allow_unknown_size_while: bool) -> None:
+    """An IF or WHILE against the subgraphs it calls."""
+    if operation.type == _IF:
+        check_if(model, subgraph, operation, where)
+    else:
+        check_while(model, subgraph, operation, where,
+                    require_known_sizes=not allow_unknown_size_while)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
 from math import prod
 from operator import attrgetter
 from typing import NamedTuple
@@ -50,9 +49,9 @@ _ZERO_POINT_RANGES = {
 _OEM_TYPES = frozenset({T.OEM, T.TENSOR_OEM_BYTE})
 
 
-@dataclass(frozen=True)
-class ModelStorage:
-    """What operand locations may point into."""
+class ModelStorage(NamedTuple):
+    """What operand locations may point into. A tuple: one is made for every model
+    validated, and a frozen dataclass costs twice as much to make."""
     operand_values_size: int
     pool_sizes: tuple[int, ...]
     referenced_count: int
@@ -69,6 +68,11 @@ _LIFETIME_NAMES = {int(t): t.name for t in L}
 # anything is unusual; ``check_operand`` then runs the detailed checks, which find the
 # error (or accept the operand) and name it. The fast path therefore only has to be
 # conservative: it never accepts an operand check_operand would reject.
+#
+# It is two checks: the classes of the fields, then their values, the part of the latter
+# that depends on the operand alone remembered by content (_PLAIN_OPERANDS). A model that
+# model_fingerprint fingerprints has plain classes throughout (that function's contract),
+# so validation of such a model runs the value checks alone.
 
 class _Storage(enum.Enum):
     """Where a lifetime's value lives, as far as its location is concerned."""
@@ -130,11 +134,7 @@ _PLAIN_RULES = {(int(type_code), int(lifetime)): _plain_rule(type_code, lifetime
 _PLAIN_FIELD_CLASSES = frozenset(
     (type_class, lifetime_class, int, int, float, list, DataLocation, OperandExtraParams)
     for type_class in (int, T) for lifetime_class in (int, L))
-_operand_fields = attrgetter("type", "lifetime", "numberOfConsumers", "zeroPoint", "scale",
-                             "dimensions", "location", "extraParams")
-_location_fields = attrgetter("poolIndex", "offset", "length")
 _THREE_INTS = (int, int, int)
-_NO_EXTRA_PARAMS = (None, None)
 _NO_LOCATION = (0, 0, 0)
 _INT = frozenset({int})
 # Enum members as module constants: looking one up through its class costs more than
@@ -145,69 +145,130 @@ _IN_OPERAND_VALUES = _Storage.OPERAND_VALUES
 
 def operand_is_plainly_valid(operand: Operand, storage: ModelStorage) -> bool:
     """True only for an operand check_operand accepts; False for anything unusual (which
-    may still be valid).
+    may still be valid)."""
+    return (operand_has_plain_classes(operand)
+            and operand_values_are_plainly_valid(operand, storage))
 
-    Written for few branches, since coverage instrumentation traces each one: the classes
-    of all fields are compared at once, and the range checks come from one rule."""
+
+def operand_has_plain_classes(operand: object) -> bool:
+    """Whether every field of ``operand`` has the class a well-formed model gives it: an
+    Operand, exact ints (the enum fields: the enum or an int), a float scale, a list of
+    exact ints for the dimensions, a DataLocation of exact ints and an OperandExtraParams.
+    Never a bool or a float that equals an int."""
     if type(operand) is not Operand:
         return False
-    type_code, lifetime, consumers, zero_point, scale, dims, location, extra = \
-        _operand_fields(operand)
-    if (type(type_code), type(lifetime), type(consumers), type(zero_point), type(scale),
-            type(dims), type(location), type(extra)) not in _PLAIN_FIELD_CLASSES:
+    location = operand.location
+    return ((type(operand.type), type(operand.lifetime), type(operand.numberOfConsumers),
+             type(operand.zeroPoint), type(operand.scale), type(operand.dimensions),
+             type(location), type(operand.extraParams)) in _PLAIN_FIELD_CLASSES
+            and (type(location.poolIndex), type(location.offset),
+                 type(location.length)) == _THREE_INTS
+            and _INT.issuperset(map(type, operand.dimensions)))
+
+
+#: Operands of plain classes found plainly valid, by content (every field but extraParams,
+#: which must be empty), with where their location points. Fuzz inputs, and a client's
+#: successive models, share most of their operands: the checks that depend on the operand
+#: alone run once for each; only the bounds of its location, which depend on the model,
+#: are checked on every use. Only operands found valid are kept (a NaN scale, equal to
+#: nothing, is never valid), only those of a small rank (a key holds the dimensions), and
+#: the table is emptied when full.
+_PLAIN_OPERANDS: dict[tuple, _Storage] = {}
+PLAIN_OPERANDS_CAPACITY = 4096
+PLAIN_OPERANDS_MAX_RANK = 8
+_PLAIN_OPERANDS_MAX_KEY_LENGTH = 8 + PLAIN_OPERANDS_MAX_RANK     # the fields, then the dimensions
+
+
+def operand_values_are_plainly_valid(operand: Operand, storage: ModelStorage) -> bool:
+    """operand_is_plainly_valid for an operand of plain classes (operand_has_plain_classes,
+    or any operand of a model that model_fingerprint fingerprints): the value checks alone.
+    Nearly every operand takes this path."""
+    extra = operand.extraParams
+    if extra.channelQuant is not None or extra.extension is not None:
         return False
-    rule = _PLAIN_RULES.get((type_code, lifetime))
-    if rule is None or (extra.channelQuant, extra.extension) != _NO_EXTRA_PARAMS:
-        return False
+    location = operand.location
+    pool, offset, length = location.poolIndex, location.offset, location.length
+    # Plain classes: no True standing for 1, no 1.0 for 1 (which would share a key).
+    key = (operand.type, operand.lifetime, operand.numberOfConsumers, operand.zeroPoint,
+           operand.scale, pool, offset, length, *operand.dimensions)
+    where = _PLAIN_OPERANDS.get(key)
+    if where is None:
+        where = _plain_operand_storage(operand, pool, offset, length)
+        if where is None:
+            return False
+        if len(key) <= _PLAIN_OPERANDS_MAX_KEY_LENGTH:
+            if len(_PLAIN_OPERANDS) >= PLAIN_OPERANDS_CAPACITY:
+                _PLAIN_OPERANDS.clear()
+            _PLAIN_OPERANDS[key] = where
+    # The bounds of the location in this model.
+    if where is _NO_STORAGE:
+        return True
+    if where is _IN_OPERAND_VALUES:
+        return offset + length <= storage.operand_values_size
+    if where is _IN_SUBGRAPH:
+        return offset < storage.referenced_count
+    return pool < len(storage.pool_sizes) and offset + length <= storage.pool_sizes[pool]
+
+
+def _plain_operand_storage(operand: Operand, pool: int, offset: int,
+                           length: int) -> _Storage | None:
+    """Where the location of an operand of plain classes without extraParams points, if
+    the operand is plainly valid in any model whose storage bounds its location; None if
+    not (it may still be valid). Written for the interpreter: fields read directly (it
+    specialises attribute reads, attrgetter it does not), ranges in chained comparisons,
+    the rest from one rule."""
+    rule = _PLAIN_RULES.get((operand.type, operand.lifetime))
+    if rule is None:
+        return None
     (scalar, constant, element_bytes, scale_low, scale_high, zero_point_low, zero_point_high,
      where) = rule
-    if not (0 <= consumers <= UINT32_MAX and zero_point_low <= zero_point <= zero_point_high
-            and scale_low <= scale <= scale_high):
-        return False
-    pool, offset, length = _location_fields(location)
-    if (type(pool), type(offset), type(length)) != _THREE_INTS:
-        return False
+    if not (0 <= operand.numberOfConsumers <= UINT32_MAX
+            and zero_point_low <= operand.zeroPoint <= zero_point_high
+            and scale_low <= operand.scale <= scale_high):
+        return None
 
     # Dimensions (and, for constants, the byte size their location must give).
+    dims = operand.dimensions
     if scalar:
         if dims:
-            return False
+            return None
         size = element_bytes
     elif dims:
-        if not _INT.issuperset(map(type, dims)):
-            return False
         if constant:
             if min(dims) <= 0:
-                return False
+                return None
             size = element_bytes * prod(dims)
         else:
             # Unknown dimensions (0) count as 1; a positive dimension is at most the
             # product, so the product's bound also bounds each dimension.
             if min(dims) < 0:
-                return False
+                return None
             size = element_bytes * prod(filter(None, dims))
         if size > MAX_BYTE_SIZE:
-            return False
+            return None
     elif constant:
-        return False                # a constant tensor of unknown rank
+        return None                 # a constant tensor of unknown rank
     else:
         size = 0
 
-    # Location.
+    # The location, but for its bounds.
     if where is _NO_STORAGE:
-        return (pool, offset, length) == _NO_LOCATION
+        return where if (pool, offset, length) == _NO_LOCATION else None
     if where is _IN_SUBGRAPH:
-        return pool == 0 and length == 0 and 0 <= offset < storage.referenced_count
+        return where if pool == 0 and length == 0 and offset >= 0 else None
     if length != size or not 0 <= offset <= UINT32_MAX:
-        return False
+        return None
     if where is _IN_OPERAND_VALUES:
-        return pool == 0 and offset + length <= storage.operand_values_size
-    return 0 <= pool < len(storage.pool_sizes) and offset + length <= storage.pool_sizes[pool]
+        return where if pool == 0 else None
+    return where if pool >= 0 else None
+
+
+_size_of = attrgetter("size")
 
 
 def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage:
     """Assumes the pools were checked (each a Memory)."""
-    return ModelStorage(len(model.operandValues), tuple(pool.size for pool in model.pools),
+    return ModelStorage(len(model.operandValues), tuple(map(_size_of, model.pools)),
                         len(model.referenced), extension_prefixes)
 
 

@@ -16,14 +16,16 @@ allocates no buffers, so no token can name one).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from math import prod
+from typing import NamedTuple, Sequence
 
 from ..errors import check, fail
+from ..hal.enums import OperandType
 from ..hal.structs import (DataLocation, MemoryPool, Model, Operand, Request,
                            RequestArgument)
-from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
-                     is_uint32_list, known_dims_byte_size)
-from .model import check_memory
+from .common import (MAX_BYTE_SIZE, UINT32_MAX, byte_size, element_size, is_extension_type,
+                     is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size)
+from .model import check_memory, memory_is_plainly_valid
 from .structure import raise_for_missing_field
 
 
@@ -52,6 +54,11 @@ def _validate_request(request: Request, model: Model, allow_unspecified_output: 
 def check_request_pools(pools: list) -> list[int]:
     """Each pool is a shared memory (hidlMemory); returns their sizes."""
     check(isinstance(pools, list), "request: pools is not a list")
+    sizes = [pool.hidlMemory.size for pool in pools
+             if type(pool) is MemoryPool and pool.token is None
+             and memory_is_plainly_valid(pool.hidlMemory)]
+    if len(sizes) == len(pools):
+        return sizes
     sizes = []
     for i, pool in enumerate(pools):
         where = f"request pool {i}"
@@ -73,12 +80,86 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
         fail(f"request: {kind}s is not a list")
     if len(arguments) != len(operand_indexes):
         fail(f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
+    is_input = kind == "input"
     for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
+        operand = operands[index]
+        if argument_is_plainly_valid(argument, operand, pool_sizes, is_input, allow_unspecified):
+            continue
         where = f"request {kind} {position} (operand {index})"
         if not isinstance(argument, RequestArgument):
             fail(f"{where}: {type(argument).__name__} is not a RequestArgument")
-        check_argument(argument, operands[index], pool_sizes, where,
-                       is_input=kind == "input", allow_unspecified=allow_unspecified)
+        check_argument(argument, operand, pool_sizes, where,
+                       is_input=is_input, allow_unspecified=allow_unspecified)
+
+
+# --- the fast path ----------------------------------------------------------------------
+#
+# As for operands (see operand.py): ``argument_is_plainly_valid`` recognises the usual
+# argument and answers False for anything unusual, which check_argument then judges and
+# names. It must never accept what check_argument rejects.
+
+class _ArgumentRule(NamedTuple):
+    tensor: bool            # False: a scalar, which takes no dimensions
+    element_size: int
+
+
+#: Base types of a known element size (all but SUBGRAPH); extension types are left to
+#: the detailed checks.
+_ARGUMENT_RULES = {int(type_code): _ArgumentRule(not is_scalar_type(type_code),
+                                                 element_size(type_code))
+                   for type_code in OperandType if element_size(type_code) is not None}
+_PLAIN_ARGUMENT_CLASSES = (bool, DataLocation, list)
+_THREE_INTS = (int, int, int)
+_NO_LOCATION = (0, 0, 0)
+_INT = frozenset({int})
+
+
+def argument_is_plainly_valid(argument: RequestArgument, operand: Operand,
+                              pool_sizes: list[int], is_input: bool,
+                              allow_unspecified: bool) -> bool:
+    """True only for an argument check_argument accepts for ``operand`` (the validated
+    model's); False for anything unusual, which may still be valid: an input whose shape
+    is not fully known, say."""
+    if type(argument) is not RequestArgument:
+        return False
+    location, dims = argument.location, argument.dimensions
+    if (type(argument.hasNoValue), type(location), type(dims)) != _PLAIN_ARGUMENT_CLASSES:
+        return False
+    pool, offset, length = location.poolIndex, location.offset, location.length
+    if ((type(pool), type(offset), type(length)) != _THREE_INTS
+            or not _INT.issuperset(map(type, dims))):
+        return False
+    if argument.hasNoValue:
+        return (pool, offset, length) == _NO_LOCATION and not dims
+    rule = _ARGUMENT_RULES.get(operand.type)
+    if not (rule is not None and 0 <= pool < len(pool_sizes) and 0 <= offset <= UINT32_MAX
+            and 0 <= length <= UINT32_MAX and offset + length <= pool_sizes[pool]):
+        return False
+    tensor, element_bytes = rule
+    if not tensor:
+        return not dims and (not is_input or length == element_bytes)
+    declared = operand.dimensions
+    if dims:
+        # uint32 values, the model's rank where it is known, and the model's value
+        # wherever it knows one (the usual case: the model's very dimensions).
+        if min(dims) < 0 or max(dims) > UINT32_MAX:
+            return False
+        if declared and dims != declared:
+            if len(dims) != len(declared):
+                return False
+            for given, known in zip(dims, declared):
+                if known and given != known:
+                    return False
+        shape = dims
+    else:
+        shape = declared
+    if not shape or 0 in shape:
+        # Not fully specified: an output may be (the execution reports its shape); an
+        # input never is, and is left to the detailed checks.
+        if is_input or not allow_unspecified:
+            return False
+    size = element_bytes * prod(filter(None, shape))    # unknown dimensions count as 1
+    return size <= MAX_BYTE_SIZE and (not is_input or length == size)
 
 
 def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],
