@@ -650,9 +650,34 @@ def _read_extra(it: Iterator[int], data: bytes, head: int, extra: OperandExtraPa
         extra.extension = _take(it, data, _count(it, MAX_EXTENSION_BYTES))
 
 
+def _read_operation_indexes(it: Iterator[int]) -> tuple[list[int], list[int]]:
+    """An operation's inputs and outputs (one-byte counts and indexes read inline): shared
+    by parse and decode."""
+    nx = next
+    n = nx(it, 0)       # (every one-byte count is within MAX_OPERATION_INPUTS)
+    if not n:
+        inputs = []
+    elif n < 0x80:
+        inputs = list(islice(it, n))
+        if len(inputs) < n or max(inputs) >= 0x80:
+            inputs = _finish_u32s(it, inputs, n)
+    else:
+        inputs = _u32s(it, _capped(it, n, MAX_OPERATION_INPUTS))
+    n = nx(it, 0)
+    if n == 1:          # one output: the usual case
+        b = nx(it, 0)
+        outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
+    elif not n:
+        outputs = []
+    else:
+        outputs = _u32s(it, n if n <= MAX_OPERATION_OUTPUTS
+                        else _capped(it, n, MAX_OPERATION_OUTPUTS))
+    return inputs, outputs
+
+
 def _read_operations(it: Iterator[int]) -> list[Operation]:
-    """A subgraph's operations, one-byte codes and indexes read inline (see _read_operands)."""
-    nx, take, finish = next, islice, _finish_u32s
+    """A subgraph's operations, one-byte codes read inline (see _read_operands)."""
+    nx, indexes = next, _read_operation_indexes
     type_of, operation_of = _OPERATION_TYPE_OF_BYTE, Operation
     operations: list[Operation] = []
     append = operations.append
@@ -660,24 +685,7 @@ def _read_operations(it: Iterator[int]) -> list[Operation]:
         operation_type = nx(it, 0)
         operation_type = (type_of[operation_type] if operation_type < 0x80
                           else _wide_operation_type(it, operation_type))
-        n = nx(it, 0)       # (every one-byte count is within MAX_OPERATION_INPUTS)
-        if not n:
-            inputs = []
-        elif n < 0x80:
-            inputs = list(take(it, n))
-            if len(inputs) < n or max(inputs) >= 0x80:
-                inputs = finish(it, inputs, n)
-        else:
-            inputs = _u32s(it, _capped(it, n, MAX_OPERATION_INPUTS))
-        n = nx(it, 0)
-        if n == 1:          # one output: the usual case
-            b = nx(it, 0)
-            outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
-        elif not n:
-            outputs = []
-        else:
-            outputs = _u32s(it, n if n <= MAX_OPERATION_OUTPUTS
-                            else _capped(it, n, MAX_OPERATION_OUTPUTS))
+        inputs, outputs = indexes(it)
         append(operation_of(operation_type, inputs, outputs))
     return operations
 
@@ -2268,7 +2276,7 @@ def _zero_operands(count: int) -> list[Operand]:
 def _decode_operations(it: Iterator[int], count: int, uses: list[int]) -> list[Operation]:
     """``count`` operations; each input index that names an operand adds one to its
     ``uses``."""
-    nx, take, new, finish = next, islice, _new_instance, _finish_u32s
+    nx, new, indexes = next, _new_instance, _read_operation_indexes
     operation_class, operation_type_of = Operation, _OPERATION_TYPE_OF_BYTE
     n = len(uses)
     operations = []
@@ -2277,27 +2285,10 @@ def _decode_operations(it: Iterator[int], count: int, uses: list[int]) -> list[O
         operation_type = nx(it, 0)
         operation_type = (operation_type_of[operation_type] if operation_type < 0x80
                           else _wide_operation_type(it, operation_type))
-        n_inputs = nx(it, 0)
-        if not n_inputs:
-            inputs = []
-        elif n_inputs < 0x80:
-            inputs = list(take(it, n_inputs))
-            if len(inputs) < n_inputs or max(inputs) >= 0x80:
-                inputs = finish(it, inputs, n_inputs)
-        else:
-            inputs = _u32s(it, _capped(it, n_inputs, MAX_OPERATION_INPUTS))
+        inputs, outputs = indexes(it)
         for i in inputs:
             if i < n:
                 uses[i] += 1
-        n_outputs = nx(it, 0)
-        if n_outputs == 1:      # one output: the usual case
-            b = nx(it, 0)
-            outputs = [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
-        elif n_outputs:
-            outputs = _u32s(it, n_outputs if n_outputs <= MAX_OPERATION_OUTPUTS
-                            else _capped(it, n_outputs, MAX_OPERATION_OUTPUTS))
-        else:
-            outputs = []
         operation = new(operation_class)
         operation.type = operation_type
         operation.inputs = inputs
