@@ -5,7 +5,6 @@ These functions assume the locations they read were validated (validation/model.
 every constant's pool index, offset and length before anything calls them)."""
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
@@ -16,28 +15,6 @@ from .operations.common import STORAGE_DTYPE
 from .operations.registry import OperandInfo, OperationContext
 
 CONSTANT_LIFETIMES = frozenset({OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE})
-
-
-def is_scalar_type(operand_type: int) -> bool:
-    return operand_type in SCALAR_OPERAND_TYPES
-
-
-def element_size(operand_type: int) -> int | None:
-    """Bytes per element of a base operand type; None for SUBGRAPH and extension types."""
-    dtype = STORAGE_DTYPE.get(operand_type)
-    return None if dtype is None else dtype.itemsize
-
-
-def storage_size(operand_type: int, dimensions) -> int | None:
-    """Bytes needed to store an operand; None when its size is not known (unknown dims)."""
-    size = element_size(operand_type)
-    if size is None:
-        return None
-    if is_scalar_type(operand_type):
-        return size
-    if not dimensions or any(d == 0 for d in dimensions):
-        return None
-    return size * math.prod(dimensions)
 
 
 def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
@@ -61,7 +38,7 @@ def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     # (immutable) bytes is read-only. Validation made the length exactly the shape's.
     if type(raw) is not bytes:
         raw = bytes(raw)
-    shape = () if is_scalar_type(operand.type) else tuple(operand.dimensions)
+    shape = () if operand.type in SCALAR_OPERAND_TYPES else tuple(operand.dimensions)
     return np.ndarray(shape, dtype, raw)
 
 

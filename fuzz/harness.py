@@ -22,7 +22,7 @@ from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, Loo
                         OptionalTimeoutDuration, PreparedModelCallback, Priority, Request,
                         Subgraph)
 from driver.memory import Memory
-from driver.operands import is_scalar_type
+from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_model, validate_request
 
@@ -256,7 +256,7 @@ def outputs_fully_specified(model: Model, request: Request) -> bool:
         if operand is None:
             return False
         dims = argument.dimensions or operand.dimensions
-        if is_scalar_type(operand.type):
+        if operand.type in SCALAR_OPERAND_TYPES:
             continue
         if not dims or 0 in dims:
             return False

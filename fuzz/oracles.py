@@ -8,7 +8,6 @@ used in signatures; the message holds the details of this input.
 from __future__ import annotations
 
 import enum
-import math
 import traceback
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -17,7 +16,8 @@ import numpy as np
 
 from driver.hal import (UINT64_MAX, ErrorStatus, MeasureTiming, Model, OperandType,
                         OperationType, OutputShape, Request, Timing)
-from driver.operands import element_size, is_scalar_type
+from driver.hal.dtypes import byte_size
+from driver.hal.enums import SCALAR_OPERAND_TYPES
 
 from .case import ExecutionPath
 
@@ -294,7 +294,7 @@ def check_output_shapes(status: ErrorStatus, shapes: Any, request: Request, mode
             raise MalformedResultViolation(f"{what}: output shape {i} is {shape!r}, not an OutputShape",
                                            key=f"{what}: shape type")
         operand = main_output_operand(model, i)
-        if operand is None or is_scalar_type(operand.type) or argument.hasNoValue:
+        if operand is None or operand.type in SCALAR_OPERAND_TYPES or argument.hasNoValue:
             continue
         for source, declared in (("model", operand.dimensions), ("request", argument.dimensions)):
             if not _dims_compatible(declared, shape.dimensions):
@@ -305,12 +305,8 @@ def check_output_shapes(status: ErrorStatus, shapes: Any, request: Request, mode
 
 def _needed_bytes(model: Model, index: int, dimensions: Sequence[int]) -> int | None:
     operand = main_output_operand(model, index)
-    if operand is None:
-        return None
-    size = element_size(operand.type)
-    if size is None:
-        return None
-    return size if is_scalar_type(operand.type) else size * math.prod(dimensions)
+    # Reported dimensions are actual ones: a 0 there is a zero-sized dimension.
+    return None if operand is None else byte_size(operand.type, dimensions, unknown_dimension=0)
 
 
 def check_sufficiency(status: ErrorStatus, shapes: Any, request: Request, model: Model,

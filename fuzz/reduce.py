@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from driver.hal import (ExecutionPreference, MeasureTiming, OperandLifeTime as L, Priority,
                         Subgraph)
-from driver.operands import storage_size
+from driver.hal.dtypes import byte_size
 
 from .case import ExecutionPath, FuzzCase
 
@@ -171,18 +171,18 @@ def shrink_dimension(case: FuzzCase, value: int) -> None:
                                        (case.request.outputs, main.outputIndexes))
                  for argument, index in zip(args, indexes)
                  if not argument.hasNoValue and 0 <= index < len(main.operands)]
-    old_sizes = [storage_size(operand.type, argument.dimensions or operand.dimensions)
+    old_sizes = [byte_size(operand.type, argument.dimensions or operand.dimensions)
                  for argument, operand in arguments]
     for subgraph in subgraphs(case):
         for operand in subgraph.operands:
-            old = storage_size(operand.type, operand.dimensions)
+            old = byte_size(operand.type, operand.dimensions)
             operand.dimensions = shrunk(operand.dimensions)
             if operand.lifetime in CONSTANT_LIFETIMES and operand.location.length == old:
-                operand.location.length = storage_size(operand.type, operand.dimensions)
+                operand.location.length = byte_size(operand.type, operand.dimensions)
     for (argument, operand), old in zip(arguments, old_sizes):
         argument.dimensions = shrunk(argument.dimensions)
         if old is not None and argument.location.length == old:
-            argument.location.length = storage_size(operand.type, argument.dimensions or operand.dimensions)
+            argument.location.length = byte_size(operand.type, argument.dimensions or operand.dimensions)
 
 
 PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO), ("deadline_ns", None),

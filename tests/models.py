@@ -37,6 +37,7 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MemoryPool, Model,
                         OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Request, RequestArgument, Subgraph,
                         SymmPerChannelQuantParams)
+from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 
@@ -185,10 +186,9 @@ def make_request(model: Model, inputs: Sequence[Optional[np.ndarray]],
 
 
 def _declared_size(operand: Operand) -> int:
-    dims = operand.dimensions
-    if any(d == 0 for d in dims):
-        raise ValueError(f"output dimensions {dims} are not known; pass output_lengths")
-    return STORAGE_DTYPE[operand.type].itemsize * int(np.prod(dims, dtype=np.int64))
+    if 0 in operand.dimensions:
+        raise ValueError(f"output dimensions {operand.dimensions} are not known; pass output_lengths")
+    return byte_size(operand.type, operand.dimensions, unknown_dimension=1)   # [] reads as one element
 
 
 def read_outputs(model: Model, request: Request,

@@ -24,7 +24,7 @@ import numpy as np
 from ..hal import (DataLocation, MemoryPool, Model, Operand, OperandExtraParams, OperandLifeTime,
                    OperandType, Operation, OperationType, Request, RequestArgument, Subgraph,
                    SymmPerChannelQuantParams)
-from ..hal.dtypes import STORAGE_DTYPE
+from ..hal.dtypes import STORAGE_DTYPE, byte_size
 from ..hal.enums import SCALAR_OPERAND_TYPES
 from ..memory import Memory
 
@@ -423,9 +423,8 @@ def output_buffer_size(spec: OperandSpec) -> int:
     """The reference's size, or the declared shape's when there is no reference. A
     zero-sized output still gets one byte: a request cannot declare a zero-sized output
     (it would read as "no value" or "unknown size")."""
-    if spec.values is None and (spec.is_scalar or (spec.dimensions and 0 not in spec.dimensions)):
-        return OPERAND_DTYPE[spec.type].itemsize * math.prod(spec.dimensions)
-    return max(spec.byte_size, 1)
+    declared = byte_size(spec.type, spec.dimensions) if spec.values is None else None
+    return declared if declared is not None else max(spec.byte_size, 1)
 
 
 def shrinkable_output(example: Example) -> int | None:

@@ -2,9 +2,12 @@
 (types.hal gives every base type's byte size). SUBGRAPH and extension types have none."""
 from __future__ import annotations
 
+import math
+from typing import Sequence
+
 import numpy as np
 
-from .enums import OperandType as T
+from .enums import SCALAR_OPERAND_TYPES, OperandType as T
 
 #: Storage dtype per operand type (also the dtype of run-time values).
 STORAGE_DTYPE: dict[int, np.dtype] = {
@@ -20,3 +23,28 @@ STORAGE_DTYPE: dict[int, np.dtype] = {
     T.TENSOR_OEM_BYTE: np.dtype(np.uint8), T.OEM: np.dtype(np.uint8),
 }
 
+
+
+def element_size(operand_type: int) -> int | None:
+    """Bytes per element of a base operand type; None for SUBGRAPH and extension types,
+    whose size a driver cannot know."""
+    dtype = STORAGE_DTYPE.get(operand_type)
+    return None if dtype is None else dtype.itemsize
+
+
+def byte_size(operand_type: int, dimensions: Sequence[int], *,
+              unknown_dimension: int | None = None) -> int | None:
+    """The bytes of an operand of this type and these dimensions: the one definition.
+
+    A scalar has one element whatever its dimensions. An unknown rank (no dimensions) or
+    an unknown (0) dimension makes the size unknown (None), unless ``unknown_dimension``
+    says what to count such a dimension as (1 gives a lower bound). None too when the
+    element size is unknown."""
+    size = element_size(operand_type)
+    if size is None or operand_type in SCALAR_OPERAND_TYPES:
+        return size
+    if unknown_dimension is None:
+        if not dimensions or 0 in dimensions:
+            return None
+        return size * math.prod(dimensions)
+    return size * math.prod(d or unknown_dimension for d in dimensions)

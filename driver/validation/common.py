@@ -9,7 +9,7 @@ from typing import Sequence
 from ..hal.enums import (ExtensionTypeEncoding, OperandLifeTime, OperandType, OperationType,
                          SCALAR_OPERAND_TYPES)
 from ..errors import fail
-from ..hal.dtypes import STORAGE_DTYPE
+from ..hal.dtypes import byte_size, element_size  # noqa: F401  (re-exported to validators)
 
 UINT16_MAX = 0xFFFF
 UINT32_MAX = 0xFFFF_FFFF
@@ -139,40 +139,6 @@ def operand_type_name(type_code: object) -> str:
 def operation_type_name(type_code: object) -> str:
     name = _OPERATION_TYPE_NAMES.get(type_code) if isinstance(type_code, int) else None
     return name if name is not None else _type_name(OperationType, type_code)
-
-
-# --- sizes ------------------------------------------------------------------------------
-
-def element_size(type_code: int) -> int | None:
-    """Bytes per element as this driver stores the type; None for SUBGRAPH and extension
-    types, whose size the driver cannot know."""
-    dtype = STORAGE_DTYPE.get(type_code)
-    return None if dtype is None else dtype.itemsize
-
-
-def known_dims_byte_size(type_code: int, dimensions: Sequence[int]) -> int | None:
-    """Bytes of the known part of a shape (unknown dimensions count as 1): a lower bound
-    used to reject shapes that could never fit a uint32 size. None when the element size
-    is unknown."""
-    size = element_size(type_code)
-    if size is None:
-        return None
-    if is_scalar_type(type_code):
-        return size
-    return size * math.prod(d for d in dimensions if d != 0)
-
-
-def byte_size(type_code: int, dimensions: Sequence[int]) -> int | None:
-    """Exact bytes of an operand with these dimensions; None when not fully known
-    (unknown rank, an unknown dimension, or a type of unknown element size)."""
-    size = element_size(type_code)
-    if size is None:
-        return None
-    if is_scalar_type(type_code):
-        return size
-    if not dimensions or any(d == 0 for d in dimensions):
-        return None
-    return size * math.prod(dimensions)
 
 
 # --- names in messages ------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
 from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, FLOAT32_MAX, INT32_MAX, INT32_MIN,
                      LIFETIMES, MAX_BYTE_SIZE, UINT32_MAX, byte_size, check_type_code,
                      element_size, is_extension_type, is_float32, is_int, is_int32,
-                     is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size,
+                     is_scalar_type, is_uint32, is_uint32_list,
                      operand_type_name)
 
 #: Types whose scale must be exactly 0.
@@ -308,7 +308,7 @@ def check_dimensions(operand: Operand, where: str) -> None:
             fail(f"{where}: constant {name} tensor has unknown rank")
         if not all(d > 0 for d in dims):
             fail(f"{where}: constant {name} tensor has unknown dimensions {list(dims)}")
-    size = known_dims_byte_size(type_code, dims)
+    size = byte_size(type_code, dims, unknown_dimension=1)
     if not (size is None or size <= MAX_BYTE_SIZE):
         fail(f"{where}: {name} tensor of dimensions {list(dims)} needs more than "
              f"{MAX_BYTE_SIZE} bytes")

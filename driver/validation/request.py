@@ -24,7 +24,7 @@ from ..hal.enums import OperandType
 from ..hal.structs import (DataLocation, MemoryPool, Model, Operand, Request,
                            RequestArgument)
 from .common import (MAX_BYTE_SIZE, UINT32_MAX, byte_size, element_size, is_extension_type,
-                     is_scalar_type, is_uint32, is_uint32_list, known_dims_byte_size)
+                     is_scalar_type, is_uint32, is_uint32_list)
 from .model import check_memory, memory_is_plainly_valid
 from .structure import raise_for_missing_field
 
@@ -218,7 +218,7 @@ def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
         shape = list(dims)
     if not (allow_unspecified or all(d > 0 for d in shape)):
         fail(f"{where}: dimensions {shape} are not fully specified")
-    size = known_dims_byte_size(operand.type, shape)
+    size = byte_size(operand.type, shape, unknown_dimension=1)
     if not (size is None or size <= MAX_BYTE_SIZE):
         fail(f"{where}: dimensions {shape} need more than {MAX_BYTE_SIZE} bytes")
     return shape

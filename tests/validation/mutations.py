@@ -17,6 +17,7 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MemoryPool, Model,
                         OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Request, RequestArgument, Subgraph,
                         SymmPerChannelQuantParams)
+from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import lookup
@@ -83,12 +84,7 @@ def is_validated_operation(type_code: int) -> bool:
 # --- helpers that keep the rest of a model consistent -----------------------------------
 
 def _byte_size(operand: Operand) -> int:
-    dtype = STORAGE_DTYPE.get(operand.type)
-    if dtype is None or any(d == 0 for d in operand.dimensions):
-        return 0
-    if operand.type in (T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.FLOAT16, T.OEM):
-        return dtype.itemsize
-    return dtype.itemsize * int(np.prod(operand.dimensions)) if operand.dimensions else 0
+    return byte_size(operand.type, operand.dimensions) or 0
 
 
 def _become_constant_copy(model: Model, operand: Operand) -> None:
