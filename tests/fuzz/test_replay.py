@@ -1,6 +1,7 @@
 """Replay every committed fuzz input through the harness, in-process, against the bundled
 driver: the seed corpus must pass, and so must every reproducer in crashes/ that its
-sidecar marks "fixed" (or that has no sidecar yet).
+sidecar marks "fixed". Each reproducer is its own case: a missing or malformed sidecar
+fails that case, saying what is wrong, and nothing else.
 
 A reproducer whose sidecar says "open" is a known, not yet fixed failure: it is expected to
 fail (xfail, not strict, with the sidecar's message as the reason), so the suite stays
@@ -9,6 +10,7 @@ green while the bug is open and reports XPASS once a fix lands, the cue to mark 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -34,16 +36,34 @@ def inputs_in(folder: Path) -> list[Path]:
 
 
 def replay_params(folder: Path) -> list:
-    params = []
-    for path in inputs_in(folder):
-        sidecar = path.with_suffix(".json")
-        marks = ()
-        if sidecar.exists():
-            info = json.loads(sidecar.read_text())
-            if info.get("status") == "open":
-                marks = (pytest.mark.xfail(strict=False, reason=f"open: {info.get('message', '')[:200]}"),)
-        params.append(pytest.param(path, marks=marks, id=f"{folder.name}/{path.name}"))
-    return params
+    # Only the file names are read at collection: a bad sidecar must fail its own case,
+    # not stop the collection of every test.
+    return [pytest.param(path, id=f"{folder.name}/{path.name}") for path in inputs_in(folder)]
+
+
+#: What every sidecar says, and the statuses a reproducer can have.
+SIDECAR_FIELDS = ("kind", "signature", "message", "status")
+STATUSES = ("open", "fixed")
+
+
+def read_sidecar(path: Path) -> dict:
+    """The sidecar of reproducer ``path``, or an AssertionError saying what is wrong with it."""
+    sidecar = path.with_suffix(".json")
+    assert sidecar.exists(), (f"{path.name} has no sidecar {sidecar.name}: triage it "
+                              f"(scripts/triage.py) so that it says what it reproduces")
+    try:
+        info = json.loads(sidecar.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise AssertionError(f"{sidecar.name} is not valid JSON: {error}") from None
+    assert isinstance(info, dict), f"{sidecar.name} holds a {type(info).__name__}, not an object"
+    missing = [name for name in SIDECAR_FIELDS if not isinstance(info.get(name), str)]
+    assert not missing, f"{sidecar.name} lacks the text field(s) {', '.join(missing)}"
+    assert info["status"] in STATUSES, (f"{sidecar.name}: status {info['status']!r} is not "
+                                        f"one of {', '.join(STATUSES)}")
+    budget = info.get("memory_limit_mb", DEFAULT_BUDGET_MB)
+    assert isinstance(budget, int) and not isinstance(budget, bool) and budget > 0, (
+        f"{sidecar.name}: memory_limit_mb {budget!r} is not a positive whole number")
+    return info
 
 
 @pytest.fixture(scope="module")
@@ -51,20 +71,12 @@ def device():
     return SampleDriver()
 
 
-def memory_budget_of(path: Path) -> int:
-    """The memory a replay may take: the budget an out-of-memory reproducer was triaged
-    with (its sidecar says), libFuzzer's default otherwise."""
-    sidecar = path.with_suffix(".json")
-    if sidecar.exists():
-        return int(json.loads(sidecar.read_text()).get("memory_limit_mb", DEFAULT_BUDGET_MB))
-    return DEFAULT_BUDGET_MB
-
-
-def replay(path: Path, device) -> None:
+def replay(path: Path, device, memory_limit_mb: int = DEFAULT_BUDGET_MB) -> None:
     started = time.monotonic()
-    # Bounded like the fuzzer's -rss_limit_mb: a regressed out-of-memory bug fails here
-    # with MemoryError instead of filling the machine.
-    with memory_budget(memory_budget_of(path)):
+    # Bounded like the fuzzer's -rss_limit_mb (a reproducer's sidecar gives the budget it
+    # was triaged with): a regressed out-of-memory bug fails here with MemoryError
+    # instead of filling the machine.
+    with memory_budget(memory_limit_mb):
         harness.run_one(path.read_bytes(), device)
     elapsed = time.monotonic() - started
     assert elapsed < REPLAY_LIMIT_S, f"{path.name} took {elapsed:.1f} s"
@@ -76,5 +88,34 @@ def test_corpus_input_passes(path, device):
 
 
 @pytest.mark.parametrize("path", replay_params(REPO_ROOT / "crashes"))
-def test_crash_reproducer_passes(path, device):
-    replay(path, device)
+def test_crash_reproducer_passes(path, device, request):
+    info = read_sidecar(path)
+    if info["status"] == "open":
+        request.applymarker(pytest.mark.xfail(strict=False, reason=f"open: {info['message'][:200]}"))
+    replay(path, device, info.get("memory_limit_mb", DEFAULT_BUDGET_MB))
+
+
+@pytest.mark.parametrize("sidecar, complaint", [
+    (None, "has no sidecar"),
+    ("{not json", "is not valid JSON"),
+    ("[1, 2]", "holds a list"),
+    ('{"kind": "crash", "signature": "s", "message": "m"}', "lacks the text field(s) status"),
+    ('{"kind": "crash", "signature": "s", "message": "m", "status": "gone"}', "is not one of"),
+    ('{"kind": "oom", "signature": "s", "message": "m", "status": "fixed", '
+     '"memory_limit_mb": "lots"}', "is not a positive whole number"),
+])
+def test_a_bad_sidecar_fails_its_own_case_with_a_reason(tmp_path, sidecar, complaint):
+    reproducer = tmp_path / "0123456789abcdef"
+    reproducer.write_bytes(b"\x00")
+    if sidecar is not None:
+        reproducer.with_suffix(".json").write_text(sidecar)
+    assert [param.values[0] for param in replay_params(tmp_path)] == [reproducer]
+    with pytest.raises(AssertionError, match=re.escape(complaint)):
+        read_sidecar(reproducer)
+
+
+def test_a_good_sidecar_is_read():
+    reproducers = inputs_in(REPO_ROOT / "crashes")
+    assert reproducers, "crashes/ holds reproducers"
+    for path in reproducers:
+        assert read_sidecar(path)["status"] in STATUSES
