@@ -5,23 +5,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from . import arguments
 from .burst import ExecutionBurst
 from .errors import ValidationError
+from .executor.io import LaunchedRequest
 from .executor.run import ExecutionResult, MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
-from .executor.workers import WorkerPool
+from .executor.workers import Timer, WorkerPool
 from .hal.enums import ErrorStatus, MeasureTiming, Priority
 from .hal.structs import (NO_TIMING, OptionalTimeoutDuration, OptionalTimePoint,
                           OutputShape, Request, Timing)
 from .sync_fence import FenceState, SyncFence
 from .validation import validate_request
 
-# Asynchronous executions run here. Runs are bounded by their loop timeouts and deadlines
-# and never wait on each other, so a small shared pool cannot deadlock.
-_ASYNC_POOL = WorkerPool(max_workers=4, thread_name_prefix="nnhal-exec")
+# Asynchronous executions, and fenced ones whose fences signalled after the call, run here.
+# Runs are bounded by their loop timeouts and deadlines and never wait on each other, so a
+# bounded shared pool cannot deadlock. It is large enough that executions launched together
+# run together (eight loops each stop at their own timeout, not one after another), and
+# bounded, so that no client can make the driver start threads without end.
+_ASYNC_POOL = WorkerPool(max_workers=16, thread_name_prefix="nnhal-exec")
+#: The deadlines of fenced executions still waiting on their fences.
+_FENCE_DEADLINES = Timer(thread_name="nnhal-fence-deadlines")
 
 
 class FencedExecutionCallback:
@@ -43,6 +49,46 @@ class FencedExecutionCallback:
         return self._info
 
 
+class _FenceWait:
+    """A fenced execution waiting on its wait fences with no thread of its own: the fence
+    that signals last starts it; a fence signalling an error, or the deadline passing
+    first, ends it. Only the first of those events counts."""
+
+    def __init__(self, fences: Sequence[SyncFence], deadline_ns: Optional[int],
+                 start: Callable[[], None], give_up: Callable[[ErrorStatus, str], None]) -> None:
+        self._lock = threading.Lock()
+        self._waiting_for = len(fences)
+        self._settled = False
+        self._start, self._give_up = start, give_up
+        if deadline_ns is not None:
+            _FENCE_DEADLINES.call_at(deadline_ns, self._deadline_passed)
+        for fence in fences:
+            fence.when_signalled(self._signalled)
+
+    def _settle(self) -> bool:
+        """Whether the caller's event is the one that decides the wait."""
+        with self._lock:
+            settles, self._settled = not self._settled, True
+        return settles
+
+    def _signalled(self, state: FenceState) -> None:
+        if state != FenceState.SIGNALED:
+            if self._settle():
+                self._give_up(ErrorStatus.GENERAL_FAILURE, "a wait fence signalled an error")
+            return
+        with self._lock:
+            self._waiting_for -= 1
+            if self._waiting_for:
+                return
+        if self._settle():
+            self._start()
+
+    def _deadline_passed(self) -> None:
+        if self._settle():
+            self._give_up(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
+                          "the deadline passed waiting for fences")
+
+
 class SamplePreparedModel:
     """IPreparedModel."""
 
@@ -57,9 +103,9 @@ class SamplePreparedModel:
                  ) -> ExecutionContext:
         return ExecutionContext(arguments.deadline(deadline), arguments.loop_timeout(loopTimeoutDuration))
 
-    def _execute(self, request: Request, measure, ctx: ExecutionContext,
-                 started_ns: Optional[int] = None, validated: bool = False) -> ExecutionResult:
-        return run_request(self._program, request, measure, ctx, started_ns, validated=validated)
+    def _execute(self, request: Request | LaunchedRequest, measure, ctx: ExecutionContext,
+                 started_ns: Optional[int] = None) -> ExecutionResult:
+        return run_request(self._program, request, measure, ctx, started_ns)
 
     def _checked(self, request, measure, deadline, loopTimeoutDuration):
         """Arguments validated before anything runs: (measure, context)."""
@@ -99,10 +145,11 @@ class SamplePreparedModel:
         except ValidationError as error:
             callback.notify_1_3(error.status, [], NO_TIMING)
             return error.status
+        launched = LaunchedRequest.of(request)
 
         def run() -> None:
             try:
-                result = self._execute(request, measure, ctx, started, validated=True)
+                result = self._execute(launched, measure, ctx, started)
             except BaseException:
                 # A bug: the client still hears of the failure, and the exception goes on
                 # to the thread's exception hook so that it stays visible.
@@ -118,7 +165,7 @@ class SamplePreparedModel:
                       deadline: OptionalTimePoint, loopTimeoutDuration: OptionalTimeoutDuration,
                       duration: OptionalTimeoutDuration,
                       ) -> tuple[ErrorStatus, Optional[SyncFence], Optional[FencedExecutionCallback]]:
-        launched = time.perf_counter_ns()
+        launched_ns = time.perf_counter_ns()
         try:
             measure, ctx = self._checked(request, measure, deadline, loopTimeoutDuration)
             duration_ns = arguments.duration(duration, "duration")
@@ -129,48 +176,46 @@ class SamplePreparedModel:
             return ErrorStatus.INVALID_ARGUMENT, None, None
         if arguments.deadline_passed(ctx.deadline_ns):
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None, None
+        launched = LaunchedRequest.of(request)
         done = SyncFence()
         info = FencedExecutionCallback()
 
+        def finish(status: ErrorStatus, message: str = "", timing_launched: Timing = NO_TIMING,
+                   timing_fenced: Timing = NO_TIMING) -> None:
+            info._complete(status, timing_launched, timing_fenced, message)
+            done.signal(FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR)
+
         def run() -> None:
             try:
-                status, message, timing_launched, timing_fenced = self._run_fenced(
-                    request, fences, measure, ctx, duration_ns, launched)
+                finish(*self._run_fenced(launched, measure, ctx, duration_ns, launched_ns))
             except BaseException:
                 # A bug: signal the failure so nobody waits forever, and re-raise so it
                 # stays visible (to the thread's exception hook, or to the caller when the
                 # execution ran in the call).
-                info._complete(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING, "internal error")
-                done.signal(FenceState.ERROR)
+                finish(ErrorStatus.GENERAL_FAILURE, "internal error")
                 raise
-            info._complete(status, timing_launched, timing_fenced, message)
-            done.signal(FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR)
-        if all(fence.state != FenceState.ACTIVE for fence in fences):
-            # Nothing left to wait for: run here, as the reference driver does, and return
-            # a fence that has already signalled; a thread would only add its start-up.
+        if any(fence.state == FenceState.ERROR for fence in fences):
+            finish(ErrorStatus.GENERAL_FAILURE, "a wait fence signalled an error")
+        elif all(fence.state == FenceState.SIGNALED for fence in fences):
+            # Nothing to wait for: run here, as the reference driver does, and return a
+            # fence that has already signalled.
             run()
         else:
-            # A thread of its own: it may wait on fences that other executions will signal.
-            threading.Thread(target=run, name="nnhal-fenced", daemon=True).start()
+            _FenceWait(fences, ctx.deadline_ns, start=lambda: _ASYNC_POOL.submit(run),
+                       give_up=finish)
         return ErrorStatus.NONE, done, info
 
-    def _run_fenced(self, request, fences, measure, ctx: ExecutionContext, duration_ns, launched):
-        for fence in fences:
-            remaining = None
-            if ctx.deadline_ns is not None:
-                remaining = max(0.0, (ctx.deadline_ns - time.monotonic_ns()) / 1e9)
-            state = fence.wait(remaining)
-            if state == FenceState.ACTIVE:
-                return ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed waiting for fences", NO_TIMING, NO_TIMING
-            if state == FenceState.ERROR:
-                return ErrorStatus.GENERAL_FAILURE, "a wait fence signalled an error", NO_TIMING, NO_TIMING
+    def _run_fenced(self, launched: LaunchedRequest, measure, ctx: ExecutionContext,
+                    duration_ns: Optional[int], launched_ns: int):
+        """The execution once its fences have signalled: (status, message, timingLaunched,
+        timingFenced)."""
         fenced = time.perf_counter_ns()
         if duration_ns is not None:
             # The timeout duration runs from the moment the wait fences have signalled.
             limit = time.monotonic_ns() + duration_ns
             if ctx.deadline_ns is None or limit < ctx.deadline_ns:
                 ctx.deadline_ns = limit
-        result = self._execute(request, measure, ctx, validated=True)
+        result = self._execute(launched, measure, ctx)
         if result.status == ErrorStatus.MISSED_DEADLINE_PERSISTENT:
             # Started after its deadline: for a fenced execution the duration is transient.
             result.status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
@@ -178,7 +223,7 @@ class SamplePreparedModel:
             return result.status, result.message, NO_TIMING, NO_TIMING
         end = time.perf_counter_ns()
         timing_launched = Timing(timeOnDevice=result.timing.timeOnDevice,
-                                 timeInDriver=(end - launched) // 1000)
+                                 timeInDriver=(end - launched_ns) // 1000)
         timing_fenced = Timing(timeOnDevice=result.timing.timeOnDevice,
                                timeInDriver=(end - fenced) // 1000)
         return result.status, result.message, timing_launched, timing_fenced

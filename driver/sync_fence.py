@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from typing import Callable
 
 
 class FenceState(enum.IntEnum):
@@ -13,14 +14,16 @@ class FenceState(enum.IntEnum):
 
 class SyncFence:
     """A one-shot fence. ``wait(timeout)`` blocks until it is signalled or the timeout (in
-    seconds) passes and returns the state then."""
+    seconds) passes and returns the state then; ``when_signalled(callback)`` has the
+    signalling thread call back instead, so that nothing waits."""
 
-    __slots__ = ("_event", "_state", "_lock")
+    __slots__ = ("_event", "_state", "_lock", "_callbacks")
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._state = FenceState.ACTIVE
         self._lock = threading.Lock()
+        self._callbacks: list[Callable[[FenceState], None]] = []
 
     @classmethod
     def signaled(cls, state: FenceState = FenceState.SIGNALED) -> "SyncFence":
@@ -36,8 +39,20 @@ class SyncFence:
             if self._state != FenceState.ACTIVE:
                 return False
             self._state = state
+            callbacks, self._callbacks = self._callbacks, []
         self._event.set()
+        for callback in callbacks:
+            callback(state)
         return True
+
+    def when_signalled(self, callback: Callable[[FenceState], None]) -> None:
+        """Call ``callback(state)`` once the fence has signalled: now if it has, else on
+        the thread that signals it. Callbacks must be short and must not raise."""
+        with self._lock:
+            if self._state == FenceState.ACTIVE:
+                self._callbacks.append(callback)
+                return
+        callback(self._state)
 
     def wait(self, timeout: float | None = None) -> FenceState:
         self._event.wait(timeout)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ExecutionError, ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus
-from ..hal.structs import Model, OutputShape, Request
+from ..hal.structs import DataLocation, Model, OutputShape, Request, RequestArgument
 from ..operations.common import STORAGE_DTYPE
 from .shapes import MAX_VALUE_BYTES, matches_declared, value_too_large
 
@@ -55,8 +55,34 @@ def input_layouts(model: Model, required: frozenset[int]) -> tuple[InputLayout, 
 
 
 def request_pool_buffers(request: Request) -> list[memoryview]:
-    """The request's pools as byte views (validate_request checked each is a Memory)."""
+    """The request's pools as byte views (validate_request checked each is a Memory). A
+    view holds its pool's mapping: a pool the caller closes stays mapped while a view of
+    it lives (driver/memory.py)."""
     return [pool.hidlMemory.buffer() for pool in request.pools]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchedRequest:
+    """A validated request as an execution launched on another thread holds it: its own
+    copy of every argument and its own views of the pools, taken at the call. HIDL copies
+    a request at the call, so a caller may change, reuse or close what it passed as soon
+    as the call returns."""
+    request: Request
+    buffers: list[memoryview]
+
+    @classmethod
+    def of(cls, request: Request) -> "LaunchedRequest":
+        copy = Request(inputs=[_copied(argument) for argument in request.inputs],
+                       outputs=[_copied(argument) for argument in request.outputs],
+                       pools=list(request.pools))
+        return cls(copy, request_pool_buffers(request))
+
+
+def _copied(argument: RequestArgument) -> RequestArgument:
+    location = argument.location
+    return RequestArgument(argument.hasNoValue,
+                           DataLocation(location.poolIndex, location.offset, location.length),
+                           list(argument.dimensions))
 
 
 def read_inputs(layouts: tuple[InputLayout, ...], request: Request,

@@ -8,7 +8,8 @@ from ..errors import DriverError, ExecutionError, ValidationError
 from ..hal.enums import ErrorStatus, MeasureTiming
 from ..hal.structs import NO_TIMING, Model, OutputShape, Request, Timing
 from ..validation import validate_request
-from .io import InputLayout, input_layouts, read_inputs, request_pool_buffers, write_outputs
+from .io import (InputLayout, LaunchedRequest, input_layouts, read_inputs, request_pool_buffers,
+                 write_outputs)
 from .plan import SubgraphPlan
 from .steps import ExecutionContext
 
@@ -42,18 +43,19 @@ class MainProgram:
         return cls(model, plan, input_layouts(model, plan.required_inputs))
 
 
-def run_request(program: MainProgram, request: Request, measure: MeasureTiming,
-                ctx: ExecutionContext, started_ns: int | None = None, *,
-                validated: bool = False) -> ExecutionResult:
+def run_request(program: MainProgram, request: Request | LaunchedRequest, measure: MeasureTiming,
+                ctx: ExecutionContext, started_ns: int | None = None) -> ExecutionResult:
     """Validate the request, run the plan and fill the output buffers.
 
-    ``started_ns`` is when the driver got the call (timeInDriver counts from there);
-    ``validated`` says the caller already ran validate_request at launch."""
+    ``started_ns`` is when the driver got the call (timeInDriver counts from there). A
+    LaunchedRequest was validated at launch and is run from the driver's own copy."""
     driver_start = perf_counter_ns() if started_ns is None else started_ns
     try:
-        if not validated:
+        if isinstance(request, LaunchedRequest):
+            request, buffers = request.request, request.buffers
+        else:
             validate_request(request, program.model)
-        buffers = request_pool_buffers(request)
+            buffers = request_pool_buffers(request)
         inputs = read_inputs(program.inputs, request, buffers)
     except DriverError as error:
         return failure(error)

@@ -1,4 +1,5 @@
-"""A small pool of daemon threads for asynchronous executions.
+"""A small pool of daemon threads for asynchronous executions, and one timer thread for
+the deadlines of fenced executions still waiting on their fences.
 
 concurrent.futures.ThreadPoolExecutor costs about three times as much per job (a Future,
 a work item and a semaphore per submit) for what an execution needs: run a callable on
@@ -10,9 +11,12 @@ for a thread of its own), so bugs stay visible, and the thread takes the next jo
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import queue
 import threading
+import time
 from typing import Callable
 
 Job = Callable[[], None]
@@ -66,3 +70,40 @@ class WorkerPool:
                     (type(error), error, error.__traceback__, threading.current_thread())))
             finally:
                 del job
+
+
+class Timer:
+    """Runs short actions at given times (``time.monotonic_ns``) on one daemon thread,
+    started on first use: the deadlines of any number of pending executions cost one
+    thread in all. Actions must be short and must not raise."""
+
+    def __init__(self, thread_name: str) -> None:
+        self._thread_name = thread_name
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._due: list[tuple[int, int, Job]] = []
+        self._order = itertools.count()     # ties keep their order; actions never compare
+        self._wakeup = threading.Condition()
+        self._started = False
+
+    def call_at(self, when_ns: int, action: Job) -> None:
+        with self._wakeup:
+            heapq.heappush(self._due, (when_ns, next(self._order), action))
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name=self._thread_name, daemon=True).start()
+            self._wakeup.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wakeup:
+                while not self._due:
+                    self._wakeup.wait()
+                wait_ns = self._due[0][0] - time.monotonic_ns()
+                if wait_ns > 0:
+                    self._wakeup.wait(wait_ns / 1e9)
+                    continue
+                _, _, action = heapq.heappop(self._due)
+            action()
