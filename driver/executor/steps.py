@@ -23,19 +23,21 @@ InputCheck = tuple[int, Shape]
 
 class ExecutionContext:
     """Per-execution limits: an absolute deadline (time.monotonic_ns) and the WHILE loop
-    timeout, both in ns."""
+    timeout, both in ns. While a loop runs, ``deadline_ns`` is the nearer of the deadline
+    around it and its own, and ``deadline_message`` says which, so that every operation
+    of its condition and body checks both (plan.py checks after each step)."""
 
-    __slots__ = ("deadline_ns", "loop_timeout_ns")
+    __slots__ = ("deadline_ns", "loop_timeout_ns", "deadline_message")
 
     def __init__(self, deadline_ns: Optional[int] = None,
                  loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT) -> None:
         self.deadline_ns = deadline_ns
         self.loop_timeout_ns = loop_timeout_ns
+        self.deadline_message = "the execution deadline passed while executing"
 
     def check_deadline(self) -> None:
         if self.deadline_ns is not None and monotonic_ns() > self.deadline_ns:
-            raise ExecutionError("the execution deadline passed while executing",
-                                 ErrorStatus.MISSED_DEADLINE_TRANSIENT)
+            raise ExecutionError(self.deadline_message, ErrorStatus.MISSED_DEADLINE_TRANSIENT)
 
 
 #: Where an operation sits, for messages: (subgraph name, operation index, operation type).
@@ -245,28 +247,36 @@ def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...],
     # entering the loop can be missing.
     required = sorted(cond_plan.required_inputs | body_plan.required_inputs)
 
+    # Each operation of the condition and body checks the deadline (plan.py); a loop whose
+    # condition or body has no operation checks it between iterations instead.
+    checks_between_iterations = not (cond_plan.steps and body_plan.steps)
+
     def while_step(slots, ctx):
         state = [slots[i] for i in data]
         _check_present(state, required, where)
+        outer = ctx.deadline_ns, ctx.deadline_message
         loop_deadline = monotonic_ns() + ctx.loop_timeout_ns
-        if ctx.deadline_ns is not None and ctx.deadline_ns < loop_deadline:
-            loop_deadline = ctx.deadline_ns
-        while True:
-            if cond_checks:
-                verify_values(state, cond_checks, cond_name)
-            flag = run_cond(state, ctx)[cond_slot]
-            if not (flag[0] if cond_is_one else _condition_value(flag, cond_name)):
-                break
-            if monotonic_ns() > loop_deadline:
-                raise ExecutionError(f"{where}: the loop ran longer than its timeout of "
-                                     f"{ctx.loop_timeout_ns} ns (or the execution deadline)",
-                                     ErrorStatus.MISSED_DEADLINE_TRANSIENT)
-            if body_checks:
-                verify_values(state, body_checks, body_name)
-            body = run_body(state, ctx)
-            if single_body_slot is not None:
-                state[0] = body[single_body_slot]
-            else:
-                state[:loop_carried] = [body[i] for i in body_slots]
+        if ctx.deadline_ns is None or loop_deadline < ctx.deadline_ns:
+            ctx.deadline_ns = loop_deadline
+            ctx.deadline_message = (f"{where}: the loop ran longer than its timeout of "
+                                    f"{ctx.loop_timeout_ns} ns")
+        try:
+            while True:
+                if cond_checks:
+                    verify_values(state, cond_checks, cond_name)
+                flag = run_cond(state, ctx)[cond_slot]
+                if not (flag[0] if cond_is_one else _condition_value(flag, cond_name)):
+                    break
+                if checks_between_iterations:
+                    ctx.check_deadline()
+                if body_checks:
+                    verify_values(state, body_checks, body_name)
+                body = run_body(state, ctx)
+                if single_body_slot is not None:
+                    state[0] = body[single_body_slot]
+                else:
+                    state[:loop_carried] = [body[i] for i in body_slots]
+        finally:
+            ctx.deadline_ns, ctx.deadline_message = outer
         _store_outputs(slots, outputs, state[:m], declared_outputs, where)
     return while_step
