@@ -34,8 +34,8 @@ from driver.hal import (DataLocation, ExecutionPreference, MeasureTiming, Operan
                         OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Priority, SymmPerChannelQuantParams)
 
-from .case import ExecutionChoices, ExecutionPath
-from .codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS, MAX_REFERENCED,
+from ..case import ExecutionChoices, ExecutionPath
+from ..codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS, MAX_REFERENCED,
                     MAX_REQUEST_ARGUMENTS, NUM_SEEDS, ArgumentSpec, BlobSpec, CaseSpec,
                     CodecLimitError, ElementKind, EncodedSpec, OperandSpec, Origins,
                     RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec,
