@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -141,7 +142,7 @@ def test_each_mutation_leaves_the_spec_it_copied_alone(mutation):
         origins: codec.Origins = {}
         spec = encoded.copy(origins)
         if mutation.apply(spec, rng):
-            mutator.tidy_pools(spec)
+            mutator.request.tidy_pools(spec)
             assert codec.encode_parts(spec, origins).data == codec.serialize(spec)
         assert codec.serialize(encoded.spec) == before == encoded.data
 
@@ -163,10 +164,10 @@ def test_mutate_respects_a_small_max_size():
 
 
 def test_outside_libfuzzer_the_builtin_byte_mutation_is_used(monkeypatch):
-    monkeypatch.setattr(mutator, "BYTE_MUTATE", None)
-    monkeypatch.setattr(mutator, "BYTE_MUTATION_SHARE", 1.0)
+    monkeypatch.setattr(mutator.engine, "BYTE_MUTATE", None)
+    monkeypatch.setattr(mutator.engine, "BYTE_MUTATION_SHARE", 1.0)
     out = mutator.mutate(SEED_BYTES["add_float32"], 100, 1)
-    assert mutator.BYTE_MUTATE is mutator.builtin_byte_mutate
+    assert mutator.engine.BYTE_MUTATE is mutator.builtin_byte_mutate
     assert len(out) <= 100
 
 
@@ -192,6 +193,22 @@ def test_grafted_subgraphs_keep_pointing_at_their_own_subgraphs():
 
 
 # --- every mutation ----------------------------------------------------------------------------
+
+def test_each_mutation_is_registered_once_as_the_function_it_decorates():
+    names = [m.name for m in mutator.MUTATIONS]
+    assert len(names) == len(set(names))
+    for m in mutator.MUTATIONS:
+        assert m.weight > 0
+        assert getattr(sys.modules[m.apply.__module__], m.name) is m.apply
+
+
+def test_mutations_are_drawn_by_weight():
+    rng = random.Random(13)
+    draws = collections.Counter(mutator.registry.pick_mutation(rng).name for _ in range(50000))
+    total = sum(m.weight for m in mutator.MUTATIONS)
+    for m in mutator.MUTATIONS:
+        assert abs(draws[m.name] / 50000 - m.weight / total) < 0.01, m.name
+
 
 @pytest.mark.parametrize("mutation", mutator.MUTATIONS, ids=lambda m: m.name)
 def test_each_mutation_applies_somewhere_and_stays_encodable(mutation):
@@ -256,7 +273,7 @@ def test_tweak_input_changes_a_loop_count_by_a_little():
     seen = set()
     for _ in range(30):
         spec = fresh("while_counter_3")
-        assert mutator.tweak_input(spec, rng)
+        assert mutator.values.tweak_input(spec, rng)
         count_arg = spec.request.inputs[0]
         value = np.frombuffer(codec.value_bytes(T.TENSOR_INT32, [1], count_arg.value), "<i4")
         seen.add(int(value[0]))
@@ -267,7 +284,7 @@ def test_resize_dimension_keeps_an_elementwise_graph_valid():
     rng = random.Random(1)
     for _ in range(20):
         spec = fresh("add_float32")
-        assert mutator.resize_dimension(spec, rng)
+        assert mutator.shapes.resize_dimension(spec, rng)
         case = codec.lower(spec)
         assert is_valid(case)
         assert case.model.main.operands[0].dimensions != [2, 3] or \
@@ -276,7 +293,7 @@ def test_resize_dimension_keeps_an_elementwise_graph_valid():
 
 def test_retype_all_converts_float32_to_float16_with_values():
     spec = fresh("if_true")
-    mutator.retype_all(spec, random.Random(0))     # the only family present
+    mutator.operand_types.retype_all(spec, random.Random(0))     # the only family present
     case = codec.lower(spec)
     types = {o.type for sg in [case.model.main, *case.model.referenced] for o in sg.operands}
     assert T.TENSOR_FLOAT32 not in types and T.TENSOR_FLOAT16 in types
@@ -290,10 +307,10 @@ def test_retype_all_converts_float32_to_float16_with_values():
 def test_constant_to_input_and_back_keep_the_case_valid():
     rng = random.Random(2)
     spec = fresh("add_float16_const")
-    assert mutator.constant_to_input(spec, rng)
+    assert mutator.lifetimes.constant_to_input(spec, rng)
     case = codec.lower(spec)
     assert is_valid(case) and len(case.request.inputs) == 2
-    assert mutator.input_to_constant(spec, rng)
+    assert mutator.lifetimes.input_to_constant(spec, rng)
     assert is_valid(codec.lower(spec))
 
 
@@ -303,14 +320,14 @@ def test_append_unary_replaces_an_output_and_keeps_the_case_valid():
                  "nested_while_in_if"):
         spec = fresh(name)
         operations = sum(len(sg.operations) for sg in spec.model.subgraphs())
-        assert mutator.append_unary(spec, rng)
+        assert mutator.graph.append_unary(spec, rng)
         assert sum(len(sg.operations) for sg in spec.model.subgraphs()) == operations + 1
         assert is_valid(codec.lower(spec)), name
 
 
 def test_duplicate_operation_adds_outputs_to_the_request():
     spec = fresh("while_counter_3")
-    assert mutator.duplicate_operation(spec, random.Random(0))
+    assert mutator.graph.duplicate_operation(spec, random.Random(0))
     case = codec.lower(spec)
     assert len(case.request.outputs) == len(case.model.main.outputIndexes) == 6
     assert is_valid(case)
@@ -319,7 +336,7 @@ def test_duplicate_operation_adds_outputs_to_the_request():
 def test_change_choice_draws_mostly_short_loop_timeouts():
     # An endless loop costs its whole timeout (twice per input): short ones dominate.
     rng = random.Random(6)
-    timeouts = [mutator.loop_timeout_ns(rng) for _ in range(20000)]
+    timeouts = [mutator.choices.loop_timeout_ns(rng) for _ in range(20000)]
     share = collections.Counter(
         "omitted" if t is None else "<1ms" if t < 1_000_000 else "1-2ms" if t <= 2_000_000
         else "3-20ms" if 3_000_000 <= t <= 20_000_000 else "other" for t in timeouts)
@@ -329,9 +346,9 @@ def test_change_choice_draws_mostly_short_loop_timeouts():
     assert 0.03 < share["3-20ms"] / 20000 < 0.06
     assert share["other"] == 0
     assert all(t % 1000 == 0 for t in timeouts if t is not None)    # whole microseconds
-    deadlines = [mutator.deadline_ns(rng) for _ in range(2000)]
+    deadlines = [mutator.choices.deadline_ns(rng) for _ in range(2000)]
     assert sum(d is None for d in deadlines) > 1600
-    delays = [mutator.random_choices(rng).wait_fence_delay_ns for _ in range(500)]
+    delays = [mutator.choices.random_choices(rng).wait_fence_delay_ns for _ in range(500)]
     assert max(delays) <= 5_000_000
     assert sum(d <= 1_000_000 for d in delays) > 420
 
@@ -354,14 +371,14 @@ def test_slow_choices_rarely_pass_to_the_children_of_an_input():
 def test_change_operation_type_stays_in_the_family():
     rng = random.Random(9)
     spec = fresh("add_float32")
-    assert mutator.change_operation_type(spec, rng)
+    assert mutator.graph.change_operation_type(spec, rng)
     assert spec.model.main.operations[0].type in (Op.SUB, Op.MUL, Op.DIV)
 
 
 def test_emptied_pools_are_dropped():
     spec = fresh("two_pools_and_omitted_dims")
     spec.request.outputs[0].target = 0        # pool 1 now holds nothing
-    mutator.tidy_pools(spec)
+    mutator.request.tidy_pools(spec)
     assert len(spec.request.pools) == 1
     assert is_valid(codec.lower(spec))
 
