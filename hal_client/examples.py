@@ -20,17 +20,22 @@ import numpy as np
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.hal.structs import Model
 
-from .builder import ModelBuilder, RequestIO, SubgraphBuilder, make_request, out_like
+from .builder import (ModelBuilder, OperandSpec, RequestIO, SubgraphBuilder, make_request,
+                      out_like)
 
 
 def count_condition(mb: ModelBuilder, operand_type: int = T.TENSOR_INT32,
-                    limit: Optional[float] = None, comparison: int = Op.LESS) -> SubgraphBuilder:
+                    limit: Optional[float] = None, comparison: int = Op.LESS,
+                    others: Sequence[OperandSpec] = ()) -> SubgraphBuilder:
     """cond(i) = i <comparison> limit, or with no ``limit`` cond(i, n) = i <comparison> n,
-    on [1] tensors of ``operand_type``."""
+    on [1] tensors of ``operand_type``; inputs of the specs ``others`` follow, for the
+    loop's other values (the condition does not read them)."""
     cond = mb.subgraph()
     i = cond.input(operand_type, [1])
     bound = (cond.input(operand_type, [1]) if limit is None
              else cond.constant(operand_type, [limit]))
+    for spec in others:
+        cond.input(*spec)
     cond.outputs(cond.compare(comparison, i, bound))
     return cond
 
