@@ -161,8 +161,7 @@ def while_infinite() -> FuzzCase:
     body = accumulate_body(mb, operation=Op.ADD)
     g = mb.main
     acc = g.input(F32, [2])
-    zero = g.constant(I32, [0])
-    g.outputs(g.while_(cond, body, [zero, g.constant(I32, [0]), acc])[2])
+    g.outputs(g.while_(cond, body, [g.constant(I32, [0]), g.constant(I32, [0]), acc])[2])
     return case(mb, [generated(F32, [2], 4)], loopTimeoutDuration_ns=2_000_000)
 
 
