@@ -20,9 +20,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from driver import SampleDriver  # noqa: E402
-from driver.examples import counter_loop_model, int32_request  # noqa: E402
 from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
                         OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
+from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
 
 
 def prepare(model):
@@ -35,12 +35,12 @@ def prepare(model):
 
 
 def driver_loop_seconds(prepared, iterations: int) -> float:
-    request, pool = int32_request([np.array([0], np.int32), np.array([iterations], np.int32)], [4])
+    io = int32_request([np.array([0], np.int32), np.array([iterations], np.int32)], [[1]])
     start = time.perf_counter()
     status, shapes, _ = prepared.executeSynchronously_1_3(
-        request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration(15_000_000_000))
+        io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration(15_000_000_000))
     elapsed = time.perf_counter() - start
-    result = int(np.frombuffer(pool.read(8, 4), np.int32)[0])
+    result = int(io.output(0, [1])[0])
     assert status == ErrorStatus.NONE and result == iterations, (status, result)
     return elapsed
 

@@ -14,7 +14,7 @@ Prints:
   block, so this count is the instrumentation's cost per input, and unlike a rate it does
   not depend on how busy the machine is (only loops that run until their timeout vary);
 - the line coverage of driver/ reached by replaying the corpus (coverage.py; the
-  conformance runner, driver/conformance/, and the example models, driver/examples.py, are
+  conformance runner, driver/conformance/, and the example models, hal_client/examples.py, are
   not part of what is fuzzed and are left out).
 
 Targets: >= 2000 exec/s per core, >= 90 % line coverage.
@@ -40,7 +40,7 @@ TARGET_EXECS_PER_S = 2000
 TARGET_COVERAGE = 90.0
 # Not what the fuzzer drives: the conformance runner and the example models are clients of
 # the HAL surface (tools and documentation), not the driver behind it.
-COVERAGE_OMIT = ["*/driver/conformance/*", "*/driver/examples.py"]
+COVERAGE_OMIT = ["*/driver/conformance/*", "*/hal_client/examples.py"]
 
 
 def corpus_files(corpus: Path) -> list[Path]:

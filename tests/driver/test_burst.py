@@ -8,7 +8,7 @@ import pytest
 from driver.hal.enums import ErrorStatus, MeasureTiming, OperandType as T
 from driver.hal.structs import MemoryPool, OptionalTimePoint, OptionalTimeoutDuration, Request
 from driver.memory import Memory
-from tests.driver.builders import ModelBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import prepare
 
 F32 = np.float32

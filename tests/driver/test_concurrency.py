@@ -11,10 +11,10 @@ from driver.device import SampleDriver
 from driver.hal.callbacks import ExecutionCallback
 from driver.hal.enums import ErrorStatus, MeasureTiming
 from driver.hal.structs import OptionalTimePoint, OptionalTimeoutDuration
-from tests.driver.builders import make_request, out_like
+from hal_client.builder import make_request, out_like
 from tests.driver.execution import ALL_PATHS, Path, execute, prepare
-from tests.driver.sample_models import (fibonacci_model, fibonacci_reference, if_model,
-                                        mkn_model, mkn_reference)
+from tests.models import (fibonacci_fc_model, fibonacci_fc_reference, if_add_sub_model, mkn_model,
+                          mkn_reference)
 
 F32, I32 = np.float32, np.int32
 THREADS = 8
@@ -54,7 +54,7 @@ def test_concurrent_executions_on_one_prepared_model():
 
 def test_many_async_executions_in_flight():
     """More asynchronous executions than any worker pool: all complete, each correctly."""
-    prepared = prepare(fibonacci_model())
+    prepared = prepare(fibonacci_fc_model())
     launched = []
     for n in range(24):
         io = make_request([np.array([n], I32)], [out_like(F32, [1, 2])])
@@ -66,22 +66,22 @@ def test_many_async_executions_in_flight():
     for n, io, callback in launched:
         status, _shapes, _timing = callback.wait(30)
         assert status == ErrorStatus.NONE
-        np.testing.assert_array_equal(io.output(0, [1, 2]), fibonacci_reference(n))
+        np.testing.assert_array_equal(io.output(0, [1, 2]), fibonacci_fc_reference(n))
         assert callback.notify_count == 1
 
 
 def test_several_prepared_models_alive_at_once():
     device = SampleDriver()
-    fib = prepare(fibonacci_model(), device)
-    fib_again = prepare(fibonacci_model(), device)
-    choose = prepare(if_model(), device)
+    fib = prepare(fibonacci_fc_model(), device)
+    fib_again = prepare(fibonacci_fc_model(), device)
+    choose = prepare(if_add_sub_model(), device)
     mkn = prepare(mkn_model(), device)
     a, b = np.array([1, 2, 3], F32), np.array([10, 20, 30], F32)
 
     def check_fib(prepared, n, path):
         io = make_request([np.array([n], I32)], [out_like(F32, [1, 2])])
         assert execute(prepared, io.request, path).status == ErrorStatus.NONE
-        np.testing.assert_array_equal(io.output(0, [1, 2]), fibonacci_reference(n))
+        np.testing.assert_array_equal(io.output(0, [1, 2]), fibonacci_fc_reference(n))
 
     def check_if(condition, path):
         io = make_request([np.array([condition]), a, b], [out_like(F32, [3])])

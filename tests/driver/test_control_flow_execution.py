@@ -14,11 +14,11 @@ from driver.executor import ExecutionContext, compile_model
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.hal.structs import OutputShape
 from driver.validation import validate_model
-from tests.driver.builders import ModelBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import (ALL_PATHS, SHAPE_PATHS, Path, execute, prepare,
                                     prepare_status)
-from tests.driver.sample_models import (F32, I32, fibonacci_model, fibonacci_reference, if_model,
-                                        mkn_model, mkn_reference)
+from tests.models import (F32, I32, fibonacci_fc_model, fibonacci_fc_reference, if_add_sub_model,
+                          mkn_model, mkn_reference)
 
 
 def run(prepared, inputs, expected_outputs, path=Path.SYNC):
@@ -42,19 +42,19 @@ def assert_exact(actual: np.ndarray, expected: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def fibonacci():
-    return prepare(fibonacci_model())
+    return prepare(fibonacci_fc_model())
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 10, 30])
 def test_fibonacci_while(fibonacci, n):
     (fib,) = run(fibonacci, [np.array([n], I32)], [([1, 2], F32)])
-    assert_exact(fib, fibonacci_reference(n))
+    assert_exact(fib, fibonacci_fc_reference(n))
 
 
 @pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 def test_fibonacci_while_on_every_path(fibonacci, path):
     (fib,) = run(fibonacci, [np.array([12], I32)], [([1, 2], F32)], path)
-    assert_exact(fib, fibonacci_reference(12))
+    assert_exact(fib, fibonacci_fc_reference(12))
     assert fib.tolist() == [[144.0, 233.0]]
 
 
@@ -118,7 +118,7 @@ def test_sum_of_powers_nested_while(x, n):
 @pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 @pytest.mark.parametrize("condition", [True, False])
 def test_if_takes_the_right_branch(condition, path):
-    prepared = prepare(if_model())
+    prepared = prepare(if_add_sub_model())
     a, b = np.array([1.5, -2.0, 100.0], F32), np.array([0.25, 8.0, -3.0], F32)
     (result,) = run(prepared, [np.array([condition]), a, b], [([3], F32)], path)
     assert_exact(result, a + b if condition else a - b)
@@ -308,7 +308,7 @@ def test_strict_hal_1_3_rule_refuses_while_operands_of_unknown_size():
 def test_prepared_model_is_unaffected_by_later_changes_to_the_model():
     """Preparation copies what it needs: the client may rewrite or close its pools and
     change its Model afterwards."""
-    model = fibonacci_model()
+    model = fibonacci_fc_model()
     prepared = prepare(model)
     for pool in model.pools:
         pool.write(bytes(pool.size))
@@ -317,7 +317,7 @@ def test_prepared_model_is_unaffected_by_later_changes_to_the_model():
     model.referenced[1].operations.clear()
     model.main.operands[0].dimensions = [7]
     (fib,) = run(prepared, [np.array([9], I32)], [([1, 2], F32)])
-    assert_exact(fib, fibonacci_reference(9))
+    assert_exact(fib, fibonacci_fc_reference(9))
 
 
 # --- deep nesting ------------------------------------------------------------------------

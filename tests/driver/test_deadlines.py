@@ -12,11 +12,11 @@ from driver.device import SampleDriver
 from driver.hal.enums import UINT64_MAX, ErrorStatus, MeasureTiming
 from driver.hal.structs import OptionalTimePoint
 from driver.sync_fence import FenceState, SyncFence
-from tests.driver.builders import make_request, out_like
+from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Path,
                                     assert_no_timing, deadline_in, duration, execute,
                                     passed_deadline, prepare, prepare_status)
-from tests.driver.sample_models import finite_loop_model, infinite_loop_model
+from tests.models import finite_loop_model, infinite_loop_model
 
 MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 UNLIMITED = OptionalTimePoint(nanosecondsSinceEpoch=UINT64_MAX)

@@ -111,7 +111,7 @@ def test_executions_leave_the_shared_plan_as_they_found_it(name):
     before = state_of(program)
     assert len(before) > 1000       # the walk reaches the steps' constants, not just names
     for path in (Path.SYNC, Path.ASYNC, Path.FENCED, Path.BURST):
-        request = models.make_request(case.model, case.inputs)
+        request = models.model_request(case.model, case.inputs)
         assert execute(prepared, request, path).status == ErrorStatus.NONE
     assert prepared._program is program
     assert state_of(program) == before

@@ -13,7 +13,7 @@ from driver.hal.enums import (Constant, DeviceStatus, DeviceType, ErrorStatus,
                               OperandType as T, OperationType as Op)
 from driver.hal.structs import BufferDesc, BufferRole, Capabilities, Model, OptionalTimePoint
 from driver.operations.registry import lookup
-from tests.driver.builders import ModelBuilder, SubgraphBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, SubgraphBuilder, make_request, out_like
 from tests.driver.execution import TOKEN, Path, execute, prepare, prepare_status
 
 

@@ -18,9 +18,9 @@ from driver.hal.structs import (BufferDesc, BufferRole, DataLocation, MemoryPool
                                 OperandExtraParams, OptionalTimePoint, OptionalTimeoutDuration,
                                 Request, RequestArgument, Subgraph)
 from driver.memory import Memory
-from tests.driver.builders import ModelBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, CALLBACK_TIMEOUT_S, TOKEN, Path, execute, prepare
-from tests.driver.sample_models import fibonacci_model, if_model, mkn_model
+from tests.models import fibonacci_fc_model, if_add_sub_model, mkn_model
 
 GARBAGE = [None, "x", -1, 2 ** 64, 1.5, math.nan, True, object(), [], {}, b"", [None], (-1,)]
 GARBAGE_IDS = ["None", "str", "-1", "2^64", "float", "nan", "True", "object", "list", "dict",
@@ -38,7 +38,7 @@ def device():
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare(fibonacci_model())
+    return prepare(fibonacci_fc_model())
 
 
 def valid_request() -> Request:
@@ -53,7 +53,7 @@ PREPARE_ARGUMENTS = ["model", "preference", "priority", "deadline", "modelCache"
 @pytest.mark.parametrize("garbage", GARBAGE, ids=GARBAGE_IDS)
 @pytest.mark.parametrize("position", range(len(PREPARE_ARGUMENTS)), ids=PREPARE_ARGUMENTS)
 def test_prepare_model(device, position, garbage):
-    arguments = [fibonacci_model(), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+    arguments = [fibonacci_fc_model(), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
                  OptionalTimePoint(), [], [], TOKEN]
     arguments[position] = garbage
     callback = PreparedModelCallback()
@@ -72,7 +72,7 @@ def test_prepare_model(device, position, garbage):
 
 @pytest.mark.parametrize("garbage", GARBAGE, ids=GARBAGE_IDS)
 def test_prepare_model_with_garbage_callback(device, garbage):
-    launch = device.prepareModel_1_3(fibonacci_model(), ExecutionPreference.FAST_SINGLE_ANSWER,
+    launch = device.prepareModel_1_3(fibonacci_fc_model(), ExecutionPreference.FAST_SINGLE_ANSWER,
                                      Priority.MEDIUM, OptionalTimePoint(), [], [], TOKEN, garbage)
     assert launch == ErrorStatus.INVALID_ARGUMENT
 
@@ -158,7 +158,7 @@ MODEL_MUTATIONS = {
 
 @pytest.mark.parametrize("mutation", list(MODEL_MUTATIONS), ids=list(MODEL_MUTATIONS))
 def test_malformed_model(device, mutation):
-    model = fibonacci_model()
+    model = fibonacci_fc_model()
     MODEL_MUTATIONS[mutation](model)
     status, supported = device.getSupportedOperations_1_3(model)
     assert status == ErrorStatus.INVALID_ARGUMENT and supported == []
@@ -361,9 +361,9 @@ def omitted_input_cases():
     a = np.ones(3, np.float32)
     return {
         "ADD operand": (plain_add_model(), [a, None], [out_like(np.float32, [3])]),
-        "IF condition": (if_model(), [None, a, a], [out_like(np.float32, [3])]),
-        "IF branch input": (if_model(), [np.array([True]), None, a], [out_like(np.float32, [3])]),
-        "WHILE bound": (fibonacci_model(), [None], [out_like(np.float32, [1, 2])]),
+        "IF condition": (if_add_sub_model(), [None, a, a], [out_like(np.float32, [3])]),
+        "IF branch input": (if_add_sub_model(), [np.array([True]), None, a], [out_like(np.float32, [3])]),
+        "WHILE bound": (fibonacci_fc_model(), [None], [out_like(np.float32, [1, 2])]),
         "WHILE state": (mkn_model(), [None, np.ones(2, np.float32), np.array([3], np.int32),
                                       np.ones(2, np.float32)], [out_like(np.float32, [2])] * 2),
     }

@@ -12,10 +12,10 @@ from driver.hal.callbacks import ExecutionCallback, PreparedModelCallback
 from driver.hal.enums import (ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs,
                               MeasureTiming, Priority)
 from driver.hal.structs import NO_TIMING, Model, OptionalTimePoint, OptionalTimeoutDuration
-from tests.driver.builders import make_request, out_like
+from hal_client.builder import make_request, out_like
 from tests.driver.execution import (CALLBACK_TIMEOUT_S, MS, TOKEN, duration, passed_deadline,
                                     prepare)
-from tests.driver.sample_models import finite_loop_model, infinite_loop_model
+from tests.models import finite_loop_model, infinite_loop_model
 
 #: How long to keep listening for a second, unwanted notification.
 LISTEN_S = 0.1

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from driver.hal.enums import ErrorStatus, LoopTimeoutDurationNs, MeasureTiming
-from tests.driver.builders import make_request, out_like
+from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Outcome, Path,
                                     assert_no_timing, duration, execute, prepare)
-from tests.driver.sample_models import finite_loop_model, infinite_loop_model
+from tests.models import finite_loop_model, infinite_loop_model
 
 
 @pytest.fixture(scope="module")

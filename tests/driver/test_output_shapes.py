@@ -9,7 +9,7 @@ import pytest
 
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.hal.structs import OutputShape
-from tests.driver.builders import (ModelBuilder, make_request, out_bytes, out_like, out_omitted)
+from hal_client.builder import (ModelBuilder, make_request, out_bytes, out_like, out_omitted)
 from tests.driver.execution import SHAPE_PATHS, Path, execute, prepare
 
 F32 = np.float32

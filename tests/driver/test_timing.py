@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from driver.hal.enums import UINT64_MAX, ErrorStatus, MeasureTiming, OperandType as T, OperationType as Op
-from tests.driver.builders import ModelBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, MS, Path, assert_no_timing, duration, execute, prepare
-from tests.driver.sample_models import infinite_loop_model
+from tests.models import infinite_loop_model
 
 #: Clock granularity and rounding to whole microseconds.
 SLACK_US = 1_000

@@ -18,7 +18,7 @@ from driver.hal.structs import OptionalTimeoutDuration, OptionalTimePoint
 from driver.hal.callbacks import ExecutionCallback
 from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_model
-from tests.driver.builders import ModelBuilder, make_request, out_like
+from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, Path, execute, prepare
 
 F32, I32 = np.float32, np.int32

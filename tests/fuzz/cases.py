@@ -6,6 +6,7 @@ import numpy as np
 
 from driver.hal import Operand, OperandType, Operation, OperationType
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from hal_client.builder import ModelBuilder
 from tests import models
 
 SHORT_LOOP_NS = 10_000_000
@@ -43,14 +44,13 @@ def sqrt_branch_model() -> models.ModelCase:
 
 def split_model() -> models.ModelCase:
     """SPLIT of a TENSOR_FLOAT32 [2, 2] input along axis 0 into two [1, 2] outputs."""
-    builder = models.ModelBuilder()
-    graph = models.GraphBuilder(builder)
+    mb = ModelBuilder()
+    graph = mb.main
     x = graph.input(OperandType.TENSOR_FLOAT32, [2, 2])
-    axis, parts = graph.int_scalar(0), graph.int_scalar(2)
-    outputs = [graph.output(OperandType.TENSOR_FLOAT32, [1, 2]) for _ in range(2)]
-    graph.operation(OperationType.SPLIT, [x, axis, parts], outputs)
+    graph.outputs(*graph.operation(OperationType.SPLIT, [x, graph.int32(0), graph.int32(2)],
+                                   [(OperandType.TENSOR_FLOAT32, [1, 2])] * 2))
     value = np.array([[1.5, -2.0], [0.25, 8.0]], np.float32)
-    return models.ModelCase("split", builder.build(graph.build()), [value], [value[:1], value[1:]])
+    return models.ModelCase("split", mb.build(), [value], [value[:1], value[1:]])
 
 
 def six_operation_loop() -> models.ModelCase:

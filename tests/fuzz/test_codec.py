@@ -20,13 +20,14 @@ from fuzz import codec
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import (CaseSpec, ElementKind, ModelSpec, OperandSpec,
                         RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
-from fuzz.seed_models import SEEDS
+from fuzz.seed_models import SEEDS, seed_specs
 from tests import models
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CTS = REPO_ROOT.parent / "shared" / "conformance" / "cts"
 
-SEED_BYTES = [codec.serialize(make()) for make in SEEDS.values()]
+SEED_SPECS = seed_specs()
+SEED_BYTES = [codec.serialize(spec) for spec in SEED_SPECS.values()]
 
 
 def assert_round_trip(case: FuzzCase) -> bytes:
@@ -301,7 +302,7 @@ def test_literal_values_are_reproduced_exactly():
 # --- placement --------------------------------------------------------------------------------
 
 def test_placed_values_follow_type_and_shape():
-    spec = SEEDS["add_float16_const"]()
+    spec = codec.relayout(SEEDS["add_float16_const"]())
     constant = next(o for o in spec.model.main.operands if o.lifetime == L.CONSTANT_COPY
                     and o.type == T.TENSOR_FLOAT16)
     constant.dimensions = [3, 5]
@@ -311,7 +312,7 @@ def test_placed_values_follow_type_and_shape():
 
 
 def test_request_buffers_follow_their_operands_and_size_delta():
-    spec = SEEDS["add_float32"]()
+    spec = codec.relayout(SEEDS["add_float32"]())
     spec.request.outputs[0].size_delta = -1
     case = codec.lower(spec)
     assert [a.location.length for a in case.request.inputs] == [24, 12]
@@ -322,14 +323,14 @@ def test_request_buffers_follow_their_operands_and_size_delta():
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
 def test_seed_models_encode_compactly_and_exactly(name):
-    case = codec.lower(SEEDS[name]())
+    case = codec.lower(SEED_SPECS[name])
     data = assert_round_trip(case)
     spec = codec.parse(data)
     # The encoder found the decoder's own layout: nothing spelled out.
     for sg in spec.model.subgraphs():
         assert all(o.location is None and o.consumers is None for o in sg.operands)
     assert all(a.location is None for a in spec.request.inputs + spec.request.outputs)
-    assert len(data) <= len(codec.serialize(SEEDS[name]()))
+    assert len(data) <= len(codec.serialize(SEED_SPECS[name]))
 
 
 @pytest.mark.parametrize("build", [models.add_model, models.quant8_add_model,
@@ -373,7 +374,7 @@ def test_relayout_can_put_every_request_buffer_in_one_pool():
 
 def test_decode_is_fast_for_typical_inputs():
     # A generous bound that still catches an accidental quadratic or per-byte slow path.
-    data = codec.serialize(SEEDS["add_float32"]())
+    data = codec.serialize(SEED_SPECS["add_float32"])
     started = time.process_time()
     for _ in range(200):
         codec.decode(data)
@@ -428,7 +429,7 @@ def test_parse_parts_is_encode_parts_of_parse(data):
 
 
 def test_a_changed_part_is_serialized_again_and_the_original_stays_as_it_was():
-    data = codec.serialize(SEEDS["nested_while_in_if"]())
+    data = codec.serialize(SEED_SPECS["nested_while_in_if"])
     encoded = codec.encode_parts(codec.parse(data))
     for change in range(6):
         origins: codec.Origins = {}
@@ -455,7 +456,7 @@ def test_a_changed_part_is_serialized_again_and_the_original_stays_as_it_was():
 
 
 def test_a_part_over_a_limit_still_raises():
-    encoded = codec.encode_parts(codec.parse(codec.serialize(SEEDS["add_float32"]())))
+    encoded = codec.encode_parts(codec.parse(codec.serialize(SEED_SPECS["add_float32"])))
     origins: codec.Origins = {}
     copy = encoded.copy(origins)
     codec.writable_operand(copy.model.main, 0).dimensions = [1] * (codec.MAX_RANK + 1)
@@ -493,10 +494,10 @@ def harness_has_control_flow(case: FuzzCase) -> bool:
 def test_show_case_prints_the_case_and_draws_its_graph(tmp_path, capsys):
     show_case = load_script("show_case")
     seed = tmp_path / "nested"
-    seed.write_bytes(codec.serialize(SEEDS["nested_while_in_if"]()))
+    seed.write_bytes(codec.serialize(SEED_SPECS["nested_while_in_if"]))
     assert show_case.main([str(seed), "--dot", str(tmp_path / "g.dot")]) == 0
     text = capsys.readouterr().out
-    assert "op 0: IF [0, 4, 5, 1, 2] -> [3]" in text
+    assert "op 0: IF [0, 3, 4, 1, 2] -> [5]" in text
     assert "literal [3]" in text                   # the loop count fed by the request
     dot = (tmp_path / "g.dot").read_text()
     assert dot.count("subgraph cluster_") == 5

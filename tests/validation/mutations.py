@@ -21,6 +21,7 @@ from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import lookup
+from hal_client.builder import ModelBuilder
 from tests import models
 from tests.models import ModelCase
 
@@ -613,13 +614,12 @@ def all_model_mutations() -> list[ModelMutation]:
 # --- valid variants ---------------------------------------------------------------------
 
 def _oem_model() -> Model:
-    builder = models.ModelBuilder()
-    g = models.GraphBuilder(builder)
+    mb = ModelBuilder()
+    g = mb.main
     x = g.input(T.TENSOR_OEM_BYTE, [4], scale=0.5, zero_point=7)   # OEM: any quantization
     k = g.constant(T.TENSOR_OEM_BYTE, [1, 2, 3, 4])
-    y = g.output(T.TENSOR_OEM_BYTE, [4])
-    g.operation(Op.OEM_OPERATION, [x, k], [y])
-    return builder.build(g.build())
+    g.outputs(g.apply(Op.OEM_OPERATION, [x, k], T.TENSOR_OEM_BYTE, [4]))
+    return mb.build()
 
 
 def valid_variants() -> dict[str, Callable[[], Model]]:

@@ -509,7 +509,7 @@ def test_prepared_models_of_equal_content_run_independently(compilations):
 
     def run(k: int) -> None:
         for _ in range(20):
-            request = models.make_request(cases[1].model, cases[k].inputs)
+            request = models.model_request(cases[1].model, cases[k].inputs)
             outcome = execute(prepared[k], request, Path.SYNC)
             results.append((outcome.status, [o.tolist() for o in
                                              models.read_outputs(cases[1].model, request)]))

@@ -1,4 +1,4 @@
-"""A small fluent builder of HAL models and requests, for tests.
+"""The one builder of HAL models and requests: for the examples, the tests and the fuzz seeds.
 
     mb = ModelBuilder()
     cond = mb.subgraph()
@@ -11,7 +11,7 @@
 
     main = mb.main
     i0, n = main.input(T.TENSOR_INT32, [1]), main.input(T.TENSOR_INT32, [1])
-    main.outputs(*main.while_(cond, body, [i0, n]))
+    main.outputs(*main.while_(cond, body, [i0, n], count=1))
     model = mb.build()
 
     io = make_request([np.array([0], np.int32), np.array([5], np.int32)],
@@ -19,9 +19,10 @@
     ... execute io.request ...
     io.output(0, [1])            # -> array([5], dtype=int32)
 
-Operands are created with the lifetime their role implies; ``outputs()`` turns the given
-operation results into SUBGRAPH_OUTPUT operands. ``build()`` fills in numberOfConsumers,
-so the models are valid as built; a test that wants an invalid one edits the built Model.
+Operands are created with the lifetime their role implies, in the order the calls make
+them (an operation's outputs after its inputs); ``outputs()`` turns the given operation
+results into SUBGRAPH_OUTPUT operands. ``build()`` fills in numberOfConsumers, so the
+models are valid as built; a test that wants an invalid one edits the built Model.
 Referenced subgraphs are numbered in the order ``subgraph()`` creates them.
 """
 from __future__ import annotations
@@ -34,20 +35,24 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from driver.hal.dtypes import byte_size
 from driver.hal.enums import (SCALAR_OPERAND_TYPES, OperandLifeTime as L, OperandType as T,
                               OperationType as Op)
-from driver.hal.structs import (DataLocation, MemoryPool, Model, Operand, Operation, Request,
-                                RequestArgument, Subgraph)
+from driver.hal.structs import (DataLocation, ExtensionNameAndPrefix, MemoryPool, Model, Operand,
+                                OperandExtraParams, Operation, Request, RequestArgument, Subgraph)
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 
 #: Values in operandValues and in pools start at multiples of this, as a runtime lays them.
 ALIGNMENT = 8
+#: Zero bytes before each value in the model's pool: a reader that ignores offsets fails.
+POOL_GAP = 16
 
 NO_ACTIVATION = 0
 
 Dims = Sequence[int]
-OperandSpec = tuple[int, Dims]      # (operand type, dimensions) of an operation output
+#: An operation output: (operand type, dimensions[, scale, zero point]).
+OperandSpec = tuple
 
 
 def _aligned(size: int) -> int:
@@ -68,15 +73,18 @@ class SubgraphBuilder:
     # --- operands ------------------------------------------------------------------------
 
     def _operand(self, operand_type: int, dims: Dims, lifetime: L, scale: float = 0.0,
-                 zero_point: int = 0, location: Optional[DataLocation] = None) -> int:
+                 zero_point: int = 0, location: Optional[DataLocation] = None,
+                 extra: Optional[OperandExtraParams] = None) -> int:
         self.operands.append(Operand(type=operand_type, dimensions=list(dims), scale=scale,
                                      zeroPoint=zero_point, lifetime=lifetime,
-                                     location=location or DataLocation()))
+                                     location=location or DataLocation(),
+                                     extraParams=extra or OperandExtraParams()))
         return len(self.operands) - 1
 
     def input(self, operand_type: int, dims: Dims = (), scale: float = 0.0,
-              zero_point: int = 0) -> int:
-        index = self._operand(operand_type, dims, L.SUBGRAPH_INPUT, scale, zero_point)
+              zero_point: int = 0, extra: Optional[OperandExtraParams] = None) -> int:
+        index = self._operand(operand_type, dims, L.SUBGRAPH_INPUT, scale, zero_point,
+                              extra=extra)
         self.input_indexes.append(index)
         return index
 
@@ -87,13 +95,13 @@ class SubgraphBuilder:
     def constant(self, operand_type: int, value, dims: Optional[Dims] = None, *,
                  in_pool: bool = False, scale: float = 0.0, zero_point: int = 0) -> int:
         """A CONSTANT_COPY in operandValues, or with ``in_pool`` a CONSTANT_REFERENCE in
-        the model's memory pool."""
+        the model's memory pool. ``dims`` (default: the value's shape) may leave some
+        dimensions unknown (0); the value is stored as given."""
         array = np.asarray(value, dtype=STORAGE_DTYPE[operand_type])
         if operand_type in SCALAR_OPERAND_TYPES:
             array, shape = array.reshape(()), []
         else:
             shape = list(array.shape) if dims is None else list(dims)
-            array = array.reshape(shape)
         data = array.tobytes()
         if in_pool:
             location, lifetime = self._model.place_in_pool(data), L.CONSTANT_REFERENCE
@@ -116,28 +124,30 @@ class SubgraphBuilder:
 
     def spec(self, index: int) -> OperandSpec:
         operand = self.operands[index]
-        return operand.type, list(operand.dimensions)
+        return operand.type, list(operand.dimensions), operand.scale, operand.zeroPoint
 
     # --- operations ----------------------------------------------------------------------
 
     def operation(self, operation_type: int, inputs: Sequence[int],
                   outputs: Sequence[OperandSpec]) -> list[int]:
-        """Append an operation writing new temporaries of the given (type, dims)."""
-        out = [self.temporary(t, d) for t, d in outputs]
+        """Append an operation writing new temporaries of the given specs."""
+        out = [self.temporary(*spec) for spec in outputs]
         self.operations.append(Operation(type=operation_type, inputs=list(inputs), outputs=out))
         return out
 
     def apply(self, operation_type: int, inputs: Sequence[int], operand_type: int,
-              dims: Dims) -> int:
+              dims: Dims, scale: float = 0.0, zero_point: int = 0) -> int:
         """An operation with a single output."""
-        return self.operation(operation_type, inputs, [(operand_type, dims)])[0]
+        return self.operation(operation_type, inputs,
+                              [(operand_type, dims, scale, zero_point)])[0]
 
     def arithmetic(self, operation_type: int, a: int, b: int, dims: Optional[Dims] = None,
                    activation: int = NO_ACTIVATION) -> int:
-        """ADD / SUB / MUL / DIV: the output has a's type and (by default) a's dimensions."""
-        operand_type, a_dims = self.spec(a)
+        """ADD / SUB / MUL / DIV: the output has a's type, quantization and (by default)
+        dimensions."""
+        operand_type, a_dims, scale, zero_point = self.spec(a)
         return self.apply(operation_type, [a, b, self.int32(activation)], operand_type,
-                          a_dims if dims is None else dims)
+                          a_dims if dims is None else dims, scale, zero_point)
 
     def add(self, a: int, b: int, dims: Optional[Dims] = None) -> int:
         return self.arithmetic(Op.ADD, a, b, dims)
@@ -162,7 +172,7 @@ class SubgraphBuilder:
 
     def if_(self, condition: int, then: "SubgraphBuilder", otherwise: "SubgraphBuilder",
             inputs: Sequence[int], outputs: Optional[Sequence[OperandSpec]] = None) -> list[int]:
-        """IF; outputs default to the (type, dims) of the then branch's outputs."""
+        """IF; outputs default to the specs of the then branch's outputs."""
         if outputs is None:
             outputs = [then.spec(i) for i in then.output_indexes]
         return self.operation(Op.IF, [condition, self.ref(then), self.ref(otherwise), *inputs],
@@ -172,11 +182,9 @@ class SubgraphBuilder:
                outputs: Optional[Sequence[OperandSpec]] = None, count: Optional[int] = None,
                ) -> list[int]:
         """WHILE; by default it outputs every value the body outputs (no state-only values),
-        with the body's (type, dims); ``count`` keeps only the first ``count`` of them."""
+        with the body's specs; ``count`` keeps only the first ``count`` of them."""
         if outputs is None:
-            outputs = [body.spec(i) for i in body.output_indexes]
-            if count is not None:
-                outputs = outputs[:count]
+            outputs = [body.spec(i) for i in body.output_indexes][:count]
         return self.operation(Op.WHILE, [self.ref(condition), self.ref(body), *inputs], outputs)
 
     def outputs(self, *indexes: int) -> "SubgraphBuilder":
@@ -205,12 +213,14 @@ class SubgraphBuilder:
 
 class ModelBuilder:
     """The model: a main subgraph, referenced subgraphs (numbered in creation order), the
-    constants' bytes and at most one memory pool for CONSTANT_REFERENCE values."""
+    constants' bytes, at most one memory pool for CONSTANT_REFERENCE values, and the
+    extensions the model declares."""
 
     def __init__(self) -> None:
         self._values = bytearray()
         self._pool = bytearray()
         self.referenced: list[SubgraphBuilder] = []
+        self.extensions: list[ExtensionNameAndPrefix] = []
         self.main = SubgraphBuilder(self, None)
 
     def subgraph(self) -> SubgraphBuilder:
@@ -224,6 +234,7 @@ class ModelBuilder:
         return DataLocation(poolIndex=0, offset=offset, length=len(data))
 
     def place_in_pool(self, data: bytes) -> DataLocation:
+        self._pool += bytes(POOL_GAP)
         offset = len(self._pool)
         self._pool += data + bytes(_aligned(len(data)) - len(data))
         return DataLocation(poolIndex=0, offset=offset, length=len(data))
@@ -233,7 +244,8 @@ class ModelBuilder:
                      referenced=[subgraph.build() for subgraph in self.referenced],
                      operandValues=bytes(self._values),
                      pools=[Memory.from_bytes(bytes(self._pool))] if self._pool else [],
-                     relaxComputationFloat32toFloat16=relaxed)
+                     relaxComputationFloat32toFloat16=relaxed,
+                     extensionNameToPrefix=list(self.extensions))
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -264,9 +276,16 @@ def out_omitted(dtype) -> OutputBuffer:
     return OutputBuffer(np.dtype(dtype), 0, (), omitted=True)
 
 
+def out_for(operand: Operand) -> OutputBuffer:
+    """A buffer for what ``operand`` declares, an unknown dimension counted as 1."""
+    return OutputBuffer(STORAGE_DTYPE[operand.type],
+                        byte_size(operand.type, operand.dimensions, unknown_dimension=1))
+
+
 @dataclass
 class RequestIO:
-    """A Request with its input pool (0) and output pool (1), and how to read outputs."""
+    """A Request with its input pool (0) and output pool (1, or 0 for a one-pool request),
+    and how to read outputs."""
     request: Request
     input_pool: Memory
     output_pool: Memory
@@ -286,35 +305,41 @@ class RequestIO:
 
 
 def make_request(inputs: Sequence[Optional[np.ndarray]], outputs: Sequence[OutputBuffer], *,
-                 state_input_dims: bool = True) -> RequestIO:
-    """Inputs (None: omitted) packed into pool 0, output buffers in pool 1.
+                 state_input_dims: bool = True, one_pool: bool = False) -> RequestIO:
+    """Inputs (None: omitted) packed into pool 0, output buffers in pool 1 (or after the
+    inputs in pool 0 with ``one_pool``).
 
     With ``state_input_dims`` every tensor input states its shape (needed when the model
     leaves dimensions unknown; harmless otherwise); 0-d arrays are scalars and state none."""
-    input_args, input_data = [], bytearray()
+    input_args, data = [], bytearray()
     for value in inputs:
         if value is None:
             input_args.append(RequestArgument(hasNoValue=True))
             continue
         array = np.ascontiguousarray(value)
-        data = array.tobytes()
+        blob = array.tobytes()
         dims = list(array.shape) if state_input_dims else []
         input_args.append(RequestArgument(
-            location=DataLocation(poolIndex=0, offset=len(input_data), length=len(data)),
-            dimensions=dims))
-        input_data += data + bytes(_aligned(len(data)) - len(data))
-    output_args, offset = [], 0
+            location=DataLocation(poolIndex=0, offset=len(data), length=len(blob)), dimensions=dims))
+        data += blob + bytes(_aligned(len(blob)) - len(blob))
+    output_pool_index, offset = (0, len(data)) if one_pool else (1, 0)
+    output_args = []
     for buffer in outputs:
         if buffer.omitted:
             output_args.append(RequestArgument(hasNoValue=True))
             continue
         output_args.append(RequestArgument(
-            location=DataLocation(poolIndex=1, offset=offset, length=buffer.length),
+            location=DataLocation(poolIndex=output_pool_index, offset=offset, length=buffer.length),
             dimensions=list(buffer.dims)))
         offset += max(_aligned(buffer.length), ALIGNMENT)
     # A pool may not be empty, even when every argument is.
-    input_pool = Memory.from_bytes(bytes(input_data) or bytes(ALIGNMENT))
-    output_pool = Memory.create(max(offset, ALIGNMENT))
+    if one_pool:
+        input_pool = output_pool = Memory.from_bytes(bytes(data.ljust(max(offset, ALIGNMENT), b"\0")))
+        pools = [input_pool]
+    else:
+        input_pool = Memory.from_bytes(bytes(data) or bytes(ALIGNMENT))
+        output_pool = Memory.create(max(offset, ALIGNMENT))
+        pools = [input_pool, output_pool]
     request = Request(inputs=input_args, outputs=output_args,
-                      pools=[MemoryPool(hidlMemory=input_pool), MemoryPool(hidlMemory=output_pool)])
+                      pools=[MemoryPool(hidlMemory=pool) for pool in pools])
     return RequestIO(request, input_pool, output_pool, list(outputs))
