@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from driver import SampleDriver
-from driver.examples import counter_loop_model
+from hal_client.examples import counter_loop_model
 from driver.hal import (DataLocation, ErrorStatus, ExecutionCallback, ExecutionPreference,
                         MeasureTiming, MemoryPool, OptionalTimeoutDuration, OptionalTimePoint,
                         PreparedModelCallback, Priority, Request, RequestArgument)
