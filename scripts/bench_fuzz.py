@@ -13,9 +13,8 @@ Prints:
   corpus and a fixed set of mutations of it. atheris calls back into libFuzzer at every
   block, so this count is the instrumentation's cost per input, and unlike a rate it does
   not depend on how busy the machine is (only loops that run until their timeout vary);
-- the line coverage of driver/ reached by replaying the corpus (coverage.py; the
-  conformance runner, driver/conformance/, and the example models, driver/examples.py, are
-  not part of what is fuzzed and are left out).
+- the line coverage of driver/ reached by replaying the corpus (coverage.py; the example
+  models, driver/examples.py, are not part of what is fuzzed and are left out).
 
 Targets: >= 2000 exec/s per core, >= 90 % line coverage.
 """
@@ -38,9 +37,8 @@ if str(REPO_ROOT) not in sys.path:
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
 TARGET_EXECS_PER_S = 2000
 TARGET_COVERAGE = 90.0
-# Not what the fuzzer drives: the conformance runner and the example models are clients of
-# the HAL surface (tools and documentation), not the driver behind it.
-COVERAGE_OMIT = ["*/driver/conformance/*", "*/driver/examples.py"]
+# Not what the fuzzer drives: the example models are documentation, not the driver.
+COVERAGE_OMIT = ["*/driver/examples.py"]
 
 
 def corpus_files(corpus: Path) -> list[Path]:
@@ -74,7 +72,7 @@ def fuzz_rate(corpus: Path, seconds: int) -> dict:
 def in_process_rate(corpus: Path, seconds: float) -> dict:
     """run_one over the corpus and mutations of it, for ``seconds``."""
     from fuzz import harness
-    from fuzz.oracles import OracleViolation
+    from hal_client.contract import OracleViolation
     try:
         from fuzz.mutator import mutate
     except ImportError:
@@ -142,7 +140,7 @@ def blocks_child(corpus: Path, mutations: int, report: Path) -> None:
     harness.prepare = counting("prepareModel_1_3", harness.prepare)
     harness.execute = counting("executions", harness.execute)
     inputs = replay_inputs(corpus, mutations)
-    from fuzz.oracles import OracleViolation
+    from hal_client.contract import OracleViolation
     for data in inputs:
         try:
             harness.run_one(data, device)
@@ -166,7 +164,7 @@ def coverage_child(corpus: Path, report: Path) -> None:
     cov = coverage.Coverage(source=[str(REPO_ROOT / "driver")], omit=COVERAGE_OMIT)
     cov.start()
     from fuzz import harness
-    from fuzz.oracles import OracleViolation
+    from hal_client.contract import OracleViolation
     device = harness.default_device()
     for path in corpus_files(corpus):
         try:

@@ -1,7 +1,7 @@
 """Run short actions after a delay on one shared background thread.
 
 The fenced path signals its wait fences a few milliseconds after the call; a threading.Timer
-per input would cost a thread start each time, far too slow at thousands of inputs a second.
+per execution would cost a thread start each time, far too slow at thousands of inputs a second.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Callable
 
 
 class Scheduler:
-    THREAD_NAME = "fuzz-scheduler"
+    THREAD_NAME = "hal-scheduler"
 
     def __init__(self) -> None:
         self._queue: list[tuple[float, int, Callable[[], object]]] = []
