@@ -100,11 +100,6 @@ class CheckFailed(Exception):
     """One expectation of the HAL contract did not hold; the message says which."""
 
 
-def expect(condition: object, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
 # --- bounded HAL calls -----------------------------------------------------------------
 # Not the fuzz harness's watchdog: it interrupts a hung call in the caller's thread, which
 # fails for a driver blocked outside Python (a lock without timeout, a kernel wait), and
@@ -324,7 +319,8 @@ class ExampleRun:
 
     def configure_burst(self, prepared: Any) -> Any:
         status, burst = self.client.configure_burst(prepared)
-        expect(status == ErrorStatus.NONE, f"configureExecutionBurst returned {status.name}")
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"configureExecutionBurst returned {status.name}")
         return burst
 
     # --- judging ---
