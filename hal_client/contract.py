@@ -197,6 +197,13 @@ def outputs_fully_specified(model: Model, request: Request) -> bool:
     return True
 
 
+def check_shapes_only_on_success(status: ErrorStatus, shapes: Any, what: str) -> None:
+    """Output shapes are reported only with NONE or OUTPUT_INSUFFICIENT_SIZE."""
+    if shapes and status not in (ErrorStatus.NONE, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE):
+        raise OutputShapesViolation(f"{what} returned output shapes with status {status.name}",
+                                    key=f"{what}: on error")
+
+
 def _dims_compatible(declared: Sequence[int], reported: Sequence[int]) -> bool:
     """Reported dimensions agree with declared ones: unknown rank ([]) or unknown
     dimensions (0) accept anything."""

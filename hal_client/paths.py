@@ -220,6 +220,7 @@ class HalClient:
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
         contract.check_timing(status, timing, arguments.measureTiming, what)
+        contract.check_shapes_only_on_success(status, shapes, what)
         return status, shapes
 
     def run_async(self, prepared: Any, request: Request, arguments: ExecutionArguments,
@@ -234,6 +235,7 @@ class HalClient:
         status, shapes, timing = callback.calls[0]
         contract.check_launch_matches_callback(launch, status, what)
         contract.check_timing(status, timing, arguments.measureTiming, f"{what} callback")
+        contract.check_shapes_only_on_success(status, shapes, f"{what} callback")
         return status, shapes
 
     def run_fenced(self, prepared: Any, request: Request, arguments: ExecutionArguments,
@@ -295,6 +297,7 @@ class HalClient:
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
         contract.check_timing(status, timing, arguments.measureTiming, what)
+        contract.check_shapes_only_on_success(status, shapes, what)
         for slot in slots:
             self.call(self.call_limit_s, "IBurstContext.freeMemory", burst.freeMemory, slot)
         return status, shapes

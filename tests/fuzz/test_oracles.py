@@ -91,6 +91,14 @@ def test_fence_error_needs_an_error_status():
         contract.check_fence_consistent(True, NONE)
 
 
+def test_failed_fenced_launch_returns_no_fence_nor_callback():
+    contract.check_fenced_failure_bare(ErrorStatus.INVALID_ARGUMENT, None, None)
+    contract.check_fenced_failure_bare(NONE, object(), object())
+    for fence, callback in ((object(), None), (None, object())):
+        with pytest.raises(contract.FenceViolation, match="failed with INVALID_ARGUMENT"):
+            contract.check_fenced_failure_bare(ErrorStatus.INVALID_ARGUMENT, fence, callback)
+
+
 # --- validity -----------------------------------------------------------------------------
 
 def test_supported_and_prepare_agree_on_invalid_argument():
@@ -133,6 +141,14 @@ def test_output_shapes_count_and_dimensions():
         contract.check_output_shapes(NONE, [OutputShape([3, 2])], request, model, "SYNC")
     with pytest.raises(contract.MalformedResultViolation, match="not an OutputShape"):
         contract.check_output_shapes(NONE, [[2, 2]], request, model, "SYNC")
+
+
+def test_output_shapes_only_with_none_or_insufficient_size():
+    contract.check_shapes_only_on_success(NONE, [OutputShape([2])], "SYNC")
+    contract.check_shapes_only_on_success(INSUFFICIENT, [OutputShape([2], False)], "SYNC")
+    contract.check_shapes_only_on_success(ErrorStatus.GENERAL_FAILURE, [], "SYNC")
+    with pytest.raises(contract.OutputShapesViolation, match="output shapes with status GENERAL_FAILURE"):
+        contract.check_shapes_only_on_success(ErrorStatus.GENERAL_FAILURE, [OutputShape([2])], "SYNC")
 
 
 def test_output_shapes_must_agree_with_request_dimensions():
