@@ -4,21 +4,16 @@ The codec (codec.py) maps bytes to a FuzzCase and back; the harness (harness.py)
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 from driver.hal import ExecutionPreference, MeasureTiming, Model, Priority, Request
-
-
-class ExecutionPath(enum.IntEnum):
-    SYNC = 0      # IPreparedModel.executeSynchronously_1_3
-    ASYNC = 1     # IPreparedModel.execute_1_3 + IExecutionCallback
-    FENCED = 2    # IPreparedModel.executeFenced (+ wait fences)
-    BURST = 3     # IPreparedModel.configureExecutionBurst + burst execute
+from hal_client.paths import ExecutionPath
 
 
 @dataclass
 class ExecutionChoices:
+    """How a case is run: the paths, prepareModel_1_3's arguments, and the execution's
+    arguments besides the request (the fields of hal_client.paths.ExecutionArguments)."""
     path: ExecutionPath = ExecutionPath.SYNC
     second_path: ExecutionPath = ExecutionPath.ASYNC   # the determinism re-run
     measureTiming: MeasureTiming = MeasureTiming.NO

@@ -256,7 +256,7 @@ def main() -> None:
         from driver.operations.registry import supported_types
         from fuzz import harness
         from fuzz.drivers import make_device
-        from fuzz.watchdog import WATCHDOG
+        from hal_client.watchdog import WATCHDOG
         supported_types()            # operation modules load lazily: load them instrumented
         device = make_device(spec)
 

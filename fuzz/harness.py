@@ -5,33 +5,29 @@ For each case: the reference validator judges model and request; the driver unde
 answers getSupportedOperations_1_3 and prepareModel_1_3; a prepared model runs the request
 on ``choices.path`` and, when that succeeded, again on ``choices.second_path`` with fresh
 copies of the request's pools; the two results must agree. A broken rule raises an
-OracleViolation (see oracles.py). The driver is reached only through the HAL surface.
+OracleViolation (see oracles.py and hal_client/contract.py). The driver is reached only
+through the HAL surface, by hal_client.
 """
 from __future__ import annotations
 
-import threading
-import time
-import traceback
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from driver.errors import ValidationError
-from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, LoopTimeoutDurationNs,
-                        MemoryPool, Model, OperandLifeTime, OperationType, OptionalTimePoint,
-                        OptionalTimeoutDuration, PreparedModelCallback, Priority, Request,
+from driver.hal import (ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs, MemoryPool, Model,
+                        OperandLifeTime, OperationType, PreparedModelCallback, Priority, Request,
                         Subgraph)
 from driver.memory import Memory
-from driver.hal.enums import SCALAR_OPERAND_TYPES
-from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_model, validate_request
+from hal_client import contract
+from hal_client.contract import OracleViolation
+from hal_client.paths import THREAD_FAILURES, HalClient, deadline_point, read_outputs
+from hal_client.watchdog import WATCHDOG
 
 from . import oracles
 from .branch_counters import BranchCounters
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
-from .oracles import ExecutionResult, HalExceptionViolation, HangViolation, OracleViolation
-from .scheduler import SCHEDULER
-from .watchdog import WATCHDOG, Budget, format_stacks, is_idle, thread_stacks
+from .oracles import ExecutionResult
 
 #: How long a driver may take to answer a call that does not execute the model.
 CALL_LIMIT_S = 10.0
@@ -40,9 +36,6 @@ HANG_MARGIN_S = 1.0
 #: Loops nested or in sequence each get the loop timeout; beyond this many the bound stops
 #: growing (a fuzzed model could otherwise claim minutes).
 MAX_LOOPS_COUNTED = 8
-CACHE_TOKEN = bytes(32)
-#: Waits for callbacks and fences wake up this often to look for dead driver threads.
-WAIT_SLICE_S = 0.05
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -81,100 +74,14 @@ class Outcome:
     second: ExecutionResult | None = None
 
 
-# --- exceptions from driver threads -----------------------------------------------------
-
-class DriverThreadFailures:
-    """Exceptions that ended a thread other than the harness's (e.g. an asynchronous
-    execution): they left the HAL surface just as much as one raised by a call."""
-
-    def __init__(self) -> None:
-        self._failures: list[HalExceptionViolation] = []
-
-    def install(self) -> None:
-        """Take over threading.excepthook (again: pytest swaps in its own for each test)."""
-        if threading.excepthook != self._record:
-            threading.excepthook = self._record
-
-    def _record(self, args: threading.ExceptHookArgs) -> None:
-        if isinstance(args.exc_value, (SystemExit, type(None))):
-            return
-        name = args.thread.name if args.thread is not None else "?"
-        frames = traceback.extract_tb(args.exc_traceback)
-        self._failures.append(HalExceptionViolation(
-            f"driver thread {name} raised {args.exc_type.__name__}: {args.exc_value}\n"
-            + "".join(traceback.format_list(frames)),
-            key=f"thread: {args.exc_type.__name__}", frames=frames))
-
-    def raise_first(self) -> None:
-        if self._failures:
-            first = self._failures[0]
-            self._failures.clear()
-            raise first
-
-
-THREAD_FAILURES = DriverThreadFailures()
-
-
 # --- calls across the HAL surface -------------------------------------------------------
 
-def hal_call(limit_s: float, what: str, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)`` under the watchdog; any exception it raises breaks the HAL
-    contract (results are statuses) and becomes a HalExceptionViolation."""
-    try:
-        return WATCHDOG.call(limit_s, what, function, *args)
-    except OracleViolation:
-        raise
-    except Exception as exc:   # the oracle itself: every exception is the finding
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno}, in {frames[-1].name})" if frames else ""
-        raise HalExceptionViolation(f"{what} raised {type(exc).__name__}: {exc}{where}",
-                                    key=f"{what}: {type(exc).__name__}", frames=frames) from exc
+#: The harness's HAL client: the watchdog bounds every call in the calling thread, which
+#: costs next to nothing per call (see hal_client/watchdog.py).
+CLIENT = HalClient(WATCHDOG.call, CALL_LIMIT_S, service_threads=(BranchCounters.THREAD_NAME,))
 
 
-def wait_for_notify(callback: Any, limit_s: float, what: str, launch: ErrorStatus) -> None:
-    """Wait for a callback with a bound; a driver thread dying meanwhile is reported as such."""
-    budget = Budget(limit_s)
-    while not callback.wait_for_notify(WAIT_SLICE_S):
-        THREAD_FAILURES.raise_first()
-        if budget.exhausted():
-            if launch != ErrorStatus.NONE:
-                raise oracles.CallbackNotifyViolation(
-                    f"{what} returned {launch.name} without notifying the callback",
-                    key=f"{what}: failed launch, no notify")
-            raise hang_in_driver_thread(what, budget)
-
-
-def hang_in_driver_thread(what: str, budget: Budget) -> HangViolation:
-    """A hang of work the driver runs on its own threads: report every thread's stack,
-    and sign it with the deepest one (the busiest worker)."""
-    stacks = {tid: stack for tid, stack in thread_stacks(exclude=(threading.get_ident(),)).items()
-              if not is_idle(stack) and not _is_service_thread(tid)}
-    deepest = max(stacks.values(), key=len, default=[])
-    return HangViolation(f"{what}: no completion within its {budget.limit_s:.2f} s limit "
-                         f"(gave up after {budget.describe()}); threads:\n"
-                         f"{format_stacks(stacks)}", key=f"{what}: completion", frames=deepest)
-
-
-#: The harness's own threads: never where a driver is stuck.
-SERVICE_THREAD_NAMES = (SCHEDULER.THREAD_NAME, WATCHDOG.THREAD_NAME, BranchCounters.THREAD_NAME)
-
-
-def _is_service_thread(thread_id: int) -> bool:
-    thread = next((t for t in threading.enumerate() if t.ident == thread_id), None)
-    return thread is not None and thread.name in SERVICE_THREAD_NAMES
-
-
-# --- execution arguments ----------------------------------------------------------------
-
-def deadline_point(choices: ExecutionChoices) -> OptionalTimePoint:
-    if choices.deadline_ns is None:
-        return OptionalTimePoint()
-    return OptionalTimePoint(time.monotonic_ns() + choices.deadline_ns)
-
-
-def loop_timeout(choices: ExecutionChoices) -> OptionalTimeoutDuration:
-    return OptionalTimeoutDuration(choices.loopTimeoutDuration_ns)
-
+# --- time limits of executions ------------------------------------------------------------
 
 def _referenced(model: Model, subgraph: Subgraph, operand_index: int) -> Subgraph | None:
     if not 0 <= operand_index < len(subgraph.operands):
@@ -237,128 +144,14 @@ def with_fresh_pools(request: Request, snapshot: Sequence[bytes | None]) -> Requ
     return Request(inputs=request.inputs, outputs=request.outputs, pools=pools)
 
 
-def read_outputs(request: Request) -> list[bytes | None]:
-    contents: list[bytes | None] = []
-    for argument in request.outputs:
-        location = argument.location
-        memory = (request.pools[location.poolIndex].hidlMemory
-                  if 0 <= location.poolIndex < len(request.pools) else None)
-        readable = (not argument.hasNoValue and memory is not None and not memory.closed
-                    and location.offset + location.length <= memory.size)
-        contents.append(memory.read(location.offset, location.length) if readable else None)
-    return contents
-
-
-def outputs_fully_specified(model: Model, request: Request) -> bool:
-    """Every output's shape known before execution (from the model or the request)."""
-    for i, argument in enumerate(request.outputs):
-        operand = oracles.main_output_operand(model, i)
-        if operand is None:
-            return False
-        dims = argument.dimensions or operand.dimensions
-        if operand.type in SCALAR_OPERAND_TYPES:
-            continue
-        if not dims or 0 in dims:
-            return False
-    return True
-
-
-# --- the execution paths ------------------------------------------------------------------
-
-def run_sync(prepared: Any, request: Request, choices: ExecutionChoices, limit_s: float):
-    what = "executeSynchronously_1_3"
-    result = hal_call(limit_s, what, prepared.executeSynchronously_1_3, request,
-                      choices.measureTiming, deadline_point(choices), loop_timeout(choices))
-    status, shapes, timing = oracles.unpack(result, 3, what)
-    status = oracles.as_status(status, what)
-    oracles.check_timing(status, timing, choices.measureTiming, what)
-    return status, shapes
-
-
-def run_async(prepared: Any, request: Request, choices: ExecutionChoices, limit_s: float):
-    what = "execute_1_3"
-    callback = ExecutionCallback()
-    launch = oracles.as_status(hal_call(
-        limit_s, what, prepared.execute_1_3, request, choices.measureTiming,
-        deadline_point(choices), loop_timeout(choices), callback), what)
-    wait_for_notify(callback, limit_s, what, launch)
-    oracles.check_notified_once(callback, what)
-    status, shapes, timing = callback.calls[0]
-    oracles.check_launch_matches_callback(launch, status, what)
-    oracles.check_timing(status, timing, choices.measureTiming, f"{what} callback")
-    return status, shapes
-
-
-def _signal_all(fences: Sequence[SyncFence]) -> None:
-    for fence in fences:
-        fence.signal()
-
-
-def run_fenced(prepared: Any, request: Request, choices: ExecutionChoices, limit_s: float):
-    what = "executeFenced"
-    wait_for = [SyncFence() for _ in range(choices.wait_fences)]
-    delay_s = max(0, choices.wait_fence_delay_ns) * 1e-9
-    if wait_for:
-        SCHEDULER.call_later(delay_s, lambda: _signal_all(wait_for))
-    budget = Budget(limit_s + delay_s)
-    duration = OptionalTimeoutDuration(choices.fenced_duration_ns)
-    result = hal_call(budget.limit_s, what, prepared.executeFenced, request, wait_for,
-                      choices.measureTiming, deadline_point(choices), loop_timeout(choices), duration)
-    status, fence, callback = oracles.unpack(result, 3, what)
-    status = oracles.as_status(status, what)
-    if status != ErrorStatus.NONE:
-        return status, None
-    oracles.check_present(status, callback, what, "an IFencedExecutionCallback")
-    fence_failed = False
-    if fence is not None:
-        while (state := fence.wait(WAIT_SLICE_S)) == FenceState.ACTIVE:
-            THREAD_FAILURES.raise_first()
-            if budget.exhausted():
-                raise hang_in_driver_thread(f"{what} sync fence", budget)
-        fence_failed = state == FenceState.ERROR
-    info_what = "IFencedExecutionCallback.getExecutionInfo"
-    info = oracles.unpack(hal_call(CALL_LIMIT_S, info_what, callback.getExecutionInfo), 3, info_what)
-    status = oracles.as_status(info[0], info_what)
-    oracles.check_timing(status, info[1], choices.measureTiming, f"{info_what} timingLaunched")
-    oracles.check_timing(status, info[2], choices.measureTiming, f"{info_what} timingFenced")
-    oracles.check_fence_consistent(fence_failed, status)
-    return status, None
-
-
-def run_burst(prepared: Any, request: Request, choices: ExecutionChoices, limit_s: float):
-    what = "configureExecutionBurst"
-    status, burst = oracles.unpack(
-        hal_call(CALL_LIMIT_S, what, prepared.configureExecutionBurst, None), 2, what)
-    status = oracles.as_status(status, what)
-    if status != ErrorStatus.NONE:
-        return status, None
-    oracles.check_present(status, burst, what, "a burst context")
-    what = "IBurstContext.execute"
-    slots = list(range(len(request.pools)))
-    result = hal_call(limit_s, what, burst.execute, request, slots, choices.measureTiming,
-                      deadline_point(choices), loop_timeout(choices))
-    status, shapes, timing = oracles.unpack(result, 3, what)
-    status = oracles.as_status(status, what)
-    oracles.check_timing(status, timing, choices.measureTiming, what)
-    for slot in slots:
-        hal_call(CALL_LIMIT_S, "IBurstContext.freeMemory", burst.freeMemory, slot)
-    return status, shapes
-
-
-PATH_RUNNERS = {
-    ExecutionPath.SYNC: run_sync,
-    ExecutionPath.ASYNC: run_async,
-    ExecutionPath.FENCED: run_fenced,
-    ExecutionPath.BURST: run_burst,
-}
-
+# --- one execution --------------------------------------------------------------------------
 
 def execute(prepared: Any, case: FuzzCase, request: Request, path: ExecutionPath,
             limit_s: float) -> ExecutionResult:
-    status, shapes = PATH_RUNNERS[ExecutionPath(path)](prepared, request, case.choices, limit_s)
+    status, shapes = CLIENT.execute(prepared, request, path, case.choices, limit_s)
     what = path.name
-    oracles.check_output_shapes(status, shapes, request, case.model, what)
-    oracles.check_sufficiency(status, shapes, request, case.model, what)
+    contract.check_output_shapes(status, shapes, request, case.model, what)
+    contract.check_sufficiency(status, shapes, request, case.model, what)
     return ExecutionResult(ExecutionPath(path), status, shapes, read_outputs(request))
 
 
@@ -378,22 +171,12 @@ def reference_errors(model: Model, request: Request) -> tuple[str | None, str | 
 
 
 def prepare(device: Any, model: Model, choices: ExecutionChoices) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
-    what = "prepareModel_1_3"
-    callback = PreparedModelCallback()
-    launch = oracles.as_status(hal_call(
-        CALL_LIMIT_S, what, device.prepareModel_1_3, model, choices.preference, choices.priority,
-        deadline_point(choices), [], [], CACHE_TOKEN, callback), what)
-    wait_for_notify(callback, CALL_LIMIT_S, what, launch)
-    oracles.check_notified_once(callback, what)
-    status, prepared = callback.calls[0]
-    oracles.check_launch_matches_callback(launch, status, what)
-    oracles.check_prepared_model_presence(status, prepared)
-    return status, prepared, callback
+    return CLIENT.prepare(device, model, choices.preference, choices.priority, deadline_point(choices))
 
 
 def prepare_arguments_valid(choices: ExecutionChoices) -> bool:
-    return (oracles.enum_member(ExecutionPreference, choices.preference) is not None
-            and oracles.enum_member(Priority, choices.priority) is not None
+    return (contract.enum_member(ExecutionPreference, choices.preference) is not None
+            and contract.enum_member(Priority, choices.priority) is not None
             and choices.deadline_ns is None)
 
 
@@ -413,11 +196,7 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     if model_error is None and request_error is None:
         STATS.valid += 1
 
-    what = "getSupportedOperations_1_3"
-    supported_status, supported = oracles.unpack(
-        hal_call(CALL_LIMIT_S, what, device.getSupportedOperations_1_3, model), 2, what)
-    supported_status = oracles.as_status(supported_status, what)
-    oracles.check_supported_list(supported_status, supported, model)
+    supported_status, supported = CLIENT.get_supported_operations(device, model)
 
     prepare_status, prepared, prepare_callback = prepare(device, model, choices)
     oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
@@ -441,14 +220,15 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
 
     fresh = with_fresh_pools(request, snapshot)
     second = execute(prepared, case, fresh, choices.second_path, limit_s)
-    oracles.check_same_results(first, second, model, request, outputs_fully_specified(model, request))
+    oracles.check_same_results(first, second, model, request,
+                               contract.outputs_fully_specified(model, request))
     return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
                    prepare_callback)
 
 
 def _finish(outcome: Outcome, prepare_callback: PreparedModelCallback) -> Outcome:
     # Late contract breaches: a second notification, a driver thread that died meanwhile.
-    oracles.check_notified_once(prepare_callback, "prepareModel_1_3")
+    contract.check_notified_once(prepare_callback, "prepareModel_1_3")
     THREAD_FAILURES.raise_first()
     return outcome
 

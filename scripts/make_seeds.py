@@ -83,8 +83,8 @@ def case_bytes(case: FuzzCase) -> int:
 
 def conformance_seeds(out_dir: Path, root: Path, written: Written, *, exact: bool,
                       max_literal: int, max_case_bytes: int) -> tuple[int, int]:
-    from driver.conformance.loader import (build_model, build_request, find_model_files,
-                                           load_examples)
+    from hal_client.conformance.loader import (build_model, build_request, find_model_files,
+                                               load_examples)
     paths = list(ExecutionPath)
     count = skipped = 0
     for file in find_model_files([root]):

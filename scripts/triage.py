@@ -59,7 +59,7 @@ from fuzz.codec import CodecLimitError, decode, encode  # noqa: E402
 from fuzz.driver_fuzz import FINDING_PREFIX  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, configured_spec  # noqa: E402
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory  # noqa: E402
-from fuzz.oracles import HalExceptionViolation, HangViolation, OracleViolation  # noqa: E402
+from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation  # noqa: E402
 from fuzz.reduce import case_size, minimize, subgraphs  # noqa: E402
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")

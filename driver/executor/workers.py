@@ -1,5 +1,6 @@
-"""A small pool of daemon threads for asynchronous executions, and one timer thread for
-the deadlines of fenced executions still waiting on their fences.
+"""A small pool of daemon threads for asynchronous executions, and a timer that runs short
+actions on one thread (the deadlines of fenced executions still waiting on their fences;
+a client's delayed fence signals).
 
 concurrent.futures.ThreadPoolExecutor costs about three times as much per job (a Future,
 a work item and a semaphore per submit) for what an execution needs: run a callable on
@@ -78,7 +79,7 @@ class Timer:
     thread in all. Actions must be short and must not raise."""
 
     def __init__(self, thread_name: str) -> None:
-        self._thread_name = thread_name
+        self.thread_name = thread_name
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
 
@@ -93,8 +94,11 @@ class Timer:
             heapq.heappush(self._due, (when_ns, next(self._order), action))
             if not self._started:
                 self._started = True
-                threading.Thread(target=self._run, name=self._thread_name, daemon=True).start()
+                threading.Thread(target=self._run, name=self.thread_name, daemon=True).start()
             self._wakeup.notify()
+
+    def call_later(self, delay_s: float, action: Job) -> None:
+        self.call_at(time.monotonic_ns() + int(delay_s * 1e9), action)
 
     def _run(self) -> None:
         while True:

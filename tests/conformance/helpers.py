@@ -11,11 +11,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from driver.conformance.loader import OPERAND_DTYPE
-from driver.conformance.runner import unknown_size_while_operand
 from driver.hal import (ErrorStatus, MeasureTiming, Model, NO_TIMING, OperandType, OutputShape,
                         Request, Timing)
 from driver.sync_fence import FenceState, SyncFence
+from hal_client.conformance.loader import OPERAND_DTYPE
+from hal_client.conformance.runner import unknown_size_while_operand
 
 
 def operand(type_: str, dims: Sequence[int], lifetime: str, data: Any = None, *,

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver.conformance.compare import (FLOAT16_TOLERANCE, FLOAT32_TOLERANCE, EXACT,
-                                        INTEGER_TOLERANCE, MOBILENET_QUANT8_TOLERANCE,
-                                        check_outputs, compare_values, tolerance_for)
-from driver.conformance.loader import load_examples
 from driver.hal import OperandType as T
+from hal_client.conformance.compare import (FLOAT16_TOLERANCE, FLOAT32_TOLERANCE, EXACT,
+                                            INTEGER_TOLERANCE, MOBILENET_QUANT8_TOLERANCE,
+                                            check_outputs, compare_values, tolerance_for)
+from hal_client.conformance.loader import load_examples
 
 from tests.conformance.helpers import add_model, model_entry, operand, write_models
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from driver.conformance.runner import ExecutionPath, RunOptions, Verdict, run_files
+from hal_client.conformance.runner import RunOptions, Verdict, run_files
+from hal_client.paths import ExecutionPath
 from driver.hal import ErrorStatus, LoopTimeoutDurationNs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,7 @@ def test_endless_loops_stop_at_the_loop_timeout_on_every_path(control_flow_resul
     assert loops
     limit = LoopTimeoutDurationNs.DEFAULT / 1e9 + LOOP_TIMEOUT_SLACK_S
     for result in loops:
-        assert {c.step for c in result.checks} == {path.value for path in ExecutionPath}
+        assert {c.step for c in result.checks} == {path.label for path in ExecutionPath}
         for check in result.checks:
             assert check.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT, (result.name, check)
             assert check.elapsed <= limit, (result.name, check.step, check.elapsed)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver.conformance.loader import (INPUT_POOL_INDEX, OPERAND_DTYPE, OUTPUT_POISON_BYTE,
-                                       OUTPUT_POOL_INDEX, VALUE_ALIGNMENT, LoadError,
-                                       build_model, build_request, find_model_files,
-                                       load_examples, read_outputs, shrinkable_output)
 from driver.hal import OperandLifeTime, OperandType, OperationType
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
+from hal_client.conformance.loader import (INPUT_POOL_INDEX, OPERAND_DTYPE, OUTPUT_POISON_BYTE,
+                                           OUTPUT_POOL_INDEX, VALUE_ALIGNMENT, LoadError,
+                                           build_model, build_request, find_model_files,
+                                           load_examples, shrinkable_output)
+from hal_client.paths import read_outputs
 
 from tests.conformance.helpers import add_model, model_entry, operand, rich_model, write_models
 

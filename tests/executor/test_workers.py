@@ -3,10 +3,11 @@ threads, and a job's exception reaches threading.excepthook without ending its t
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
-from driver.executor.workers import WorkerPool
+from driver.executor.workers import Timer, WorkerPool
 
 WAIT_S = 10.0
 
@@ -65,3 +66,26 @@ def test_sequential_jobs_reuse_one_thread():
 def test_max_workers_must_be_positive():
     with pytest.raises(ValueError, match="max_workers"):
         WorkerPool(max_workers=0, thread_name_prefix="test-none")
+
+
+def test_timer_runs_actions_in_time_order_on_one_thread():
+    timer = Timer(thread_name="test-timer")
+    done, names = [], set()
+    finished = threading.Event()
+
+    def action(label: str, last: bool = False):
+        def run():
+            done.append(label)
+            names.add(threading.current_thread().name)
+            if last:
+                finished.set()
+        return run
+
+    # All three are queued well before the first is due, whatever the machine's load.
+    start = time.monotonic_ns() + 200_000_000
+    timer.call_at(start + 20_000_000, action("late", last=True))
+    timer.call_at(start, action("now"))
+    timer.call_later(0.21, action("soon"))
+    assert finished.wait(WAIT_S)
+    assert done == ["now", "soon", "late"]
+    assert names == {"test-timer"}

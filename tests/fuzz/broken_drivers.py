@@ -35,7 +35,9 @@ from driver import SampleDriver
 from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime, OperationType,
                         OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
+from fuzz import oracles
 from fuzz.case import ExecutionPath
+from hal_client import contract
 
 
 # --- delegation -------------------------------------------------------------------------------
@@ -255,10 +257,10 @@ class Hoarding(DeviceWrapper):
 #: Each broken driver and the oracle rule that must catch it (Hoarding is caught by a
 #: memory limit around the harness, not by an oracle).
 EXPECTED_RULES = {
-    "Raising": "HalExceptionViolation",
-    "Hanging": "HangViolation",
-    "FencedBitFlip": "NondeterminismViolation",
-    "SupportedDisagrees": "SupportedPrepareViolation",
+    "Raising": contract.HalExceptionViolation,
+    "Hanging": contract.HangViolation,
+    "FencedBitFlip": oracles.NondeterminismViolation,
+    "SupportedDisagrees": oracles.SupportedPrepareViolation,
 }
 
 

@@ -385,8 +385,8 @@ def test_decode_is_fast_for_typical_inputs():
 
 @pytest.mark.skipif(not CTS.is_dir(), reason="../shared/conformance not present")
 def test_a_sample_of_conformance_models_round_trips_exactly():
-    from driver.conformance.loader import (build_model, build_request, find_model_files,
-                                           load_examples)
+    from hal_client.conformance.loader import (build_model, build_request, find_model_files,
+                                               load_examples)
     files = find_model_files([CTS])
     sample = random.Random(7).sample(files, min(40, len(files)))
     checked = 0

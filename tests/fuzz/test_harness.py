@@ -13,8 +13,9 @@ from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTi
                         Priority, Timing)
 from fuzz import harness, oracles
 from fuzz.case import ExecutionPath
-from fuzz.scheduler import Scheduler
-from fuzz.watchdog import Watchdog
+from hal_client import contract
+from hal_client.device import DriverSpecError
+from hal_client.watchdog import Watchdog
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.broken_drivers import DeviceWrapper, PreparedModelWrapper
@@ -197,32 +198,32 @@ def invalid_request_case():
 
 BROKEN = [
     ("raising query", RaisingQueries, lambda: make_case(models.add_model()),
-     oracles.HalExceptionViolation, "getSupportedOperations_1_3 raised KeyError"),
+     contract.HalExceptionViolation, "getSupportedOperations_1_3 raised KeyError"),
     ("double notify", DoubleNotify, lambda: make_case(models.add_model()),
-     oracles.CallbackNotifyViolation, "notified 2 times"),
+     contract.CallbackNotifyViolation, "notified 2 times"),
     ("launch disagrees", LaunchDisagrees, lambda: make_case(models.add_model()),
-     oracles.LaunchStatusViolation, "returned GENERAL_FAILURE but notified the callback with NONE"),
+     contract.LaunchStatusViolation, "returned GENERAL_FAILURE but notified the callback with NONE"),
     ("no prepared model", NoModel, lambda: make_case(models.add_model()),
-     oracles.CallbackResultViolation, "without a prepared model"),
+     contract.CallbackResultViolation, "without a prepared model"),
     ("accepts invalid model", AcceptsAnything, lambda: invalid_model_case(),
      oracles.InvalidModelAcceptedViolation, "prepareModel_1_3 accepted an invalid model"),
     ("accepts invalid request", lambda: prepared_model_breaking(claims_success), invalid_request_case,
      oracles.InvalidRequestAcceptedViolation, "SYNC execution returned NONE for an invalid request"),
     ("too many shapes", lambda: prepared_model_breaking(too_many_shapes), lambda: make_case(models.add_model()),
-     oracles.OutputShapesViolation, "2 output shapes for 1"),
+     contract.OutputShapesViolation, "2 output shapes for 1"),
     ("insufficient with NONE", lambda: prepared_model_breaking(insufficient_but_ok),
-     lambda: make_case(models.add_model()), oracles.SufficiencyViolation, "marked insufficient"),
+     lambda: make_case(models.add_model()), contract.SufficiencyViolation, "marked insufficient"),
     ("insufficient status, buffers fine", lambda: prepared_model_breaking(insufficient_status),
-     lambda: make_case(models.add_model()), oracles.InsufficientSizeViolation, "every output buffer holds"),
+     lambda: make_case(models.add_model()), contract.InsufficientSizeViolation, "every output buffer holds"),
     ("timing not requested", lambda: prepared_model_breaking(unrequested_timing),
-     lambda: make_case(models.add_model()), oracles.TimingViolation, "not requested"),
+     lambda: make_case(models.add_model()), contract.TimingViolation, "not requested"),
     ("status of the wrong type", lambda: prepared_model_breaking(not_a_status),
-     lambda: make_case(models.add_model()), oracles.MalformedResultViolation, "'fine', not an ErrorStatus"),
+     lambda: make_case(models.add_model()), contract.MalformedResultViolation, "'fine', not an ErrorStatus"),
     ("fenced without callback", FencedWithoutCallback,
      lambda: make_case(models.add_model(), ExecutionPath.FENCED),
-     oracles.MalformedResultViolation, "without an IFencedExecutionCallback"),
+     contract.MalformedResultViolation, "without an IFencedExecutionCallback"),
     ("worker thread dies", DyingWorker, lambda: make_case(models.add_model(), ExecutionPath.ASYNC),
-     oracles.HalExceptionViolation, "driver thread worker raised ZeroDivisionError"),
+     contract.HalExceptionViolation, "driver thread worker raised ZeroDivisionError"),
 ]
 
 
@@ -241,7 +242,7 @@ def test_supported_disagreement_is_caught():
 def test_exception_from_a_rare_graph_shape_is_caught():
     case = make_case(six_operation_loop())
     assert harness.run_case(case, harness.default_device()).first.outputs    # valid, runs
-    with pytest.raises(oracles.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
+    with pytest.raises(contract.HalExceptionViolation, match="prepareModel_1_3 raised IndexError") as info:
         harness.run_case(case, broken_drivers.Raising())
     assert any(frame.name == "_schedule_loop_body" for frame in info.value.frames)
 
@@ -256,7 +257,7 @@ def test_fenced_bit_flip_is_nondeterminism(path):
 @pytest.mark.parametrize("path", [ExecutionPath.SYNC, ExecutionPath.FENCED], ids=lambda p: p.name)
 def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
     started = time.monotonic()
-    with pytest.raises(oracles.HangViolation) as info:
+    with pytest.raises(contract.HangViolation) as info:
         harness.run_case(endless_loop_case(path, priority=Priority.HIGH), broken_drivers.Hanging())
     elapsed = time.monotonic() - started
     assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + 1.5
@@ -288,7 +289,7 @@ def test_watchdog_returns_results_and_passes_exceptions():
 def test_watchdog_interrupts_an_overrunning_call_and_shows_its_stack():
     watchdog = Watchdog(poll_interval_s=0.01)
     started = time.monotonic()
-    with pytest.raises(oracles.HangViolation, match="spinner overran its 0.10 s limit") as info:
+    with pytest.raises(contract.HangViolation, match="spinner overran its 0.10 s limit") as info:
         watchdog.call(0.1, "spinner", spin, 10.0)
     assert time.monotonic() - started < 1.0
     assert info.value.frames[0].name == "spin"
@@ -305,7 +306,7 @@ def doze(seconds: float) -> None:
 def test_watchdog_gives_an_idle_overrun_the_stall_allowance():
     watchdog = Watchdog(poll_interval_s=0.01, stall_allowance_s=0.4)
     started = time.monotonic()
-    with pytest.raises(oracles.HangViolation, match="idle"):
+    with pytest.raises(contract.HangViolation, match="idle"):
         watchdog.call(0.1, "idle", doze, 10.0)
     assert 0.5 <= time.monotonic() - started < 1.5
     watchdog.call(0.1, "idle but done in time", doze, 0.3)     # no verdict before 0.5 s
@@ -318,24 +319,13 @@ def test_watchdog_guards_calls_on_any_thread():
     def worker():
         try:
             watchdog.call(0.05, "worker call", spin, 10.0)
-        except oracles.HangViolation as error:
+        except contract.HangViolation as error:
             errors.append(error)
     thread = threading.Thread(target=worker)
     thread.start()
     assert watchdog.call(1.0, "main call", spin, 0.2) > 0
     thread.join(2)
     assert len(errors) == 1
-
-
-def test_scheduler_runs_actions_in_time_order():
-    scheduler = Scheduler()
-    done = []
-    finished = threading.Event()
-    scheduler.call_later(0.03, lambda: (done.append("late"), finished.set()))
-    scheduler.call_later(0.0, lambda: done.append("now"))
-    scheduler.call_later(0.01, lambda: done.append("soon"))
-    assert finished.wait(2)
-    assert done == ["now", "soon", "late"]
 
 
 def test_fenced_wait_fences_are_signalled_after_their_delay(device):
@@ -368,7 +358,7 @@ def test_driver_specs_are_loaded_and_checked(monkeypatch):
     for spec, message in [("driver", "expected MODULE:FACTORY"), ("no_such_module:X", "cannot import"),
                           ("driver:NoSuchFactory", "has no attribute"), ("driver.device:VERSION", "not callable"),
                           ("driver.hal:Timing", "lacks getSupportedOperations_1_3")]:
-        with pytest.raises(drivers.DriverSpecError, match=message):
+        with pytest.raises(DriverSpecError, match=message):
             drivers.make_device(spec)
 
 

@@ -11,8 +11,9 @@ from driver.hal import (UINT64_MAX, DataLocation, ErrorStatus, MeasureTiming, Mo
                         OutputShape, Request, RequestArgument, Subgraph, Timing)
 from driver.hal import ExecutionCallback
 from fuzz import oracles
-from fuzz.case import ExecutionPath
 from fuzz.oracles import ExecutionResult
+from hal_client import contract
+from hal_client.paths import ExecutionPath
 
 NONE = ErrorStatus.NONE
 INSUFFICIENT = ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
@@ -33,61 +34,69 @@ def request_with_output_length(length: int) -> Request:
 # --- results of the right form ------------------------------------------------------------
 
 def test_as_status_accepts_enum_and_int_and_rejects_others():
-    assert oracles.as_status(ErrorStatus.GENERAL_FAILURE, "x") is ErrorStatus.GENERAL_FAILURE
-    assert oracles.as_status(4, "x") is ErrorStatus.INVALID_ARGUMENT
+    assert contract.as_status(ErrorStatus.GENERAL_FAILURE, "x") is ErrorStatus.GENERAL_FAILURE
+    assert contract.as_status(4, "x") is ErrorStatus.INVALID_ARGUMENT
     for bad in (None, 99, True, "NONE"):
-        with pytest.raises(oracles.MalformedResultViolation, match="not an ErrorStatus"):
-            oracles.as_status(bad, "executeSynchronously_1_3")
+        with pytest.raises(contract.MalformedResultViolation, match="not an ErrorStatus"):
+            contract.as_status(bad, "executeSynchronously_1_3")
 
 
 def test_unpack_checks_arity():
-    assert oracles.unpack((1, 2), 2, "x") == (1, 2)
-    with pytest.raises(oracles.MalformedResultViolation, match="expected a tuple of 3"):
-        oracles.unpack((NONE, []), 3, "executeSynchronously_1_3")
+    assert contract.unpack((1, 2), 2, "x") == (1, 2)
+    with pytest.raises(contract.MalformedResultViolation, match="expected a tuple of 3"):
+        contract.unpack((NONE, []), 3, "executeSynchronously_1_3")
 
 
 def test_supported_list_has_one_entry_per_main_operation():
     model = one_output_model()
-    oracles.check_supported_list(NONE, [True], model)
-    oracles.check_supported_list(ErrorStatus.INVALID_ARGUMENT, [], model)
-    with pytest.raises(oracles.MalformedResultViolation, match="one bool per operation"):
-        oracles.check_supported_list(NONE, [], model)
+    contract.check_supported_list(NONE, [True], model)
+    contract.check_supported_list(ErrorStatus.INVALID_ARGUMENT, [], model)
+    with pytest.raises(contract.MalformedResultViolation, match="one bool per operation"):
+        contract.check_supported_list(NONE, [], model)
 
 
 # --- callbacks ----------------------------------------------------------------------------
 
 def test_notified_exactly_once():
     callback = ExecutionCallback()
-    with pytest.raises(oracles.CallbackNotifyViolation, match="0 times"):
-        oracles.check_notified_once(callback, "execute_1_3")
+    with pytest.raises(contract.CallbackNotifyViolation, match="0 times"):
+        contract.check_notified_once(callback, "execute_1_3")
     callback.notify_1_3(NONE, [], Timing())
-    oracles.check_notified_once(callback, "execute_1_3")
+    contract.check_notified_once(callback, "execute_1_3")
     callback.notify_1_3(NONE, [], Timing())
-    with pytest.raises(oracles.CallbackNotifyViolation, match="2 times"):
-        oracles.check_notified_once(callback, "execute_1_3")
+    with pytest.raises(contract.CallbackNotifyViolation, match="2 times"):
+        contract.check_notified_once(callback, "execute_1_3")
 
 
 def test_failed_launch_must_notify_its_own_status():
-    oracles.check_launch_matches_callback(NONE, ErrorStatus.GENERAL_FAILURE, "execute_1_3")
-    oracles.check_launch_matches_callback(ErrorStatus.INVALID_ARGUMENT, ErrorStatus.INVALID_ARGUMENT, "x")
-    with pytest.raises(oracles.LaunchStatusViolation, match="returned INVALID_ARGUMENT but notified"):
-        oracles.check_launch_matches_callback(ErrorStatus.INVALID_ARGUMENT, NONE, "prepareModel_1_3")
+    contract.check_launch_matches_callback(NONE, ErrorStatus.GENERAL_FAILURE, "execute_1_3")
+    contract.check_launch_matches_callback(ErrorStatus.INVALID_ARGUMENT, ErrorStatus.INVALID_ARGUMENT, "x")
+    with pytest.raises(contract.LaunchStatusViolation, match="returned INVALID_ARGUMENT but notified"):
+        contract.check_launch_matches_callback(ErrorStatus.INVALID_ARGUMENT, NONE, "prepareModel_1_3")
 
 
 def test_prepared_model_presence_matches_status():
-    oracles.check_prepared_model_presence(NONE, object())
-    oracles.check_prepared_model_presence(ErrorStatus.GENERAL_FAILURE, None)
-    with pytest.raises(oracles.CallbackResultViolation, match="without a prepared model"):
-        oracles.check_prepared_model_presence(NONE, None)
-    with pytest.raises(oracles.CallbackResultViolation, match="with a prepared model"):
-        oracles.check_prepared_model_presence(ErrorStatus.GENERAL_FAILURE, object())
+    contract.check_prepared_model_presence(NONE, object())
+    contract.check_prepared_model_presence(ErrorStatus.GENERAL_FAILURE, None)
+    with pytest.raises(contract.CallbackResultViolation, match="without a prepared model"):
+        contract.check_prepared_model_presence(NONE, None)
+    with pytest.raises(contract.CallbackResultViolation, match="with a prepared model"):
+        contract.check_prepared_model_presence(ErrorStatus.GENERAL_FAILURE, object())
 
 
 def test_fence_error_needs_an_error_status():
-    oracles.check_fence_consistent(True, ErrorStatus.GENERAL_FAILURE)
-    oracles.check_fence_consistent(False, NONE)
-    with pytest.raises(oracles.FenceViolation):
-        oracles.check_fence_consistent(True, NONE)
+    contract.check_fence_consistent(True, ErrorStatus.GENERAL_FAILURE)
+    contract.check_fence_consistent(False, NONE)
+    with pytest.raises(contract.FenceViolation):
+        contract.check_fence_consistent(True, NONE)
+
+
+def test_failed_fenced_launch_returns_no_fence_nor_callback():
+    contract.check_fenced_failure_bare(ErrorStatus.INVALID_ARGUMENT, None, None)
+    contract.check_fenced_failure_bare(NONE, object(), object())
+    for fence, callback in ((object(), None), (None, object())):
+        with pytest.raises(contract.FenceViolation, match="failed with INVALID_ARGUMENT"):
+            contract.check_fenced_failure_bare(ErrorStatus.INVALID_ARGUMENT, fence, callback)
 
 
 # --- validity -----------------------------------------------------------------------------
@@ -123,56 +132,64 @@ def test_invalid_request_must_be_rejected():
 
 def test_output_shapes_count_and_dimensions():
     model, request = one_output_model(dims=(2, 0)), request_with_output_length(16)
-    oracles.check_output_shapes(NONE, [OutputShape([2, 2])], request, model, "SYNC")
-    oracles.check_output_shapes(ErrorStatus.GENERAL_FAILURE, [], request, model, "SYNC")
-    oracles.check_output_shapes(NONE, None, request, model, "FENCED")
-    with pytest.raises(oracles.OutputShapesViolation, match="0 output shapes for 1"):
-        oracles.check_output_shapes(INSUFFICIENT, [], request, model, "SYNC")
-    with pytest.raises(oracles.OutputShapesViolation, match="incompatible with the model"):
-        oracles.check_output_shapes(NONE, [OutputShape([3, 2])], request, model, "SYNC")
-    with pytest.raises(oracles.MalformedResultViolation, match="not an OutputShape"):
-        oracles.check_output_shapes(NONE, [[2, 2]], request, model, "SYNC")
+    contract.check_output_shapes(NONE, [OutputShape([2, 2])], request, model, "SYNC")
+    contract.check_output_shapes(ErrorStatus.GENERAL_FAILURE, [], request, model, "SYNC")
+    contract.check_output_shapes(NONE, None, request, model, "FENCED")
+    with pytest.raises(contract.OutputShapesViolation, match="0 output shapes for 1"):
+        contract.check_output_shapes(INSUFFICIENT, [], request, model, "SYNC")
+    with pytest.raises(contract.OutputShapesViolation, match="incompatible with the model"):
+        contract.check_output_shapes(NONE, [OutputShape([3, 2])], request, model, "SYNC")
+    with pytest.raises(contract.MalformedResultViolation, match="not an OutputShape"):
+        contract.check_output_shapes(NONE, [[2, 2]], request, model, "SYNC")
+
+
+def test_output_shapes_only_with_none_or_insufficient_size():
+    contract.check_shapes_only_on_success(NONE, [OutputShape([2])], "SYNC")
+    contract.check_shapes_only_on_success(INSUFFICIENT, [OutputShape([2], False)], "SYNC")
+    contract.check_shapes_only_on_success(ErrorStatus.GENERAL_FAILURE, [], "SYNC")
+    with pytest.raises(contract.OutputShapesViolation, match="output shapes with status GENERAL_FAILURE"):
+        contract.check_shapes_only_on_success(ErrorStatus.GENERAL_FAILURE, [OutputShape([2])], "SYNC")
 
 
 def test_output_shapes_must_agree_with_request_dimensions():
     model = one_output_model(dims=(0, 0))
     request = request_with_output_length(16)
     request.outputs[0].dimensions = [2, 2]
-    with pytest.raises(oracles.OutputShapesViolation, match="request"):
-        oracles.check_output_shapes(NONE, [OutputShape([4, 1])], request, model, "ASYNC")
+    with pytest.raises(contract.OutputShapesViolation, match="request"):
+        contract.check_output_shapes(NONE, [OutputShape([4, 1])], request, model, "ASYNC")
 
 
 def test_insufficient_flag_with_none_status():
     model, request = one_output_model(), request_with_output_length(16)
-    oracles.check_sufficiency(NONE, [OutputShape([2, 2], True)], request, model, "SYNC")
-    with pytest.raises(oracles.SufficiencyViolation):
-        oracles.check_sufficiency(NONE, [OutputShape([2, 2], False)], request, model, "SYNC")
+    contract.check_sufficiency(NONE, [OutputShape([2, 2], True)], request, model, "SYNC")
+    with pytest.raises(contract.SufficiencyViolation):
+        contract.check_sufficiency(NONE, [OutputShape([2, 2], False)], request, model, "SYNC")
 
 
 def test_insufficient_size_needs_a_short_buffer():
     model = one_output_model()
     short = request_with_output_length(15)
-    oracles.check_sufficiency(INSUFFICIENT, [OutputShape([2, 2], False)], short, model, "SYNC")
-    with pytest.raises(oracles.InsufficientSizeViolation, match="every output buffer holds"):
-        oracles.check_sufficiency(INSUFFICIENT, [OutputShape([2, 2], True)],
+    contract.check_sufficiency(INSUFFICIENT, [OutputShape([2, 2], False)], short, model, "SYNC")
+    with pytest.raises(contract.InsufficientSizeViolation, match="every output buffer holds"):
+        contract.check_sufficiency(INSUFFICIENT, [OutputShape([2, 2], True)],
                                   request_with_output_length(16), model, "SYNC")
-    with pytest.raises(oracles.InsufficientSizeViolation, match="flagged insufficient"):
-        oracles.check_sufficiency(INSUFFICIENT, [OutputShape([1, 2], False)], short, model, "SYNC")
+    with pytest.raises(contract.InsufficientSizeViolation, match="flagged insufficient"):
+        contract.check_sufficiency(INSUFFICIENT, [OutputShape([1, 2], False)], short, model, "SYNC")
 
 
 def test_timing_rules():
     measured = Timing(timeOnDevice=5, timeInDriver=7)
-    oracles.check_timing(NONE, Timing(), MeasureTiming.NO, "x")
-    oracles.check_timing(NONE, measured, MeasureTiming.YES, "x")
-    oracles.check_timing(NONE, Timing(UINT64_MAX, 7), MeasureTiming.YES, "x")
-    with pytest.raises(oracles.TimingViolation, match="not requested"):
-        oracles.check_timing(NONE, measured, MeasureTiming.NO, "x")
-    with pytest.raises(oracles.TimingViolation, match="with status GENERAL_FAILURE"):
-        oracles.check_timing(ErrorStatus.GENERAL_FAILURE, measured, MeasureTiming.YES, "x")
-    with pytest.raises(oracles.TimingViolation, match="timeInDriver 3 < timeOnDevice 5"):
-        oracles.check_timing(NONE, Timing(5, 3), MeasureTiming.YES, "x")
-    with pytest.raises(oracles.MalformedResultViolation):
-        oracles.check_timing(NONE, None, MeasureTiming.NO, "x")
+    contract.check_timing(NONE, Timing(), MeasureTiming.NO, "x")
+    contract.check_timing(NONE, measured, MeasureTiming.YES, "x")
+    contract.check_timing(NONE, Timing(UINT64_MAX, 7), MeasureTiming.YES, "x")
+    with pytest.raises(contract.TimingViolation, match="not requested"):
+        contract.check_timing(NONE, measured, MeasureTiming.NO, "x")
+    with pytest.raises(contract.TimingViolation, match="with status GENERAL_FAILURE"):
+        contract.check_timing(ErrorStatus.GENERAL_FAILURE, measured, MeasureTiming.YES, "x")
+    with pytest.raises(contract.TimingViolation, match="timeInDriver 3 < timeOnDevice 5"):
+        contract.check_timing(NONE, Timing(5, 3), MeasureTiming.YES, "x")
+    with pytest.raises(contract.MalformedResultViolation):
+        contract.check_timing(NONE, None, MeasureTiming.NO, "x")
 
 
 # --- determinism --------------------------------------------------------------------------
@@ -236,8 +253,8 @@ def test_random_operations_are_not_compared_bytewise():
 
 
 def test_violations_name_their_rule_and_are_assertions():
-    rules = {cls.rule for cls in oracles.OracleViolation.__subclasses__()}
-    assert len(rules) == len(oracles.OracleViolation.__subclasses__())   # one rule per class
-    violation = oracles.TimingViolation("late", key="k")
+    rules = {cls.rule for cls in contract.OracleViolation.__subclasses__()}
+    assert len(rules) == len(contract.OracleViolation.__subclasses__())   # one rule per class
+    violation = contract.TimingViolation("late", key="k")
     assert isinstance(violation, AssertionError)
     assert str(violation) == "[timing] late" and violation.key == "k"

@@ -17,6 +17,7 @@ from driver.hal import OperandLifeTime as L, OperationType
 from fuzz import harness, oracles, reduce
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
+from hal_client import contract
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.cases import loop_condition, make_case, sqrt_branch_model
@@ -101,7 +102,7 @@ def raise_from_driver_frame():
 
 def test_crash_signature_names_exception_and_driver_frames_only():
     def call():
-        harness.hal_call(1.0, "prepareModel_1_3", raise_from_driver_frame)
+        harness.CLIENT.call(1.0, "prepareModel_1_3", raise_from_driver_frame)
     failure = failure_from(call)
     assert failure.kind == "crash" and failure.exception == "IndexError"
     assert failure.frames[0] == ("tests/fuzz/broken_drivers.py", "_schedule_loop_body")
@@ -111,17 +112,17 @@ def test_crash_signature_names_exception_and_driver_frames_only():
 
 
 def test_assertion_and_hang_signatures():
-    assertion = triage.describe(oracles.TimingViolation("late", key="SYNC: on error"))
+    assertion = triage.describe(contract.TimingViolation("late", key="SYNC: on error"))
     assert assertion.kind == "assertion" and "timing" in assertion.signature
     assert "SYNC: on error" in assertion.signature
     stack = traceback.extract_stack()
-    hang = triage.describe(oracles.HangViolation("stuck", key="x", frames=stack))
-    assert hang.kind == "hang" and hang.same_bug(triage.describe(oracles.HangViolation("y", frames=[])))
+    hang = triage.describe(contract.HangViolation("stuck", key="x", frames=stack))
+    assert hang.kind == "hang" and hang.same_bug(triage.describe(contract.HangViolation("y", frames=[])))
     assert not hang.same_bug(assertion)
 
 
 def test_store_writes_sidecar_and_collapses_duplicates(tmp_path):
-    failure = triage.describe(oracles.TimingViolation("late", key="k"))
+    failure = triage.describe(contract.TimingViolation("late", key="k"))
     small = encode(case_of(models.add_model()))
     big = encode(case_of(models.nested_model()))
     path, duplicate = triage.store(big, failure, tmp_path, "driver:SampleDriver", "crash-1")
@@ -165,7 +166,7 @@ def allocate_in_driver_frame():
 
 def test_a_refused_allocation_is_an_oom_signed_where_it_was_refused():
     def call():
-        harness.hal_call(1.0, "executeSynchronously_1_3", allocate_in_driver_frame)
+        harness.CLIENT.call(1.0, "executeSynchronously_1_3", allocate_in_driver_frame)
     failure = failure_from(call)
     assert (failure.kind, failure.rule, failure.exception) == ("oom", "memory-limit", "MemoryError")
     assert failure.frames[0] == ("tests/fuzz/test_triage.py", "allocate_in_driver_frame")
@@ -175,7 +176,7 @@ def test_a_refused_allocation_is_an_oom_signed_where_it_was_refused():
     def enomem():
         raise OSError(errno.ENOMEM, "Cannot allocate memory")
     assert failure_from(enomem).kind == "oom"
-    assert failure_from(lambda: harness.hal_call(1.0, "x", enomem)).kind == "oom"
+    assert failure_from(lambda: harness.CLIENT.call(1.0, "x", enomem)).kind == "oom"
 
     def eacces():
         raise OSError(errno.EACCES, "Permission denied")
@@ -184,7 +185,7 @@ def test_a_refused_allocation_is_an_oom_signed_where_it_was_refused():
 
 def test_an_oom_without_frames_is_signed_by_the_model_operations():
     # A driver thread's exception travels by name only, and may have no project frame.
-    thread_failure = triage.describe(oracles.HalExceptionViolation(
+    thread_failure = triage.describe(contract.HalExceptionViolation(
         "driver thread t raised _ArrayMemoryError: ...", key="thread: _ArrayMemoryError", frames=[]))
     assert thread_failure.kind == "oom" and not thread_failure.frames
     data = encode(case_of(models.if_model()))

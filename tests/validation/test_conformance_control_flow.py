@@ -14,7 +14,7 @@ from driver.validation import validate_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CTS = REPO_ROOT.parent / "shared" / "conformance" / "cts"
-loader = pytest.importorskip("driver.conformance.loader")
+loader = pytest.importorskip("hal_client.conformance.loader")
 
 if not CTS.is_dir():
     pytest.skip(f"no conformance models at {CTS}", allow_module_level=True)

@@ -4,8 +4,8 @@ One daemon thread serves the whole process. Guarding a call only records a deadl
 calling thread (no thread is created per input); the watchdog thread polls those deadlines.
 When a guarded call outlives its deadline the watchdog captures the stack of the thread
 that made it (where the driver is stuck) and raises :class:`HangInterrupt` inside that
-thread, asynchronously. The guard turns it into a :class:`~fuzz.oracles.HangViolation`, an
-ordinary exception: atheris records the input as a crash, pytest reports a failure.
+thread, asynchronously. The guard turns it into a :class:`~hal_client.contract.HangViolation`,
+an ordinary exception: atheris records the input as a crash, pytest reports a failure.
 
 A call past its limit is only taken for a hang while its thread kept a CPU busy for a fair
 share of that time (a driver spinning in a loop). A thread that was merely not scheduled
@@ -29,7 +29,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
-from .oracles import HangViolation
+from .contract import HangViolation
 
 R = TypeVar("R")
 _STDLIB = sysconfig.get_paths()["stdlib"]

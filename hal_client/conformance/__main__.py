@@ -1,4 +1,4 @@
-"""``python -m driver.conformance PATH...``: run the conformance test models against a driver.
+"""``python -m hal_client.conformance PATH...``: run the conformance test models against a driver.
 
 Prints one ``FAIL <name> [<step>/<variant>]: <reason>`` line per failing example and ends
 with ``N passed, N failed, N skipped``. Exit status 1 when anything failed.
@@ -6,19 +6,20 @@ with ``N passed, N failed, N skipped``. Exit status 1 when anything failed.
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..device import DEFAULT_DRIVER, make_device
+from ..paths import ExecutionPath
 from .loader import LoadError, find_model_files, load_examples
-from .runner import (DEFAULT_DRIVER, ExecutionPath, RunOptions, Variant, Verdict, make_device,
-                     run_files)
+from .runner import RunOptions, Variant, Verdict, run_files
 
 
-def _choices(enum_type: type, text: str) -> tuple:
+def _choices(known: dict[str, enum.Enum], text: str) -> tuple:
     names = [name.strip() for name in text.split(",") if name.strip()]
-    known = {member.value: member for member in enum_type}
     unknown = [name for name in names if name not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(
@@ -28,17 +29,17 @@ def _choices(enum_type: type, text: str) -> tuple:
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m driver.conformance",
+        prog="python -m hal_client.conformance",
         description="Run NNAPI CTS test models (.json / .json.gz files, or folders of them) "
                     "against an NN HAL 1.3 driver.")
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--driver", default=DEFAULT_DRIVER, metavar="MODULE:FACTORY",
                         help=f"callable returning the IDevice to test (default {DEFAULT_DRIVER})")
     parser.add_argument("--paths", dest="execution_paths", default=tuple(ExecutionPath),
-                        type=lambda text: _choices(ExecutionPath, text),
+                        type=lambda text: _choices({p.label: p for p in ExecutionPath}, text),
                         metavar="sync,async,fenced,burst", help="execution paths (default all)")
     parser.add_argument("--variants", default=tuple(Variant),
-                        type=lambda text: _choices(Variant, text),
+                        type=lambda text: _choices({v.value: v for v in Variant}, text),
                         metavar="normal,dynamic,insufficient", help="variants (default all)")
     parser.add_argument("-k", dest="name_filter", default="", metavar="SUBSTRING",
                         help="only the examples whose name contains SUBSTRING")

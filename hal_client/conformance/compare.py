@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..hal import OperandType, OperationType
+from driver.hal import OperandType, OperationType
 from .loader import OPERAND_DTYPE, Example, OperandSpec
 
 T = OperandType

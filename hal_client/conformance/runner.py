@@ -9,15 +9,15 @@ executes it through every path (sync, async, fenced, burst) and variant:
 - ``insufficient``: as ``dynamic``, with one output buffer a byte too small: the driver
   must answer OUTPUT_INSUFFICIENT_SIZE and report the shape it needed.
 
-It then checks the statuses, output shapes, timings and output values. The runner is a
-client of the HAL surface only (driver.hal, driver.memory, driver.sync_fence), so it drives
-any object implementing driver/hal/interfaces.py's IDevice.
+It then checks the statuses, output shapes, timings and output values: the rules any
+client checks (hal_client.contract, applied by hal_client.paths) and the CTS's own. The
+runner is a client of the HAL surface only, so it drives any object implementing
+driver/hal/interfaces.py's IDevice.
 """
 from __future__ import annotations
 
 import enum
 import functools
-import importlib
 import itertools
 import queue
 import threading
@@ -28,23 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, MeasureTiming, Model,
-                   Operand, OperationType, OptionalTimePoint, OptionalTimeoutDuration,
-                   OutputShape, PreparedModelCallback, Priority, Request, Timing, UINT64_MAX)
-from ..hal.enums import SCALAR_OPERAND_TYPES, Constant
-from ..sync_fence import FenceState
+from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming, Model, Operand,
+                        OperationType, OptionalTimePoint, OutputShape, Priority, Request)
+from driver.hal.enums import SCALAR_OPERAND_TYPES
+
+from ..contract import HangViolation, OracleViolation, outputs_fully_specified
+from ..device import DEFAULT_DRIVER, make_device
+from ..paths import ExecutionArguments, ExecutionPath, HalClient, read_outputs
 from .compare import check_outputs
-from .loader import (Example, LoadError, build_model, build_request, load_examples,
-                     read_outputs, shrinkable_output)
-
-DEFAULT_DRIVER = "driver:SampleDriver"
-
-
-class ExecutionPath(enum.Enum):
-    SYNC = "sync"        # IPreparedModel.executeSynchronously_1_3
-    ASYNC = "async"      # IPreparedModel.execute_1_3 + IExecutionCallback
-    FENCED = "fenced"    # IPreparedModel.executeFenced + sync fence + IFencedExecutionCallback
-    BURST = "burst"      # IPreparedModel.configureExecutionBurst + IBurstContext.execute
+from .loader import Example, LoadError, build_model, build_request, load_examples, shrinkable_output
 
 
 class Variant(enum.Enum):
@@ -62,7 +54,7 @@ class Verdict(enum.Enum):
 @dataclass(frozen=True)
 class Check:
     """The outcome of one step of an example: a query, a preparation, or one execution."""
-    step: str                        # an ExecutionPath value, "supported" or "prepare"
+    step: str                        # an ExecutionPath label, "supported" or "prepare"
     variant: Variant
     verdict: Verdict
     reason: str = ""
@@ -108,12 +100,12 @@ class CheckFailed(Exception):
     """One expectation of the HAL contract did not hold; the message says which."""
 
 
-def expect(condition: object, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
 # --- bounded HAL calls -----------------------------------------------------------------
+# Not the fuzz harness's watchdog: it interrupts a hung call in the caller's thread, which
+# fails for a driver blocked outside Python (a lock without timeout, a kernel wait), and
+# then it aborts the process. The runner must go on with the next example instead, so it
+# hands each call to a thread of its own and abandons that thread if the call hangs. The
+# hand-over costs a thread switch per call, too much for the harness's every input.
 
 class _CallThread:
     """A daemon thread that runs the calls handed to it, one at a time."""
@@ -133,53 +125,29 @@ class _CallThread:
 
 
 class CallGuard:
-    """Runs HAL calls with a time limit, so that a driver that hangs fails one check
-    instead of stopping the run. A hung call's thread is abandoned (it is a daemon)."""
+    """Runs HAL calls with a time limit (a hal_client.paths limiter), so that a driver that
+    hangs fails one check instead of stopping the run. A hung call's thread is abandoned
+    (it is a daemon)."""
 
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
+    def __init__(self) -> None:
         self._thread: _CallThread | None = None
 
-    def call(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
+    def call(self, limit_s: float, what: str, function: Callable[..., Any], *args: Any) -> Any:
         if self._thread is None:
             self._thread = _CallThread()
         outcome: list[tuple[bool, Any]] = []
         done = threading.Event()
         self._thread.calls.put((function, args, outcome, done))
-        if not done.wait(self.timeout):
+        if not done.wait(limit_s):
             self._thread = None
-            raise CheckFailed(f"{what} did not return within {self.timeout:g} s")
+            raise HangViolation(f"{what} did not return within {limit_s:g} s", key=what)
         succeeded, value = outcome[0]
         if not succeeded:
             raise value
         return value
 
 
-def as_status(value: Any, what: str) -> ErrorStatus:
-    try:
-        return ErrorStatus(value)
-    except ValueError:
-        raise CheckFailed(f"{what} returned {value!r}, which is not an ErrorStatus") from None
-
-
 # --- one example ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Outcome:
-    status: ErrorStatus
-    shapes: list[OutputShape] | None     # None: the path does not report shapes (fenced)
-    timings: tuple[Timing, ...]
-    elapsed: float
-
-
-def outputs_fully_specified(example: Example, variant: Variant) -> bool:
-    """Whether the model handed to the driver declares every main output's full shape.
-    Zero-sized outputs are declared with a 0 dimension, so they count as unspecified."""
-    if variant is not Variant.NORMAL:
-        return False
-    return all(output.is_scalar or (output.dimensions and 0 not in output.dimensions)
-               for output in example.main.outputs)
-
 
 def unknown_size_while_operand(model: Model) -> str | None:
     """Where a WHILE of ``model`` has an operand of unknown size, if anywhere. HAL 1.3
@@ -237,7 +205,7 @@ class ExampleRun:
         self.device = device
         self.example = example
         self.options = options
-        self.guard = guard
+        self.client = HalClient(guard.call, options.call_timeout)
         self.measures = itertools.cycle((MeasureTiming.NO, MeasureTiming.YES))
         self.slots = itertools.count()
 
@@ -264,41 +232,36 @@ class ExampleRun:
                               f"unsupported operations: {', '.join(unsupported)}")]
             step = "prepare"
             prepared = self.prepare(model)
-        except CheckFailed as failure:
+        except (CheckFailed, OracleViolation) as failure:
             return [Check(step, first, Verdict.FAILED, str(failure))]
-        except Exception as error:  # a driver bug: report it and go on with the next example
+        except Exception as error:  # a bug of the runner: report it and go on
             return [Check(step, first, Verdict.FAILED, describe_exception(error))]
         if prepared is None:
             return [Check(step, first, Verdict.PASSED, "rejected at preparation")]
         bursts: list[Any] = []
         return [self.guarded(path, variant, lambda: self.execute_and_judge(
-                    prepared, bursts, path, variant))
+                    model, prepared, bursts, path, variant))
                 for variant in variants for path in applicable_paths(variant, self.options)]
 
     @staticmethod
     def guarded(path: ExecutionPath, variant: Variant, action: Callable[[], Check]) -> Check:
         try:
             return action()
-        except CheckFailed as failure:
-            return Check(path.value, variant, Verdict.FAILED, str(failure))
-        except Exception as error:  # a driver bug: report it and go on with the next step
-            return Check(path.value, variant, Verdict.FAILED, describe_exception(error))
+        except (CheckFailed, OracleViolation) as failure:
+            return Check(path.label, variant, Verdict.FAILED, str(failure))
+        except Exception as error:  # a bug of the runner: report it and go on
+            return Check(path.label, variant, Verdict.FAILED, describe_exception(error))
 
     # --- device ---
 
     def query_support(self, model: Model) -> tuple[ErrorStatus, list[str]]:
         """getSupportedOperations_1_3's status and the main operations it does not support."""
-        status, supported = self.guard.call(
-            "getSupportedOperations_1_3", self.device.getSupportedOperations_1_3, model)
-        status = as_status(status, "getSupportedOperations_1_3")
+        status, supported = self.client.get_supported_operations(self.device, model)
         if status != ErrorStatus.NONE:
             return status, []
-        operations = model.main.operations
-        expect(len(supported) == len(operations),
-               f"getSupportedOperations_1_3 answered {len(supported)} flags for "
-               f"{len(operations)} operations")
         return status, [f"{operation.type.name} (operation {i})"
-                        for i, (operation, ok) in enumerate(zip(operations, supported)) if not ok]
+                        for i, (operation, ok) in enumerate(zip(model.main.operations, supported))
+                        if not ok]
 
     def judge_rejected_model(self, model: Model, status: ErrorStatus, variant: Variant) -> Check:
         """getSupportedOperations_1_3 found the model invalid. The test models are valid
@@ -321,164 +284,87 @@ class ExampleRun:
     def prepare(self, model: Model) -> Any | None:
         """The prepared model; None when a model that must fail was rejected here (the CTS
         lets such a model fail at preparation or at execution)."""
-        callback = PreparedModelCallback()
-        launch = as_status(self.guard.call(
-            "prepareModel_1_3", self.device.prepareModel_1_3, model,
-            ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, OptionalTimePoint(), [], [],
-            bytes(Constant.BYTE_SIZE_OF_CACHE_TOKEN), callback), "prepareModel_1_3")
-        expect(callback.wait_for_notify(self.options.call_timeout),
-               f"IPreparedModelCallback was not notified within {self.options.call_timeout:g} s "
-               f"(prepareModel_1_3 returned {launch.name})")
-        status, prepared = callback.calls[0]
-        expect(callback.notify_count == 1, f"IPreparedModelCallback notified "
-               f"{callback.notify_count} times")
-        if launch == ErrorStatus.NONE and status == ErrorStatus.NONE:
-            expect(prepared is not None, "prepareModel_1_3 notified NONE without a prepared model")
+        status, prepared, _ = self.client.prepare(self.device, model,
+                                                  ExecutionPreference.FAST_SINGLE_ANSWER,
+                                                  Priority.MEDIUM, OptionalTimePoint())
+        if status == ErrorStatus.NONE:
             return prepared
         # A loop that never ends depends on the inputs: only the execution can find it out.
         if self.example.expectFailure and not self.example.is_infinite_loop_test:
             return None
-        raise CheckFailed(f"prepareModel_1_3 returned {launch.name}, notified {status.name}")
+        raise CheckFailed(f"prepareModel_1_3 notified {status.name}")
 
     # --- executions ---
 
-    def execute_and_judge(self, prepared: Any, bursts: list[Any], path: ExecutionPath,
-                          variant: Variant) -> Check:
+    def execute_and_judge(self, model: Model, prepared: Any, bursts: list[Any],
+                          path: ExecutionPath, variant: Variant) -> Check:
         shrunk = shrinkable_output(self.example) if variant is Variant.INSUFFICIENT else None
         request = build_request(self.example, shrink_output=shrunk)
-        measure = next(self.measures)
-        outcome = self.execute(prepared, bursts, path, request, measure)
-        problems = timing_problems(outcome, measure) + self.judge(outcome, request, path, variant,
-                                                                  shrunk)
-        return Check(path.value, variant, Verdict.FAILED if problems else Verdict.PASSED,
-                     "; ".join(problems), outcome.status, outcome.elapsed)
-
-    def execute(self, prepared: Any, bursts: list[Any], path: ExecutionPath, request: Request,
-                measure: MeasureTiming) -> _Outcome:
-        if path is ExecutionPath.SYNC:
-            return self.execute_sync(prepared, request, measure)
-        if path is ExecutionPath.ASYNC:
-            return self.execute_async(prepared, request, measure)
-        if path is ExecutionPath.FENCED:
-            return self.execute_fenced(prepared, request, measure)
-        if not bursts:
+        arguments = ExecutionArguments(measureTiming=next(self.measures))
+        limit_s = self.options.call_timeout
+        if path is ExecutionPath.BURST and not bursts:
             bursts.append(self.configure_burst(prepared))
-        return self.execute_burst(bursts[0], request, measure)
-
-    def execute_sync(self, prepared: Any, request: Request, measure: MeasureTiming) -> _Outcome:
         start = time.monotonic()
-        status, shapes, timing = self.guard.call(
-            "executeSynchronously_1_3", prepared.executeSynchronously_1_3, request, measure,
-            OptionalTimePoint(), OptionalTimeoutDuration())
+        if path is ExecutionPath.BURST:
+            # Every request brings new pools, so each gets slots never used before; they
+            # are freed afterwards, which exercises the burst's memory cache both ways.
+            slots = [next(self.slots) for _ in request.pools]
+            status, shapes = self.client.execute_burst(bursts[0], request, slots, arguments, limit_s)
+        else:
+            status, shapes = self.client.execute(prepared, request, path, arguments, limit_s)
         elapsed = time.monotonic() - start
-        return _Outcome(as_status(status, "executeSynchronously_1_3"), list(shapes), (timing,),
-                        elapsed)
-
-    def execute_async(self, prepared: Any, request: Request, measure: MeasureTiming) -> _Outcome:
-        callback = ExecutionCallback()
-        start = time.monotonic()
-        launch = as_status(self.guard.call(
-            "execute_1_3", prepared.execute_1_3, request, measure, OptionalTimePoint(),
-            OptionalTimeoutDuration(), callback), "execute_1_3")
-        expect(callback.wait_for_notify(self.options.call_timeout),
-               f"IExecutionCallback was not notified within {self.options.call_timeout:g} s "
-               f"(execute_1_3 returned {launch.name})")
-        elapsed = time.monotonic() - start
-        status, shapes, timing = callback.calls[0]
-        expect(callback.notify_count == 1, f"IExecutionCallback notified "
-               f"{callback.notify_count} times")
-        expect(launch in (ErrorStatus.NONE, status),
-               f"execute_1_3 returned {launch.name} but notified {status.name}")
-        return _Outcome(status, list(shapes), (timing,), elapsed)
-
-    def execute_fenced(self, prepared: Any, request: Request, measure: MeasureTiming) -> _Outcome:
-        start = time.monotonic()
-        launch, fence, callback = self.guard.call(
-            "executeFenced", prepared.executeFenced, request, [], measure, OptionalTimePoint(),
-            OptionalTimeoutDuration(), OptionalTimeoutDuration())
-        launch = as_status(launch, "executeFenced")
-        if launch != ErrorStatus.NONE:
-            expect(fence is None and callback is None,
-                   f"executeFenced failed with {launch.name} but returned a fence or a callback")
-            return _Outcome(launch, None, (), time.monotonic() - start)
-        expect(callback is not None, "executeFenced returned NONE without an execution callback")
-        # No fence means the execution had already finished when the call returned.
-        state = FenceState.SIGNALED if fence is None else fence.wait(self.options.call_timeout)
-        expect(state != FenceState.ACTIVE,
-               f"the sync fence was not signalled within {self.options.call_timeout:g} s")
-        elapsed = time.monotonic() - start
-        status, launched, fenced = self.guard.call("getExecutionInfo", callback.getExecutionInfo)
-        status = as_status(status, "getExecutionInfo")
-        expect(not (state == FenceState.ERROR and status == ErrorStatus.NONE),
-               "the sync fence signalled an error but getExecutionInfo reported NONE")
-        return _Outcome(status, None, (launched, fenced), elapsed)
+        problems = self.judge(model, status, shapes, request, path, variant, shrunk)
+        return Check(path.label, variant, Verdict.FAILED if problems else Verdict.PASSED,
+                     "; ".join(problems), status, elapsed)
 
     def configure_burst(self, prepared: Any) -> Any:
-        status, burst = self.guard.call("configureExecutionBurst",
-                                        prepared.configureExecutionBurst, None)
-        status = as_status(status, "configureExecutionBurst")
-        expect(status == ErrorStatus.NONE and burst is not None,
-               f"configureExecutionBurst returned {status.name}"
-               f"{'' if burst is not None else ' and no burst'}")
+        status, burst = self.client.configure_burst(prepared)
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"configureExecutionBurst returned {status.name}")
         return burst
-
-    def execute_burst(self, burst: Any, request: Request, measure: MeasureTiming) -> _Outcome:
-        # Every request brings new pools, so each gets slots never used before; they are
-        # freed afterwards, which exercises the burst's memory cache both ways.
-        slots = [next(self.slots) for _ in request.pools]
-        start = time.monotonic()
-        status, shapes, timing = self.guard.call(
-            "burst execute", burst.execute, request, slots, measure, OptionalTimePoint(),
-            OptionalTimeoutDuration())
-        elapsed = time.monotonic() - start
-        for slot in slots:
-            self.guard.call("burst freeMemory", burst.freeMemory, slot)
-        return _Outcome(as_status(status, "burst execute"), list(shapes), (timing,), elapsed)
 
     # --- judging ---
 
-    def judge(self, outcome: _Outcome, request: Request, path: ExecutionPath, variant: Variant,
+    def judge(self, model: Model, status: ErrorStatus, shapes: list[OutputShape] | None,
+              request: Request, path: ExecutionPath, variant: Variant,
               shrunk: int | None) -> list[str]:
+        """``shapes`` is None for the fenced path, which reports none."""
         example = self.example
-        status = outcome.status
-        problems = []
-        if outcome.shapes and status not in (ErrorStatus.NONE,
-                                             ErrorStatus.OUTPUT_INSUFFICIENT_SIZE):
-            problems.append(f"output shapes reported with status {status.name}")
         if example.expectFailure:
             if example.is_infinite_loop_test:
                 if status != ErrorStatus.MISSED_DEADLINE_TRANSIENT:
-                    problems.append(f"status {status.name}, expected MISSED_DEADLINE_TRANSIENT "
-                                    f"(the loop never ends)")
+                    return [f"status {status.name}, expected MISSED_DEADLINE_TRANSIENT "
+                            f"(the loop never ends)"]
             elif status == ErrorStatus.NONE:
-                problems.append("status NONE, expected an error (the model must fail)")
-            return problems
-        acceptable = self.acceptable_statuses(path, variant)
+                return ["status NONE, expected an error (the model must fail)"]
+            return []
+        fully_specified = outputs_fully_specified(model, request)
+        acceptable = self.acceptable_statuses(path, variant, fully_specified)
         if status not in acceptable:
-            return problems + [f"status {status.name}, expected "
-                               f"{' or '.join(s.name for s in acceptable)}"]
+            return [f"status {status.name}, expected {' or '.join(s.name for s in acceptable)}"]
         if status == ErrorStatus.INVALID_ARGUMENT:
-            return problems
-        if outcome.shapes is not None:
-            problems += self.shape_problems(outcome.shapes, variant, shrunk)
+            return []
+        problems = [] if shapes is None else self.shape_problems(shapes, fully_specified, shrunk)
         if variant is not Variant.INSUFFICIENT:
             problems += check_outputs(example, read_outputs(request))
         return problems
 
-    def acceptable_statuses(self, path: ExecutionPath, variant: Variant) -> tuple[ErrorStatus, ...]:
+    @staticmethod
+    def acceptable_statuses(path: ExecutionPath, variant: Variant,
+                            fully_specified: bool) -> tuple[ErrorStatus, ...]:
         if variant is Variant.INSUFFICIENT:
             return (ErrorStatus.OUTPUT_INSUFFICIENT_SIZE,)
         # executeFenced cannot report output shapes. The VTS requires it to refuse a model
         # whose outputs are not fully specified; a driver that runs it anyway must still
         # write the right values.
-        if path is ExecutionPath.FENCED and not outputs_fully_specified(self.example, variant):
+        if path is ExecutionPath.FENCED and not fully_specified:
             return (ErrorStatus.NONE, ErrorStatus.INVALID_ARGUMENT)
         return (ErrorStatus.NONE,)
 
-    def shape_problems(self, shapes: list[OutputShape], variant: Variant,
+    def shape_problems(self, shapes: list[OutputShape], fully_specified: bool,
                        shrunk: int | None) -> list[str]:
         outputs = self.example.main.outputs
-        if not shapes and outputs_fully_specified(self.example, variant):
+        if not shapes and fully_specified:
             return []   # reporting shapes is optional when the model declares them all
         if len(shapes) != len(outputs):
             return [f"{len(shapes)} output shapes reported for {len(outputs)} outputs"]
@@ -492,23 +378,6 @@ class ExampleRun:
             if shapes[i].isSufficient != (shrunk is None):
                 problems.append(f"output {i}: isSufficient is {shapes[i].isSufficient}")
         return problems
-
-
-def timing_problems(outcome: _Outcome, measure: MeasureTiming) -> list[str]:
-    """Times must be UINT64_MAX unless measured and the execution succeeded; a measured
-    time on the device cannot exceed the time in the driver."""
-    problems = []
-    measured_allowed = measure == MeasureTiming.YES and outcome.status == ErrorStatus.NONE
-    for timing in outcome.timings:
-        if not measured_allowed and (timing.timeOnDevice, timing.timeInDriver) != (UINT64_MAX,
-                                                                                  UINT64_MAX):
-            problems.append(f"timing {timing} reported with measure {measure.name} and status "
-                            f"{outcome.status.name}")
-        elif UINT64_MAX not in (timing.timeOnDevice, timing.timeInDriver) \
-                and timing.timeOnDevice > timing.timeInDriver:
-            problems.append(f"timeOnDevice {timing.timeOnDevice} > timeInDriver "
-                            f"{timing.timeInDriver}")
-    return problems
 
 
 def describe_exception(error: BaseException) -> str:
@@ -537,22 +406,10 @@ def summarize(example: Example, checks: list[Check]) -> ExampleResult:
 
 def run_example(device: Any, example: Example, options: RunOptions = RunOptions(),
                 guard: CallGuard | None = None) -> ExampleResult:
-    return ExampleRun(device, example, options, guard or CallGuard(options.call_timeout)).run()
+    return ExampleRun(device, example, options, guard or CallGuard()).run()
 
 
 # --- files and processes ----------------------------------------------------------------
-
-def make_device(spec: str) -> Any:
-    """The device made by ``MODULE:FACTORY`` (a callable returning an IDevice)."""
-    module_name, _, factory_name = spec.partition(":")
-    if not module_name or not factory_name:
-        raise ValueError(f"--driver {spec!r}: expected MODULE:FACTORY")
-    module = importlib.import_module(module_name)
-    factory = getattr(module, factory_name, None)
-    if not callable(factory):
-        raise ValueError(f"--driver {spec!r}: {module_name} has no callable {factory_name!r}")
-    return factory()
-
 
 def select_examples(path: str | Path, name_filter: str = "") -> tuple[Example, ...]:
     """The examples of one file whose name contains ``name_filter`` (LoadError if the file
@@ -566,7 +423,7 @@ def run_file(path: str | Path, device: Any, options: RunOptions = RunOptions(),
         examples = select_examples(path, name_filter)
     except LoadError as error:
         return FileResult(str(path), load_error=str(error))
-    guard = guard or CallGuard(options.call_timeout)
+    guard = guard or CallGuard()
     return FileResult(str(path), tuple(run_example(device, example, options, guard)
                                        for example in examples))
 
@@ -576,10 +433,10 @@ _worker_device: Any = None
 _worker_guard: CallGuard | None = None
 
 
-def _start_worker(driver_spec: str, call_timeout: float) -> None:
+def _start_worker(driver_spec: str) -> None:
     global _worker_device, _worker_guard
     _worker_device = make_device(driver_spec)
-    _worker_guard = CallGuard(call_timeout)
+    _worker_guard = CallGuard()
 
 
 @functools.lru_cache(maxsize=2)
@@ -602,7 +459,7 @@ def run_files(paths: Iterable[str | Path], options: RunOptions = RunOptions(), *
     paths = [str(path) for path in paths]
     if jobs <= 1:
         device = make_device(driver_spec)
-        guard = CallGuard(options.call_timeout)
+        guard = CallGuard()
         for path in paths:
             yield run_file(path, device, options, name_filter, guard)
         return
@@ -615,7 +472,7 @@ def run_files(paths: Iterable[str | Path], options: RunOptions = RunOptions(), *
     tasks = [(path, index) for path, selected in selections if isinstance(selected, int)
              for index in range(selected)]
     with ProcessPoolExecutor(max_workers=min(jobs, max(len(tasks), 1)), initializer=_start_worker,
-                             initargs=(driver_spec, options.call_timeout)) as pool:
+                             initargs=(driver_spec,)) as pool:
         results = pool.map(_run_example_in_worker, *zip(*tasks), itertools.repeat(options),
                            itertools.repeat(name_filter)) if tasks else iter(())
         for path, selected in selections:

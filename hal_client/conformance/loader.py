@@ -17,16 +17,16 @@ import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ..hal import (DataLocation, MemoryPool, Model, Operand, OperandExtraParams, OperandLifeTime,
-                   OperandType, Operation, OperationType, Request, RequestArgument, Subgraph,
-                   SymmPerChannelQuantParams)
-from ..hal.dtypes import STORAGE_DTYPE, byte_size
-from ..hal.enums import SCALAR_OPERAND_TYPES
-from ..memory import Memory
+from driver.hal import (DataLocation, MemoryPool, Model, Operand, OperandExtraParams,
+                        OperandLifeTime, OperandType, Operation, OperationType, Request,
+                        RequestArgument, Subgraph, SymmPerChannelQuantParams)
+from driver.hal.dtypes import STORAGE_DTYPE, byte_size
+from driver.hal.enums import SCALAR_OPERAND_TYPES
+from driver.memory import Memory
 
 T = OperandType
 
@@ -457,14 +457,3 @@ def build_request(example: Example, *, shrink_output: int | None = None) -> Requ
     pools = [MemoryPool(hidlMemory=Memory.from_bytes(bytes(blob.blob) or b"\0"))
              for blob in (inputs_blob, outputs_blob)]
     return Request(inputs=inputs, outputs=outputs, pools=pools)
-
-
-def read_outputs(request: Request) -> list[bytes]:
-    """The bytes of each output buffer of a request built by :func:`build_request`."""
-    return [request.pools[argument.location.poolIndex].hidlMemory.read(
-        argument.location.offset, argument.location.length) for argument in request.outputs]
-
-
-def load_all(paths: Sequence[str | Path]) -> Iterator[Example]:
-    for path in find_model_files(paths):
-        yield from load_examples(path)

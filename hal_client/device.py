@@ -1,0 +1,44 @@
+"""Loading a driver: ``MODULE:FACTORY`` names a callable returning an IDevice.
+
+Any object with the methods of driver/hal/interfaces.py's IDevice is a driver; the bundled
+one is only the default of the command lines.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+DEFAULT_DRIVER = "driver:SampleDriver"
+
+#: The IDevice methods every client calls; a factory result lacking one is refused early.
+REQUIRED_METHODS = ("getSupportedOperations_1_3", "prepareModel_1_3")
+
+
+class DriverSpecError(ValueError):
+    """A --driver value that does not name a usable device factory."""
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    module_name, colon, attribute_path = spec.partition(":")
+    if not colon or not module_name or not attribute_path:
+        raise DriverSpecError(f"--driver {spec!r}: expected MODULE:FACTORY, e.g. {DEFAULT_DRIVER}")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DriverSpecError(f"--driver {spec!r}: cannot import {module_name}: {exc}") from exc
+    for name in attribute_path.split("."):
+        if not hasattr(target, name):
+            raise DriverSpecError(f"--driver {spec!r}: {target!r} has no attribute {name!r}")
+        target = getattr(target, name)
+    if not callable(target):
+        raise DriverSpecError(f"--driver {spec!r}: {attribute_path} is not callable")
+    return target
+
+
+def make_device(spec: str) -> Any:
+    """The device made by the factory ``spec`` names."""
+    device = load_factory(spec)()
+    missing = [name for name in REQUIRED_METHODS if not callable(getattr(device, name, None))]
+    if missing:
+        raise DriverSpecError(f"--driver {spec!r}: the device lacks {', '.join(missing)}")
+    return device
