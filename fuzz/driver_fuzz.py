@@ -138,7 +138,9 @@ def has_flag(argv: list[str], name: str) -> bool:
 
 def with_default_flags(argv: list[str]) -> list[str]:
     argv = list(argv)
-    if not has_flag(argv, "artifact_prefix"):
+    # A frozen fuzzer (ClusterFuzzLite, OSS-Fuzz) has no repository: libFuzzer's default
+    # (the current folder) or the runner's -artifact_prefix.
+    if not has_flag(argv, "artifact_prefix") and not getattr(sys, "frozen", False):
         crashes = REPO_ROOT / "crashes"
         crashes.mkdir(exist_ok=True)
         argv.append(f"-artifact_prefix={crashes}/")

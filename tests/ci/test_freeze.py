@@ -65,12 +65,14 @@ def test_frozen_fuzzer_runs_the_driver(tmp_path):
                     *freeze_args.pyinstaller_args(), str(REPO_ROOT / "fuzz" / "driver_fuzz.py")],
                    cwd=tmp_path, check=True, capture_output=True, timeout=900)
     (tmp_path / "work").mkdir()
-    (tmp_path / "artifacts").mkdir()
-    # Outside the checkout and without PYTHONPATH: everything it runs is inside it.
+    (tmp_path / "tmp").mkdir()
+    # Outside the checkout and without PYTHONPATH: everything it runs is inside it. It
+    # unpacks itself into TMPDIR; without -artifact_prefix, artifacts would go to the
+    # current folder (a crashes/ folder beside the bundle would be the checkout's default).
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    env["TMPDIR"] = str(tmp_path / "tmp")
     result = subprocess.run([str(tmp_path / "dist" / "driver_fuzz.pkg"), "work", str(REPO_ROOT / "corpus"),
-                             "-runs=3000", f"-artifact_prefix={tmp_path / 'artifacts'}/"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                             "-runs=3000"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     stats = STATS.search(result.stderr)
     assert stats, result.stderr[-3000:]
@@ -78,4 +80,5 @@ def test_frozen_fuzzer_runs_the_driver(tmp_path):
     assert inputs >= 3000 and prepared > 0 and executed > 0 and violations == 0
     assert "list.append" in result.stderr          # no compiled counter in a frozen fuzzer
     assert "Instrumenting driver.operations" in result.stderr
-    assert not list((tmp_path / "artifacts").iterdir())
+    assert not (tmp_path / "tmp" / "crashes").exists()
+    assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("finding-*"))
