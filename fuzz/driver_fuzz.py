@@ -28,12 +28,16 @@ fraction on one CPU); ``--no-cpu-binding`` leaves it to the kernel.
 
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
 it is executable and carries the driver, tracing and binding choices in the environment.
-"""
-from __future__ import annotations
+A process that ran inputs also writes its harness statistics, as JSON, into the folder
+$NNHAL_FUZZ_STATS_DIR when that is set: -fork children's output goes to logs libFuzzer
+deletes (scripts/nightly.py adds them up).
 
+No `from __future__` import here: OSS-Fuzz's coverage build prepends code to this file.
+"""
 import ctypes
 import gc
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -54,6 +58,7 @@ DRIVER_FLAG = "--driver"
 TRACE_COMPARISONS_FLAG = "--trace-comparisons"
 TRACE_COMPARISONS_ENV = "NNHAL_FUZZ_TRACE_COMPARISONS"
 NO_CPU_BINDING_FLAG = "--no-cpu-binding"
+STATS_DIR_ENV = "NNHAL_FUZZ_STATS_DIR"
 #: Modules of the bundled driver whose branches say nothing about the input that
 #: validation's do not already say: the content fingerprint walks every field of a
 #: well-typed model the same way. Tracing it was a fifth of all block hits.
@@ -111,7 +116,7 @@ def load_native_counter():
     native = native_counter.load()
     if native is None:
         print("INFO: counting block hits with list.append (no compiled counter: no C "
-              "compiler, or disabled)", file=sys.stderr)
+              "compiler, a frozen fuzzer, or disabled)", file=sys.stderr)
     return native
 
 
@@ -133,7 +138,9 @@ def has_flag(argv: list[str], name: str) -> bool:
 
 def with_default_flags(argv: list[str]) -> list[str]:
     argv = list(argv)
-    if not has_flag(argv, "artifact_prefix"):
+    # A frozen fuzzer (ClusterFuzzLite, OSS-Fuzz) has no repository: libFuzzer's default
+    # (the current folder) or the runner's -artifact_prefix.
+    if not has_flag(argv, "artifact_prefix") and not getattr(sys, "frozen", False):
         crashes = REPO_ROOT / "crashes"
         crashes.mkdir(exist_ok=True)
         argv.append(f"-artifact_prefix={crashes}/")
@@ -260,9 +267,13 @@ def main() -> None:
         supported_types()            # operation modules load lazily: load them instrumented
         device = make_device(spec)
 
+    stats_dir = os.environ.get(STATS_DIR_ENV)
+
     def print_stats() -> None:
         if harness.STATS.inputs:
             print(harness.STATS.summary(), file=sys.stderr, flush=True)
+            if stats_dir:
+                Path(stats_dir, f"{os.getpid()}.json").write_text(json.dumps(vars(harness.STATS)))
 
     findings = findings_log(argv)
     coverage = CoverageCounting(atheris, load_native_counter())

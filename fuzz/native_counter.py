@@ -10,7 +10,9 @@ nothing to convert.
 The source is compiled with the C compiler Python was built with (``sysconfig``'s CC) into
 a per-user cache, keyed by the source and the interpreter's ABI, and loaded from there on
 later runs. Without a compiler (or on any build failure) ``load()`` returns None and the
-fuzzer counts with list.append, as before.
+fuzzer counts with list.append, as before. So it does in a frozen fuzzer (PyInstaller, as
+OSS-Fuzz and ClusterFuzzLite build Python fuzzers): it carries no Python headers, and the
+images it runs on have no compiler.
 
 The counter array is process-wide state of the module: ``bind`` points it at the memory
 of a numpy array that the caller keeps alive while bound.
@@ -163,7 +165,7 @@ def build(folder: Path) -> Optional[Path]:
 
 def load(folder: Optional[Path] = None) -> Optional[ModuleType]:
     """The compiled counter module (built if need be), or None where it cannot be had."""
-    if os.environ.get(DISABLE_ENV):
+    if os.environ.get(DISABLE_ENV) or getattr(sys, "frozen", False):
         return None
     path = build(folder or cache_dir())
     if path is None:

@@ -336,8 +336,11 @@ def validity(case) -> tuple[bool, bool]:
     return model_error is None, request_error is None
 
 
-def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libfuzzer_s: int,
-               structural_s: float, workdir: Path, log: Callable[[str], None]) -> Triaged:
+def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s: int,
+                      structural_s: float, workdir: Path,
+                      log: Callable[[str], None]) -> tuple[bytes, Triaged]:
+    """Reproduce and minimise one artifact: (the smallest input found that fails the same
+    way, the result); the result's failure is None when the artifact does not reproduce."""
     data = artifact.read_bytes()
     failure = worker.run(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
@@ -346,7 +349,7 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
         # against the input that happened to cross it.
         hint = " alone (libFuzzer's RSS limit counts what earlier inputs kept, too)" if artifact.name.startswith("oom-") else ""
         log(f"{artifact}: does not reproduce{hint}; left in place")
-        return result
+        return data, result
     log(f"{artifact}: {failure.kind}: {failure.signature}")
 
     # A valid model or request stays valid through minimisation: reproducers read as what
@@ -384,9 +387,17 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *, libf
         data, failure = final, confirmed
         result.sizes.append(len(data))
     result.failure = failure
-    result.stored, result.duplicate = store(data, failure, out_dir, spec, artifact.name,
-                                            memory_limit_mb=worker.memory_limit_mb)
-    log(f"  stored {result.stored}{' (duplicate)' if result.duplicate else ''}; sizes {result.sizes}")
+    return data, result
+
+
+def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *,
+               log: Callable[[str], None], **budgets) -> Triaged:
+    """Reproduce, minimise and store one artifact (``budgets``: minimise_artifact's)."""
+    data, result = minimise_artifact(artifact, worker, spec, log=log, **budgets)
+    if result.failure is not None:
+        result.stored, result.duplicate = store(data, result.failure, out_dir, spec, artifact.name,
+                                                memory_limit_mb=worker.memory_limit_mb)
+        log(f"  stored {result.stored}{' (duplicate)' if result.duplicate else ''}; sizes {result.sizes}")
     return result
 
 
@@ -434,9 +445,10 @@ def finding_twin(artifact: Path) -> Path:
     return artifact.with_name(FINDING_PREFIX + artifact.name.split("-", 1)[-1])
 
 
-def new_artifacts(out_dir: Path) -> list[Path]:
+def new_artifacts(*folders: Path) -> list[Path]:
+    """The artifacts in ``folders``, without the finding- copies of those libFuzzer wrote."""
     found = []
-    for folder in {out_dir.resolve(), Path.cwd().resolve()}:
+    for folder in dict.fromkeys(folder.resolve() for folder in folders):
         if not folder.is_dir():
             continue
         files = sorted(p for p in folder.iterdir() if p.is_file())
@@ -469,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         worker_main(args.memory_limit_mb)
         return 0
     spec = args.driver or configured_spec()
-    artifacts = args.artifacts or new_artifacts(args.out)
+    artifacts = args.artifacts or new_artifacts(args.out, Path.cwd())
     if not artifacts:
         print("no artifacts to triage")
         return 0

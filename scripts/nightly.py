@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""The nightly fuzz job, run the same way on a laptop and in CI (.github/workflows/fuzz.yml).
+
+    python scripts/nightly.py [--minutes M | --seconds S] [--driver MODULE:FACTORY] [--jobs N]
+                              [--seeds DIR] [--work DIR] [--out DIR] [--timeout S] [--rss-limit-mb MB]
+
+1. fuzz for the given time on N processes (libFuzzer's -fork=N, default: every CPU) from
+   the seeds (corpus/) plus the persisted working corpus (--work), with a per-input timeout
+   and an RSS limit; failures do not stop the run;
+2. triage every finding with scripts/triage.py's functions: reproduce it, drop it when its
+   signature is already in crashes/ or already seen tonight, minimise the rest and store
+   them in OUT/findings/ laid out like crashes/ (reproducer, .json sidecar, and a readable
+   .md of the case; a Graphviz .dot, and a .png where `dot` is installed, in
+   OUT/findings/graphs/);
+3. merge (-merge=1) the working corpus with the seeds and keep, of the result, the inputs
+   that are not seeds, at most --max-corpus of them (the smallest): it only grows by
+   inputs that add coverage;
+4. replay the seeds and the merged working corpus under coverage.py: HTML report of
+   driver/ and fuzz/ in OUT/coverage/;
+5. write OUT/summary.md (Markdown, for $GITHUB_STEP_SUMMARY).
+
+Exit status: 0 when there is no new finding, 1 when there is, 2 when the job could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import show_case  # noqa: E402
+import triage  # noqa: E402
+from fuzz import codec, harness  # noqa: E402
+from fuzz.driver_fuzz import STATS_DIR_ENV  # noqa: E402
+from fuzz.drivers import DRIVER_ENV, configured_spec, make_device  # noqa: E402
+from fuzz.memory_limit import memory_budget  # noqa: E402
+
+KNOWN = REPO_ROOT / "crashes"
+FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
+DEFAULT_MINUTES = 60.0
+DEFAULT_TIMEOUT_S = 30
+DEFAULT_RSS_LIMIT_MB = 2048
+#: Bound of the persisted working corpus (inputs); the smallest are kept.
+DEFAULT_MAX_CORPUS = 5000
+#: Time allowed past --minutes for libFuzzer to wind its jobs down before it is stopped.
+GRACE_S = 120
+#: The packages the coverage report covers.
+COVERED = ("driver", "fuzz")
+#: libFuzzer's progress line, in -fork mode (exec/s without a colon) and out of it.
+PROGRESS = re.compile(r"^#(\d+):? .*?cov: (\d+) ft: (\d+) corp: (\d+).*?exec/s:? (\d+)(?:.*?time: (\d+)s)?")
+
+
+def log(line: str) -> None:
+    print(line, flush=True)
+
+
+def sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def inputs_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) if folder.is_dir() else []
+
+
+def child_env(spec: str, **extra: str) -> dict[str, str]:
+    """This checkout first on the path (not an installed copy), and the driver chosen."""
+    path = os.pathsep.join(filter(None, (str(REPO_ROOT), os.environ.get("PYTHONPATH"))))
+    return dict(os.environ, PYTHONPATH=path, **{DRIVER_ENV: spec}, **extra)
+
+
+def run_logged(command: list[str], env: dict[str, str], log_path: Path, limit_s: float,
+               echo: re.Pattern | None = None) -> int:
+    """Run ``command`` with its output in ``log_path`` (lines matching ``echo`` shown as
+    they come); stopped with its children after ``limit_s``."""
+    with open(log_path, "a") as out:
+        process = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, errors="replace",
+                                   start_new_session=True)
+        stopper = threading.Timer(limit_s, os.killpg, (process.pid, signal.SIGKILL))
+        stopper.start()
+        try:
+            for line in process.stdout:
+                out.write(line)
+                if echo is not None and echo.match(line):
+                    log(line.rstrip())
+            return process.wait()
+        finally:
+            stopper.cancel()
+
+
+# --- 1. fuzzing -----------------------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """libFuzzer's last progress line."""
+    executions: int = 0
+    coverage: int = 0
+    features: int = 0
+    corpus: int = 0
+    exec_per_s: int = 0
+    seconds: int = 0
+
+
+def last_progress(log_text: str) -> Progress:
+    progress = Progress()
+    for line in log_text.splitlines():
+        match = PROGRESS.match(line)
+        if match:
+            progress = Progress(*(int(group or 0) for group in match.groups()))
+    return progress
+
+
+def harness_summary(stats_dir: Path) -> str:
+    """The harness statistics line, added up over every process that ran inputs."""
+    total = harness.HarnessStats()
+    for path in stats_dir.glob("*.json"):
+        counts = json.loads(path.read_text())
+        for field in fields(total):
+            setattr(total, field.name, getattr(total, field.name) + counts.get(field.name, 0))
+    return total.summary()
+
+
+def fuzz(args, spec: str, seconds: int, artifacts: Path, stats_dir: Path, log_path: Path) -> int:
+    command = [sys.executable, str(FUZZ_ENTRY), str(args.work), str(args.seeds),
+               f"-fork={args.jobs}", f"-max_total_time={seconds}", f"-timeout={args.timeout}",
+               f"-rss_limit_mb={args.rss_limit_mb}", f"-artifact_prefix={artifacts}/",
+               "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1", "-print_final_stats=1"]
+    log(f"fuzzing {seconds} s on {args.jobs} processes: {' '.join(command[1:])}")
+    echo = re.compile(r"^(#\d+|==\d+== ERROR|INFO: -fork)")
+    return run_logged(command, child_env(spec, **{STATS_DIR_ENV: str(stats_dir)}), log_path,
+                      seconds + args.timeout + GRACE_S, echo)
+
+
+# --- 2. findings ----------------------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    artifact: str
+    status: str                      # new, duplicate (of a new one), known (in crashes/), not reproduced
+    failure: triage.Failure | None = None
+    stored: Path | None = None
+
+
+def write_readable_case(path: Path) -> None:
+    """The case as text beside the reproducer, its graph in graphs/ (a picture where
+    Graphviz is installed): the replay test skips .md files and subfolders."""
+    data = path.read_bytes()
+    case = codec.decode(data)
+    text = show_case.describe(case, codec.parse(data))
+    path.with_suffix(".md").write_text(f"# {path.name} ({len(data)} bytes)\n\n```\n{text}\n```\n")
+    graphs = path.parent / "graphs"
+    graphs.mkdir(exist_ok=True)
+    dot_path = graphs / f"{path.name}.dot"
+    dot_path.write_text(show_case.to_dot(case, path.name))
+    if shutil.which("dot"):
+        show_case.render_png(dot_path)
+
+
+def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN) -> list[Finding]:
+    """Reproduce each artifact; minimise and store in ``findings`` one per signature
+    neither in ``known`` nor already found."""
+    workdir = Path(tempfile.mkdtemp(prefix="nightly-triage-"))
+    worker = triage.Worker(spec, args.rss_limit_mb)
+    results: list[Finding] = []
+    seen: set[str] = set()
+    try:
+        # Smallest first: of several artifacts of one bug, the smallest is minimised.
+        for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
+            failure = worker.run(artifact.read_bytes())
+            if failure is None:
+                results.append(Finding(artifact.name, "not reproduced"))
+            elif (known / failure.digest).exists():
+                results.append(Finding(artifact.name, "known", failure, known / failure.digest))
+            elif failure.digest in seen:
+                results.append(Finding(artifact.name, "duplicate", failure))
+            else:
+                data, result = triage.minimise_artifact(
+                    artifact, worker, spec, libfuzzer_s=args.libfuzzer_seconds,
+                    structural_s=args.minimise_seconds, workdir=workdir, log=log)
+                failure = result.failure or failure
+                seen.add(failure.digest)
+                if (known / failure.digest).exists():
+                    results.append(Finding(artifact.name, "known", failure, known / failure.digest))
+                    continue
+                stored, duplicate = triage.store(data, failure, findings, spec, artifact.name,
+                                                 memory_limit_mb=args.rss_limit_mb)
+                results.append(Finding(artifact.name, "duplicate" if duplicate else "new", failure, Path(stored)))
+    finally:
+        worker.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    for stored in {f.stored for f in results if f.status == "new"}:
+        write_readable_case(stored)
+    return results
+
+
+# --- 3. corpus merge ------------------------------------------------------------------------------
+
+def merge_corpus(args, spec: str, log_path: Path) -> tuple[int, int]:
+    """Merge the working corpus with the seeds; keep the non-seed part, bounded. Returns
+    (inputs before the merge, after)."""
+    before = len(inputs_in(args.work))
+    with tempfile.TemporaryDirectory(prefix="nightly-merge-") as scratch:
+        merged, artifacts = Path(scratch, "merged"), Path(scratch, "artifacts")
+        merged.mkdir()
+        artifacts.mkdir()
+        command = [sys.executable, str(FUZZ_ENTRY), str(merged), str(args.seeds), str(args.work), "-merge=1",
+                   f"-timeout={args.timeout}", f"-rss_limit_mb={args.rss_limit_mb}",
+                   f"-artifact_prefix={artifacts}/"]
+        log("merging the working corpus")
+        status = run_logged(command, child_env(spec), log_path, 3600)
+        if status != 0:
+            log(f"merge failed (exit {status}): the working corpus is kept as it was")
+            return before, before
+        seeds = {sha1(p.read_bytes()) for p in inputs_in(args.seeds)}
+        kept = [p for p in inputs_in(merged) if sha1(p.read_bytes()) not in seeds]
+        kept = sorted(kept, key=lambda p: (p.stat().st_size, p.name))[:args.max_corpus]
+        shutil.rmtree(args.work)
+        args.work.mkdir(parents=True)
+        for path in kept:
+            shutil.move(path, args.work / path.name)
+    return before, len(kept)
+
+
+# --- 4. coverage ----------------------------------------------------------------------------------
+
+def replay(folders: list[Path], memory_limit_mb: int) -> None:
+    """Run every input of ``folders`` once through the harness (under coverage.py)."""
+    device = make_device()
+    failing = 0
+    for path in (p for folder in folders for p in inputs_in(folder)):
+        try:
+            with memory_budget(memory_limit_mb):
+                harness.run_one(path.read_bytes(), device)
+        except Exception:           # a failing input still counts for coverage
+            failing += 1
+    print(harness.STATS.summary(), f"({failing} failing)", file=sys.stderr)
+
+
+def coverage_report(args, spec: str, report: Path, log_path: Path) -> dict[str, float]:
+    """HTML report in ``report``; percent of lines covered per package and in total."""
+    data_file = report.parent / ".coverage"
+    sources = ",".join(str(REPO_ROOT / name) for name in COVERED)
+    env = child_env(spec)
+    coverage = [sys.executable, "-m", "coverage"]
+    run = [*coverage, "run", f"--data-file={data_file}", f"--source={sources}", str(Path(__file__).resolve()),
+           "--replay", str(args.seeds), str(args.work), f"--rss-limit-mb={args.rss_limit_mb}"]
+    log("replaying the merged corpus under coverage.py")
+    if run_logged(run, env, log_path, 3600) != 0:
+        return {}
+    subprocess.run([*coverage, "html", f"--data-file={data_file}", "-d", str(report), "--quiet"],
+                   env=env, cwd=REPO_ROOT, check=True)
+    json_path = report / "coverage.json"
+    subprocess.run([*coverage, "json", f"--data-file={data_file}", "-o", str(json_path), "--quiet"],
+                   env=env, cwd=REPO_ROOT, check=True)
+    files = json.loads(json_path.read_text())["files"]
+    json_path.unlink()
+    data_file.unlink()
+    percents = {}
+    for name in (*COVERED, "total"):
+        chosen = [f["summary"] for path, f in files.items() if name == "total" or path.startswith(name + os.sep)]
+        statements = sum(s["num_statements"] for s in chosen)
+        percents[name] = 100.0 * sum(s["covered_lines"] for s in chosen) / (statements or 1)
+    return percents
+
+
+# --- 5. summary -----------------------------------------------------------------------------------
+
+def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_line: str,
+                     corpus: tuple[int, int, int], percents: dict[str, float], findings: list[Finding]) -> str:
+    rate = progress.executions / max(progress.seconds or seconds, 1)
+    covered = ", ".join(f"{name}/ {value:.1f} %" for name, value in percents.items() if name != "total")
+    line_coverage = f"{percents['total']:.1f} % ({covered})" if percents else "not measured"
+    lines = [
+        f"## Nightly fuzzing of `{spec}`",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| time | {seconds} s on {args.jobs} processes (`-fork={args.jobs}`) |",
+        f"| inputs run | {progress.executions:,} ({rate:,.0f} exec/s) |",
+        f"| coverage features | cov {progress.coverage:,}, ft {progress.features:,} |",
+        f"| corpus | {len(inputs_in(args.seeds)):,} seeds; working corpus {corpus[0]:,} inputs restored, {corpus[1]:,} after fuzzing, {corpus[2]:,} after merge |",
+        f"| line coverage (replay of the merged corpus) | {line_coverage} |",
+        "",
+        f"`{harness_line}`",
+        "",
+        "### Findings",
+        "",
+    ]
+    if not findings:
+        lines.append("None.")
+    else:
+        lines += ["| reproducer | status | kind | signature | message |", "| --- | --- | --- | --- | --- |"]
+        for finding in findings:
+            failure = finding.failure
+            name = finding.stored.name if finding.stored else finding.artifact
+            message = (failure.message.splitlines() or [""])[0][:160] if failure else ""
+            cells = [f"`{name}`", finding.status, failure.kind if failure else "",
+                     f"`{failure.signature}`" if failure else "", message.replace("|", "\\|")]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", "A new finding's reproducer, sidecar and readable case are in `findings/`: "
+                      "copy them into `crashes/` and the test suite replays them."]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    duration = parser.add_mutually_exclusive_group()
+    duration.add_argument("--minutes", type=float, help=f"fuzzing time (default {DEFAULT_MINUTES:g})")
+    duration.add_argument("--seconds", type=int, help="fuzzing time in seconds")
+    parser.add_argument("--driver", default=None, help="MODULE:FACTORY (default: driver:SampleDriver)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (-fork=N; default: CPUs)")
+    parser.add_argument("--seeds", type=Path, default=REPO_ROOT / "corpus", help="the seed corpus")
+    parser.add_argument("--work", type=Path, default=REPO_ROOT / "fuzz-work" / "nightly-corpus",
+                        help="the persisted working corpus")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "nightly",
+                        help="findings, coverage report, summary.md and logs (emptied first)")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="per-input timeout, s")
+    parser.add_argument("--rss-limit-mb", type=int, default=DEFAULT_RSS_LIMIT_MB, help="memory limit per process")
+    parser.add_argument("--max-corpus", type=int, default=DEFAULT_MAX_CORPUS, help="bound of the working corpus")
+    parser.add_argument("--libfuzzer-seconds", type=int, default=30, help="libFuzzer minimisation per finding")
+    parser.add_argument("--minimise-seconds", type=float, default=120, help="structural minimisation per finding")
+    parser.add_argument("--replay", nargs="+", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.replay:
+        replay(args.replay, args.rss_limit_mb)
+        return 0
+    spec = args.driver or configured_spec()
+    seconds = args.seconds if args.seconds is not None else round(60 * (args.minutes or DEFAULT_MINUTES))
+    args.work, args.seeds = args.work.resolve(), args.seeds.resolve()
+    args.work.mkdir(parents=True, exist_ok=True)
+    out = args.out.resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    artifacts, findings, stats_dir = out / "artifacts", out / "findings", out / "stats"
+    for folder in (artifacts, findings, stats_dir):
+        folder.mkdir(parents=True)
+    log_path = out / "fuzz.log"
+    restored = len(inputs_in(args.work))
+
+    status = fuzz(args, spec, seconds, artifacts, stats_dir, log_path)
+    progress = last_progress(log_path.read_text(errors="replace"))
+    if progress.executions == 0:
+        log(f"the fuzzer ran no input (exit {status}); see {log_path}")
+        return 2
+    harness_line = harness_summary(stats_dir)
+    shutil.rmtree(stats_dir)
+    log(harness_line)
+    results = triage_findings(triage.new_artifacts(artifacts), spec, findings, args)
+    corpus = (restored, *merge_corpus(args, spec, out / "merge.log"))
+    percents = coverage_report(args, spec, out / "coverage", out / "replay.log")
+    summary = summary_markdown(spec, args, seconds, progress, harness_line, corpus, percents, results)
+    (out / "summary.md").write_text(summary)
+    log(summary)
+    return 1 if any(finding.status == "new" for finding in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""scripts/nightly.py end to end, on a small seed set to stay short: on the bundled driver
+it finds nothing and exits 0; on a driver broken on purpose it exits 1 with one minimised
+reproducer per bug, laid out as crashes/ is, which the replay test takes as an open bug.
+
+The broken driver's bug is not left to chance: data/ holds two unminimised inputs that
+reach it (found by fuzzing SupportedDisagrees), added to the seeds. libFuzzer reports a
+failing seed as it loads the seeds, so the run has two raw findings of one bug."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from driver import SampleDriver
+from fuzz import oracles
+from fuzz.codec import decode
+from fuzz.drivers import make_device
+from tests.fuzz import test_replay
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import nightly  # noqa: E402
+
+pytestmark = pytest.mark.slow
+BROKEN = "tests.fuzz.broken_drivers:SupportedDisagrees"
+REACHING_THE_BUG = sorted((Path(__file__).resolve().parent / "data").glob("supported-disagrees-*"))
+SEEDS = 40
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory) -> Path:
+    """Every 25th corpus input (some of every kind, a short run)."""
+    folder = tmp_path_factory.mktemp("seeds")
+    for path in sorted((REPO_ROOT / "corpus").iterdir())[::25][:SEEDS]:
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
+def run_nightly(tmp_path: Path, seeds: Path, *flags: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    command = [sys.executable, str(REPO_ROOT / "scripts" / "nightly.py"), "--jobs=2", f"--seeds={seeds}",
+               f"--work={tmp_path / 'work'}", f"--out={tmp_path / 'out'}", *flags]
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+def reproducers(folder: Path) -> list[Path]:
+    return test_replay.inputs_in(folder)
+
+
+def test_bundled_driver_nightly_finds_nothing(tmp_path, seeds):
+    result = run_nightly(tmp_path, seeds, "--seconds=10", "--max-corpus=10")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = tmp_path / "out"
+    summary = (out / "summary.md").read_text()
+    assert "### Findings\n\nNone." in summary
+    stats = re.search(r"harness: (\d+) inputs, .*prepared (\d+) .*executed_ok (\d+)", summary)
+    assert stats and all(int(count) > 0 for count in stats.groups()), summary
+    assert re.search(r"line coverage .*\| \d+\.\d % \(driver/ \d+\.\d %, fuzz/ \d+\.\d %\)", summary), summary
+    assert (out / "coverage" / "index.html").exists()
+    assert reproducers(out / "findings") == []
+    # The working corpus keeps only inputs that are not seeds, at most --max-corpus of them.
+    kept = [p.read_bytes() for p in (tmp_path / "work").iterdir()]
+    assert len(kept) <= 10
+    assert not set(kept) & {p.read_bytes() for p in seeds.iterdir()}
+
+
+def test_broken_driver_nightly_stores_one_minimised_reproducer(tmp_path, seeds):
+    shutil.copytree(seeds, tmp_path / "seeds")
+    for path in REACHING_THE_BUG:
+        shutil.copy(path, tmp_path / "seeds" / path.name)
+    result = run_nightly(tmp_path, tmp_path / "seeds", f"--driver={BROKEN}", "--seconds=5",
+                         "--libfuzzer-seconds=5", "--minimise-seconds=20")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    out = tmp_path / "out"
+    found = reproducers(out / "findings")
+    assert len(found) == 1, found                     # one bug, one reproducer
+    path = found[0]
+    sidecar = json.loads(path.with_suffix(".json").read_text())
+    assert sidecar["rule"] == "supported-vs-prepare" and sidecar["driver"] == BROKEN
+    assert sidecar["status"] == "open"
+    assert path.with_suffix(".md").read_text().startswith(f"# {path.name}")
+    assert (out / "findings" / "graphs" / f"{path.name}.dot").exists()
+    summary = (out / "summary.md").read_text()
+    assert f"`{path.name}` | new | assertion" in summary and "| duplicate | assertion" in summary
+
+    # Minimised: smaller than either input reaching the bug, down to the operations it needs.
+    raw = [p for p in (out / "artifacts").iterdir() if p.name.startswith("crash-")]
+    assert len(raw) >= len(REACHING_THE_BUG)
+    assert path.stat().st_size < min(p.stat().st_size for p in REACHING_THE_BUG)
+    model = decode(path.read_bytes()).model
+    assert sum(len(graph.operations) for graph in (model.main, *model.referenced)) <= 4
+
+    # The replay test takes it: an open bug (xfail) that fails on its driver, passes on ours.
+    [param] = test_replay.replay_params(out / "findings")
+    assert any(mark.name == "xfail" for mark in param.marks)
+    with pytest.raises(oracles.SupportedPrepareViolation):
+        test_replay.replay(path, make_device(BROKEN))
+    test_replay.replay(path, SampleDriver())
+
+    # Once in crashes/, the same bug is known: no new finding.
+    args = nightly.parse_args(["--libfuzzer-seconds=0", "--minimise-seconds=5"])
+    again = nightly.triage_findings(raw[:1], BROKEN, tmp_path / "again", args, known=out / "findings")
+    assert [finding.status for finding in again] == ["known"]
+    assert reproducers(tmp_path / "again") == []
