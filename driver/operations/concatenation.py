@@ -18,7 +18,8 @@ from .signatures import Range, Signature, repeated, same_as, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 RANK = (1, 4)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK), repeated(same_as(0, rank=RANK), at_least=0),
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK),
+                                repeated(same_as(0, rank=RANK), at_least=0),
                                 scalar(T.INT32, Range(low=0), name="axis")),
                         outputs=(same_as(0),)),)
 
@@ -59,8 +60,8 @@ def _check_run_shapes(ctx: OperationContext, tensors: Sequence[np.ndarray], axis
     rank = tensors[0].ndim
     check(0 <= axis < rank, f"{ctx.name}: axis {axis} is out of range for rank {rank}")
     first = tensors[0].shape
-    for i, tensor in enumerate(tensors[1:], start=1):
-        shape = tensor.shape
+    for i, array in enumerate(tensors[1:], start=1):
+        shape = array.shape
         check(len(shape) == rank and all(a == b for d, (a, b) in enumerate(zip(shape, first))
                                          if d != axis),
               f"{ctx.name}: input {i} shape {list(shape)} does not match input 0 shape "

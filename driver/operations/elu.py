@@ -9,7 +9,8 @@ from .common import same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, scalar, tensor
 
-SIGNATURES = tuple(Signature(inputs=(tensor((tensor_type,), rank=(1, None)), scalar(alpha_type, name="alpha")),
+SIGNATURES = tuple(Signature(inputs=(tensor((tensor_type,), rank=(1, None)),
+                                     scalar(alpha_type, name="alpha")),
                              outputs=(same_as(0),))
                    for tensor_type, alpha_type in ((T.TENSOR_FLOAT16, T.FLOAT16),
                                                    (T.TENSOR_FLOAT32, T.FLOAT32)))

@@ -21,8 +21,8 @@ from .signatures import Signature, same_as, tensor
 
 INPUT, WEIGHTS, BIAS, FUSED = range(4)
 #: Float inputs take a bias of their type; quantized inputs a TENSOR_INT32 bias.
-SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(2, 4)), same_as(INPUT, rank=(2, 2), name="weights"),
-                                     bias, ACTIVATION),
+SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(2, 4)),
+                                     same_as(INPUT, rank=(2, 2), name="weights"), bias, ACTIVATION),
                              outputs=(same_as(INPUT),))
                    for types, bias in (((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16),
                                         same_as(INPUT, rank=(1, 1), name="bias")),

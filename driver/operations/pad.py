@@ -13,7 +13,8 @@ from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)), tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")),
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")),
                         outputs=(same_as(0),)),)
 
 

@@ -17,7 +17,8 @@ from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)), tensor((T.TENSOR_INT32,), rank=(1, 1), name="shape")),
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="shape")),
                         outputs=(same_as(0),)),)
 
 

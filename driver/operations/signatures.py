@@ -219,16 +219,17 @@ class SignatureTable:
         self._by_count: dict[tuple[int, int], Optional[_Compiled]] = {}
         for s in self.signatures:
             (inputs, _), (outputs, _) = s.counts()
-            self._compiled(inputs, outputs)
+            self._compile(inputs, outputs)
 
     def check(self, ctx) -> None:
         inputs = ctx.inputs
-        compiled = self._by_count.get((len(inputs), len(ctx.outputs))) or self._compiled(
+        compiled = self._by_count.get((len(inputs), len(ctx.outputs))) or self._compile(
             len(inputs), len(ctx.outputs))
         if compiled is None:
             self._fail_counts(ctx)
         node = compiled.trie
-        for operand in ((*ctx.outputs, *inputs) if self._outputs_first else (*inputs, *ctx.outputs)):
+        operands = (*ctx.outputs, *inputs) if self._outputs_first else (*inputs, *ctx.outputs)
+        for operand in operands:
             node = node.get(operand.type)
             if node is None:
                 self._fail_type(ctx, compiled)
@@ -249,14 +250,15 @@ class SignatureTable:
 
     def check_shape_ranks(self, ctx, shapes) -> None:
         """The known ranks of the shapes given to shape inference, at prepare or run time."""
-        compiled = self._by_count.get((len(ctx.inputs), len(ctx.outputs))) or self._compiled(
+        compiled = self._by_count.get((len(ctx.inputs), len(ctx.outputs))) or self._compile(
             len(ctx.inputs), len(ctx.outputs))
         for i, low, high, name in compiled.shape_ranks:
             shape = shapes[i]
             if shape is not None and not low <= len(shape) <= high:
-                fail(f"{ctx.name}: input {i}{f' ({name})' if name else ''} {_rank_text(len(shape), low, high)}")
+                fail(f"{ctx.name}: input {i}{f' ({name})' if name else ''} "
+                     f"{_rank_text(len(shape), low, high)}")
 
-    def _compiled(self, input_count: int, output_count: int) -> Optional[_Compiled]:
+    def _compile(self, input_count: int, output_count: int) -> Optional[_Compiled]:
         """The trie for these counts, made once (for a variadic operation, remembered for a
         bounded number of counts); None when no signature has these counts."""
         key = (input_count, output_count)
@@ -270,8 +272,8 @@ class SignatureTable:
                 continue
             inputs = expanded[0]
             names = names or tuple(o.name for o in expanded[0] + expanded[1])
-            ranked = [(i, low, _UNBOUNDED if high is None else high, o.name)
-                      for i, o in enumerate(inputs) if o.rank for low, high in (o.rank,)]
+            ranked = [(i, o.rank[0], _UNBOUNDED if o.rank[1] is None else o.rank[1], o.name)
+                      for i, o in enumerate(inputs) if o.rank is not None]
             leaf = _Leaf(required=tuple(i for i, o in enumerate(inputs) if not o.optional),
                          # A declared rank is never 0 (that means unknown): low 1 is no check.
                          ranks=tuple(r for r in ranked if r[1] > 1 or r[2] != _UNBOUNDED),
@@ -306,9 +308,9 @@ class SignatureTable:
             operand = operands[position]
             if operand.type not in node:
                 what = f"input {position}" if position < inputs else f"output {position - inputs}"
-                fail(f"{ctx.name}: {what} ({_named(compiled.names[position])}operand {operand.index}) "
-                     f"has type {_type_name(operand.type)}, "
-                     f"expected {' or '.join(_type_name(t) for t in node)}")
+                fail(f"{ctx.name}: {what} ({_named(compiled.names[position])}operand "
+                     f"{operand.index}) has type {_type_name(operand.type)}, expected "
+                     f"{' or '.join(_type_name(t) for t in node)}")
             node = node[operand.type]
 
     def _fail_counts(self, ctx) -> None:
@@ -341,5 +343,5 @@ def _named(name: str) -> str:
     return f"{name}, " if name else ""
 
 
-def _rank_text(rank: int, low: int, high: Optional[int]) -> str:
+def _rank_text(rank: int, low: int, high: int) -> str:
     return f"has rank {rank} < {low}" if rank < low else f"has rank {rank} > {high}"

@@ -20,7 +20,8 @@ from .signatures import Signature, same_as, tensor
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, BEGIN, SIZE = range(3)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="size")),
                         outputs=(same_as(INPUT),)),)
 

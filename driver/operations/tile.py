@@ -14,7 +14,8 @@ from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), tensor((T.TENSOR_INT32,), rank=(1, 1), name="multiples")),
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="multiples")),
                         outputs=(same_as(0),)),)
 
 
