@@ -7,6 +7,7 @@ requantize to the output, whose quantization LOGISTIC and TANH fix.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -66,7 +67,7 @@ def build_clamp(ctx: OperationContext, activation: Act) -> Kernel:
 
 for operation, activation in ((Op.RELU, Act.RELU), (Op.RELU1, Act.RELU1), (Op.RELU6, Act.RELU6)):
     register(OperationDef(operation, unary(TYPES, 4), same_shape,
-                          lambda ctx, activation=activation: build_clamp(ctx, activation),
+                          partial(build_clamp, activation=activation),
                           check_clamp))
 
 
@@ -107,4 +108,4 @@ for operation, max_rank, fn, check_op in ((Op.LOGISTIC, 4, sigmoid, check_logist
                                           (Op.TANH, 4, np.tanh, check_tanh),
                                           (Op.HARD_SWISH, None, hard_swish, check_quantization)):
     register(OperationDef(operation, unary(TYPES, max_rank), same_shape,
-                          lambda ctx, fn=fn: build_float_or_quant(ctx, fn), check_op))
+                          partial(build_float_or_quant, fn=fn), check_op))

@@ -4,6 +4,7 @@ replaces the running extreme, as in the reference's sequential scan (a NaN at in
 therefore wins)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -55,4 +56,4 @@ def build_arg(ctx: OperationContext, use_max: bool) -> Kernel:
 
 for operation, use_max in ((Op.ARGMAX, True), (Op.ARGMIN, False)):
     register(OperationDef(operation, SIGNATURES, infer_arg,
-                          lambda ctx, use_max=use_max: build_arg(ctx, use_max)))
+                          partial(build_arg, use_max=use_max)))

@@ -14,6 +14,7 @@ loops (``i = i + 1`` on TENSOR_INT32 [1]).
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -155,4 +156,4 @@ for operation, table, float_fn, int_fn, check_op in (
         (Op.MUL, FLOAT_AND_QUANT, np.multiply, np.multiply, check_mul),
         (Op.DIV, FLOAT, np.divide, np.floor_divide, check_arithmetic)):
     register(OperationDef(operation, table, broadcast,
-                          lambda ctx, f=float_fn, i=int_fn: build_arithmetic(ctx, f, i), check_op))
+                          partial(build_arithmetic, float_fn=float_fn, int_fn=int_fn), check_op))

@@ -9,6 +9,7 @@ WHILE iteration. NaN compares false (and unequal), as in C.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -64,5 +65,5 @@ for operation, compare in ((Op.EQUAL, np.equal), (Op.NOT_EQUAL, np.not_equal),
                            (Op.LESS, np.less), (Op.LESS_EQUAL, np.less_equal),
                            (Op.GREATER, np.greater), (Op.GREATER_EQUAL, np.greater_equal)):
     register(OperationDef(operation, SIGNATURES, broadcast,
-                          lambda ctx, compare=compare: build_comparison(ctx, compare),
+                          partial(build_comparison, compare=compare),
                           check_comparison))

@@ -8,6 +8,7 @@ as two's complement does.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -43,7 +44,7 @@ def reciprocal_sqrt(x: np.ndarray) -> np.ndarray:
     return np.reciprocal(np.sqrt(x))
 
 
-for operation, signatures, fn in (
+for operation, table, fn in (
         (Op.ABS, unary(FLOATS_AND_INT32), np.abs),
         (Op.EXP, unary(FLOATS), np.exp),
         (Op.FLOOR, unary(FLOATS, 4), np.floor),
@@ -52,5 +53,4 @@ for operation, signatures, fn in (
         (Op.RSQRT, unary(FLOATS), reciprocal_sqrt),
         (Op.SIN, unary(FLOATS), np.sin),
         (Op.SQRT, unary(FLOATS), np.sqrt)):
-    register(OperationDef(operation, signatures, same_shape,
-                          lambda ctx, fn=fn: float_kernel(ctx, fn)))
+    register(OperationDef(operation, table, same_shape, partial(float_kernel, fn=fn)))

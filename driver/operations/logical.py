@@ -1,6 +1,7 @@
 """LOGICAL_AND and LOGICAL_OR of two broadcast TENSOR_BOOL8 tensors; LOGICAL_NOT of one."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -24,7 +25,7 @@ def build_binary(ctx: OperationContext, fn: Callable[[np.ndarray, np.ndarray], n
 
 for operation, fn in ((Op.LOGICAL_AND, np.logical_and), (Op.LOGICAL_OR, np.logical_or)):
     register(OperationDef(operation, (Signature(inputs=(BOOL, BOOL), outputs=(BOOL,)),), broadcast,
-                          lambda ctx, fn=fn: build_binary(ctx, fn)))
+                          partial(build_binary, fn=fn)))
 
 register(OperationDef(Op.LOGICAL_NOT, (Signature(inputs=(BOOL,), outputs=(BOOL,)),), same_shape,
                       lambda ctx: lambda x: (np.logical_not(x),)))

@@ -2,6 +2,7 @@
 Quantized inputs are first requantized to the output's scale and zero point, then compared."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -57,4 +58,4 @@ def build_minmax(ctx: OperationContext, pick: Pick) -> Kernel:
 
 for operation, pick in ((Op.MAXIMUM, maximum), (Op.MINIMUM, minimum)):
     register(OperationDef(operation, SIGNATURES, broadcast,
-                          lambda ctx, pick=pick: build_minmax(ctx, pick), check_minmax))
+                          partial(build_minmax, pick=pick), check_minmax))

@@ -12,6 +12,7 @@ the integer quotient toward zero as the reference does.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -142,7 +143,7 @@ for operation, types, reducer in (
         (Op.REDUCE_PROD, FLOAT, product),
         (Op.REDUCE_SUM, FLOAT, total)):
     register(OperationDef(operation, signatures(types), infer_reduce,
-                          lambda ctx, reducer=reducer: build_reduce(ctx, reducer), check_reduce))
+                          partial(build_reduce, reduce=reducer), check_reduce))
 
 register(OperationDef(Op.MEAN, signatures(FLOAT_AND_QUANT, keep_dims_type=T.INT32), infer_reduce,
                       build_mean, check_mean))
