@@ -15,7 +15,6 @@ from .signatures import Operand, scalar
 
 T = OperandType
 
-FLOAT_TENSORS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT8_ASYMM_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 _QUANT_RANGE = {
@@ -77,10 +76,6 @@ def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     return [shapes[0]]
 
 
-def shape_known(shape: Shape) -> bool:
-    return shape is not None and all(d > 0 for d in shape)
-
-
 # --- fused activations ------------------------------------------------------------------
 
 #: The fused activation parameter of ADD, MUL, FULLY_CONNECTED, ...
@@ -95,13 +90,6 @@ def activation_bounds(activation: int) -> tuple[float, float]:
     if activation == FusedActivationFunc.RELU6:
         return 0.0, 6.0
     return -np.inf, np.inf
-
-
-def apply_float_activation(x: np.ndarray, activation: int) -> np.ndarray:
-    if activation == FusedActivationFunc.NONE:
-        return x
-    low, high = activation_bounds(activation)
-    return np.clip(x, low, high, out=x) if x.flags.writeable else np.clip(x, low, high)
 
 
 def quantized_activation_range(activation: int, scale: float, zero_point: int,
