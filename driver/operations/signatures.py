@@ -179,7 +179,8 @@ _RankCheck = tuple[int, int, int, str]
 
 @dataclass(frozen=True)
 class _Leaf:
-    """What remains to check once the operand types matched a variant."""
+    """What remains to check once the free operand types matched a variant."""
+    same: tuple[tuple[int, int], ...]       # (position, input whose type it has)
     required: tuple[int, ...]               # inputs that must have a value
     ranks: tuple[_RankCheck, ...]           # declared ranks (a rank of 0 means unknown)
     values: tuple[tuple[int, Operand], ...]  # scalars whose constant value is checked
@@ -187,11 +188,15 @@ class _Leaf:
 
 @dataclass(frozen=True)
 class _Compiled:
-    """The signatures of one input and output count: a trie of operand types (inputs, then
-    outputs) whose leaves hold the checks left, and the ranks shape inference checks."""
+    """The signatures of one input and output count. Positions count the inputs, then the
+    outputs. A trie of the types at the ``walk`` positions (those some variant does not
+    tie to an earlier input's type) leads to a leaf holding the checks left; the other
+    positions are compared with the input they follow there, so a variadic operation's
+    trie does not grow with its operand count."""
+    walk: tuple[int, ...]
     trie: dict
     shape_ranks: tuple[_RankCheck, ...]
-    names: tuple[str, ...]                  # of the inputs, then the outputs
+    names: tuple[str, ...]
 
 
 _NO_VALUE = OperandLifeTime.NO_VALUE
@@ -227,12 +232,15 @@ class SignatureTable:
             len(inputs), len(ctx.outputs))
         if compiled is None:
             self._fail_counts(ctx)
+        operands = (*inputs, *ctx.outputs)
         node = compiled.trie
-        operands = (*ctx.outputs, *inputs) if self._outputs_first else (*inputs, *ctx.outputs)
-        for operand in operands:
-            node = node.get(operand.type)
+        for position in compiled.walk:
+            node = node.get(operands[position].type)
             if node is None:
                 self._fail_type(ctx, compiled)
+        for position, i in node.same:
+            if operands[position].type != operands[i].type:
+                _fail_type_at(ctx, compiled, position, (operands[i].type,))
         if _NO_VALUE in map(_LIFETIME, inputs):     # rare: looked at closely only then
             for i in node.required:
                 if inputs[i].lifetime == _NO_VALUE:
@@ -264,17 +272,27 @@ class SignatureTable:
         key = (input_count, output_count)
         if key in self._by_count:
             return self._by_count[key]
-        trie: dict = {}
-        shape_ranks = names = None
+        variants = []
         for signature in self.signatures:
             expanded = signature.operands_for(input_count, output_count)
-            if expanded is None:
-                continue
-            inputs = expanded[0]
-            names = names or tuple(o.name for o in expanded[0] + expanded[1])
+            if expanded is not None:
+                variants.append((signature, *expanded))
+        if not variants:
+            return self._remember(key, None)
+        positions = range(input_count + output_count)
+        if self._outputs_first:
+            positions = [*positions[input_count:], *positions[:input_count]]
+        walked = {p for _, inputs, outputs in variants
+                  for p, operand in enumerate(inputs + outputs) if operand.same_as is None}
+        walk = tuple(p for p in positions if p in walked)
+        trie: dict = {}
+        shape_ranks = None
+        for signature, inputs, outputs in variants:
             ranked = [(i, o.rank[0], _UNBOUNDED if o.rank[1] is None else o.rank[1], o.name)
                       for i, o in enumerate(inputs) if o.rank is not None]
-            leaf = _Leaf(required=tuple(i for i, o in enumerate(inputs) if not o.optional),
+            leaf = _Leaf(same=tuple((p, o.same_as) for p, o in enumerate(inputs + outputs)
+                                    if p not in walked),
+                         required=tuple(i for i, o in enumerate(inputs) if not o.optional),
                          # A declared rank is never 0 (that means unknown): low 1 is no check.
                          ranks=tuple(r for r in ranked if r[1] > 1 or r[2] != _UNBOUNDED),
                          values=tuple((i, o) for i, o in enumerate(inputs) if o.values is not None))
@@ -283,35 +301,32 @@ class SignatureTable:
                 raise ValueError(f"signatures of {input_count} inputs differ in their ranks")
             shape_ranks = ranks
             for in_types, out_types in concrete_types(signature, input_count, output_count):
-                *path, last = out_types + in_types if self._outputs_first else in_types + out_types
+                types = in_types + out_types
+                *path, last = (types[p] for p in walk)
                 node = trie
                 for t in path:
                     node = node.setdefault(t, {})
                 if last in node:
                     raise ValueError(f"two signatures accept {in_types} -> {out_types}")
                 node[last] = leaf
-        compiled = _Compiled(trie, shape_ranks, names) if trie else None
+        names = tuple(o.name for o in variants[0][1] + variants[0][2])
+        return self._remember(key, _Compiled(walk, trie, shape_ranks, names))
+
+    def _remember(self, key: tuple[int, int], compiled: Optional[_Compiled]) -> Optional[_Compiled]:
         if self._variadic and len(self._by_count) >= _MAX_VARIADIC_COUNTS:
             self._by_count.clear()
         self._by_count[key] = compiled
         return compiled
 
-    def _fail_type(self, ctx, compiled: _Compiled) -> None:
-        """Walk the types again, this time counting positions, to name the one at fault."""
-        inputs = len(ctx.inputs)
-        positions = list(range(inputs + len(ctx.outputs)))
-        if self._outputs_first:
-            positions = positions[inputs:] + positions[:inputs]
+    @staticmethod
+    def _fail_type(ctx, compiled: _Compiled) -> None:
+        """Walk the types again to name the position at fault."""
         operands = (*ctx.inputs, *ctx.outputs)
         node = compiled.trie
-        for position in positions:
-            operand = operands[position]
-            if operand.type not in node:
-                what = f"input {position}" if position < inputs else f"output {position - inputs}"
-                fail(f"{ctx.name}: {what} ({_named(compiled.names[position])}operand "
-                     f"{operand.index}) has type {_type_name(operand.type)}, expected "
-                     f"{' or '.join(_type_name(t) for t in node)}")
-            node = node[operand.type]
+        for position in compiled.walk:
+            if operands[position].type not in node:
+                _fail_type_at(ctx, compiled, position, node)
+            node = node[operands[position].type]
 
     def _fail_counts(self, ctx) -> None:
         got_in, got_out = len(ctx.inputs), len(ctx.outputs)
@@ -324,6 +339,14 @@ class SignatureTable:
 
 
 # --- messages (built only on failure) ---------------------------------------------------------
+
+def _fail_type_at(ctx, compiled: _Compiled, position: int, expected) -> None:
+    inputs = len(ctx.inputs)
+    operand = (*ctx.inputs, *ctx.outputs)[position]
+    what = f"input {position}" if position < inputs else f"output {position - inputs}"
+    fail(f"{ctx.name}: {what} ({_named(compiled.names[position])}operand {operand.index}) has "
+         f"type {_type_name(operand.type)}, expected {' or '.join(_type_name(t) for t in expected)}")
+
 
 def _fits(count: tuple[int, bool], got: int) -> bool:
     fewest, more = count
