@@ -1,2 +1,4 @@
-"""One module per operation; each registers an OperationDef in registry.py."""
-from .registry import OperandInfo, OperationContext, OperationDef, lookup, register, supported_types  # noqa: F401
+"""One module per family of operations; each registers its OperationDefs, with their
+signatures as data, in registry.py."""
+from .registry import (OperandInfo, OperationContext, OperationDef, definitions, lookup,  # noqa: F401
+                       register, supported_types)

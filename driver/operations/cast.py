@@ -13,22 +13,19 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from ._unary import same_shape
-from .common import STORAGE_DTYPE, check_counts, check_input_type, check_not_omitted, check_output_type
+from .common import STORAGE_DTYPE, same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, same_as, tensor
 
 CONVERTIBLE = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
 IDENTITY_ONLY = (T.TENSOR_BOOL8, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM,
                  T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM)
 INT32_RANGE = (-2147483648.0, 2147483647.0)   # clipped in double precision
+SIGNATURES = (Signature(inputs=(tensor(CONVERTIBLE, rank=(1, None)),), outputs=(tensor(CONVERTIBLE),)),
+              Signature(inputs=(tensor(IDENTITY_ONLY, rank=(1, None)),), outputs=(same_as(0),)))
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 1, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, CONVERTIBLE + IDENTITY_ONLY)
-    in_type = ctx.inputs[0].type
-    check_output_type(ctx, 0, CONVERTIBLE if in_type in CONVERTIBLE else (in_type,))
+def check_shapes(ctx: OperationContext) -> None:
     in_dims, out_dims = ctx.inputs[0].dimensions, ctx.outputs[0].dimensions
     if in_dims and out_dims and all(out_dims):
         check(in_dims == out_dims,
@@ -59,4 +56,4 @@ def build(ctx: OperationContext) -> Kernel:
     return convert
 
 
-register(OperationDef(OperationType.CAST, validate, same_shape, build))
+register(OperationDef(OperationType.CAST, SIGNATURES, same_shape, build, check_shapes))

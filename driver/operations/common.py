@@ -1,4 +1,4 @@
-"""Helpers shared by operation modules: storage dtypes, signature checks, broadcasting,
+"""Helpers shared by operation modules: storage dtypes, quantization checks, broadcasting,
 fused activations and quantization arithmetic. Pure functions; no registration here."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from ..errors import check, fail
 from ..hal.enums import FusedActivationFunc, OperandType
 from ..hal.dtypes import STORAGE_DTYPE  # noqa: F401  (re-exported for operation modules)
 from .registry import OperationContext, Shape
+from .signatures import Operand, scalar
 
 T = OperandType
 
-FLOAT_TENSORS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT8_ASYMM_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 _QUANT_RANGE = {
@@ -28,56 +28,13 @@ def quant_range(operand_type: int) -> tuple[int, int]:
     return _QUANT_RANGE[operand_type]
 
 
-# --- signature checks -------------------------------------------------------------------
-
-def check_counts(ctx: OperationContext, inputs: int | Sequence[int], outputs: int) -> None:
-    # Messages are built only on failure: these checks run for every operation validated.
-    input_count = len(ctx.inputs)
-    count_allowed = input_count == inputs if isinstance(inputs, int) else input_count in inputs
-    if not count_allowed:
-        allowed = (inputs,) if isinstance(inputs, int) else tuple(inputs)
-        fail(f"{ctx.name}: expected {' or '.join(map(str, allowed))} inputs, got {input_count}")
-    if len(ctx.outputs) != outputs:
-        fail(f"{ctx.name}: expected {outputs} outputs, got {len(ctx.outputs)}")
-
-
-def check_input_type(ctx: OperationContext, i: int, allowed: Sequence[int]) -> None:
-    operand = ctx.inputs[i]
-    if operand.type not in allowed:     # the message is only worth building on failure
-        check(False, f"{ctx.name}: input {i} (operand {operand.index}) has type "
-                     f"{_name(operand.type)}, expected {' or '.join(_name(t) for t in allowed)}")
-
-
-def check_same_type(ctx: OperationContext, what: str, operand, expected_type: int) -> None:
-    if operand.type != expected_type:
-        check(False, f"{ctx.name}: {what} (operand {operand.index}) has type "
-                     f"{_name(operand.type)}, expected {_name(expected_type)}")
-
-
-def check_not_omitted(ctx: OperationContext) -> None:
-    for i, operand in enumerate(ctx.inputs):
-        if operand.is_omitted:
-            fail(f"{ctx.name}: input {i} (operand {operand.index}) has no value")
-
-
-def check_rank_at_most(ctx: OperationContext, i: int, max_rank: int) -> None:
-    dims = ctx.inputs[i].dimensions
-    if len(dims) > max_rank:
-        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {len(dims)} > {max_rank}")
-
+# --- quantization checks ----------------------------------------------------------------
 
 def check_quant_params(ctx: OperationContext, operand, what: str) -> None:
     """Asymmetric 8-bit operands need a positive scale (tensor types validation already
     enforces zero-point ranges); arithmetic kernels rely on it."""
     if operand.type in QUANT8_ASYMM_TENSORS and not operand.scale > 0:
         fail(f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} <= 0")
-
-
-def _name(operand_type: int) -> str:
-    try:
-        return OperandType(operand_type).name
-    except ValueError:
-        return str(operand_type)
 
 
 # --- shapes -----------------------------------------------------------------------------
@@ -103,23 +60,26 @@ def broadcast_shapes(ctx: OperationContext, a: Shape, b: Shape) -> Shape:
     return tuple(out)
 
 
-def shape_known(shape: Shape) -> bool:
-    return shape is not None and all(d > 0 for d in shape)
+def broadcast(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    """The shape inference of a binary operation broadcasting its first two inputs."""
+    return [broadcast_shapes(ctx, shapes[0], shapes[1])]
+
+
+def broadcast_failure(ctx: OperationContext, a: np.ndarray, b: np.ndarray) -> None:
+    """Report inputs numpy could not broadcast. Shape inference treats a 0 dimension as
+    unknown, so a zero-sized dimension against n > 1 is only caught when the kernel runs."""
+    fail(f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} do not broadcast")
+
+
+def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+    """The shape inference of an operation whose output has its first input's shape."""
+    return [shapes[0]]
 
 
 # --- fused activations ------------------------------------------------------------------
 
-_ACTIVATIONS = tuple(FusedActivationFunc)
-
-
-def check_activation(ctx: OperationContext, i: int, *, allow: Sequence[int] | None = None) -> None:
-    check_input_type(ctx, i, (T.INT32,))
-    value = ctx.scalar(i)
-    if value is not None:
-        allowed = _ACTIVATIONS if allow is None else tuple(allow)
-        if value not in allowed:
-            fail(f"{ctx.name}: fused activation {value} is not one of "
-                 f"{', '.join(FusedActivationFunc(a).name for a in allowed)}")
+#: The fused activation parameter of ADD, MUL, FULLY_CONNECTED, ...
+ACTIVATION = scalar(T.INT32, frozenset(FusedActivationFunc), "fused activation")
 
 
 def activation_bounds(activation: int) -> tuple[float, float]:
@@ -130,13 +90,6 @@ def activation_bounds(activation: int) -> tuple[float, float]:
     if activation == FusedActivationFunc.RELU6:
         return 0.0, 6.0
     return -np.inf, np.inf
-
-
-def apply_float_activation(x: np.ndarray, activation: int) -> np.ndarray:
-    if activation == FusedActivationFunc.NONE:
-        return x
-    low, high = activation_bounds(activation)
-    return np.clip(x, low, high, out=x) if x.flags.writeable else np.clip(x, low, high)
 
 
 def quantized_activation_range(activation: int, scale: float, zero_point: int,
@@ -177,39 +130,15 @@ def requantize(real: np.ndarray, scale: float, zero_point: int, qmin: int, qmax:
     return np.clip(q, qmin, qmax).astype(dtype)
 
 
-def activation_value(ctx: OperationContext, i: int, inputs: Sequence[np.ndarray]) -> int:
-    """A fused activation known at build time, or read from the run-time input."""
+def activation_value(ctx: OperationContext, i: int, inputs: Sequence[np.ndarray],
+                     spec: Operand = ACTIVATION) -> int:
+    """A fused activation known at build time, or read from the run-time input and checked
+    against its signature's ``spec``."""
     value = ctx.scalar(i)
     if value is None:
         value = int(inputs[i])
-        check(value in tuple(FusedActivationFunc),
-              f"{ctx.name}: fused activation {value} is not a FusedActivationFunc")
+        spec.check_value(ctx, i, value)
     return value
-
-
-# --- more signature checks --------------------------------------------------------------
-
-def check_output_type(ctx: OperationContext, j: int, allowed: Sequence[int]) -> None:
-    operand = ctx.outputs[j]
-    if operand.type not in allowed:
-        fail(f"{ctx.name}: output {j} (operand {operand.index}) has type {_name(operand.type)},"
-             f" expected {' or '.join(_name(t) for t in allowed)}")
-
-
-def check_scalar_input(ctx: OperationContext, i: int, scalar_type: int) -> None:
-    check_input_type(ctx, i, (scalar_type,))
-
-
-def check_rank_in(ctx: OperationContext, i: int, low: int, high: int | None = None) -> None:
-    """A known input rank (declared dimensions not empty) lies in [low, high]."""
-    dims = ctx.inputs[i].dimensions
-    if not dims:
-        return
-    rank = len(dims)
-    if rank < low:
-        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {rank} < {low}")
-    if high is not None and rank > high:
-        fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has rank {rank} > {high}")
 
 
 def check_same_quantization(ctx: OperationContext, operand, reference, what: str,
@@ -224,17 +153,6 @@ def check_same_quantization(ctx: OperationContext, operand, reference, what: str
 
 
 # --- shape inference helpers ------------------------------------------------------------
-
-def check_shape_rank(ctx: OperationContext, shape: Shape, what: str, low: int = 0,
-                     high: int | None = None) -> None:
-    """An inferred-from shape of known rank has low <= rank <= high."""
-    if shape is None:
-        return
-    if len(shape) < low:
-        fail(f"{ctx.name}: {what} has rank {len(shape)} < {low}")
-    if high is not None and len(shape) > high:
-        fail(f"{ctx.name}: {what} has rank {len(shape)} > {high}")
-
 
 def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
     """Two sizes of one dimension (0: unknown) that must agree."""

@@ -12,41 +12,27 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
-                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
-                     merge_dims, quant_range, round_half_away)
+from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, quant_range, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Range, Signature, repeated, same_as, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MAX_RANK = 4
+RANK = (1, 4)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK),
+                                repeated(same_as(0, rank=RANK), at_least=0),
+                                scalar(T.INT32, Range(low=0), name="axis")),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check(len(ctx.inputs) >= 2,
-          f"{ctx.name}: expected at least 2 inputs (tensors and the axis), got {len(ctx.inputs)}")
-    check_counts(ctx, len(ctx.inputs), 1)
-    check_not_omitted(ctx)
-    axis_index = len(ctx.inputs) - 1
-    check_input_type(ctx, 0, TYPES)
-    tensor_type = ctx.inputs[0].type
-    for i in range(1, axis_index):
-        check_same_type(ctx, f"input {i}", ctx.inputs[i], tensor_type)
-    check_input_type(ctx, axis_index, (T.INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], tensor_type)
-    for i in range(axis_index):
-        check_rank_in(ctx, i, 1, MAX_RANK)
+def check_quantization(ctx: OperationContext) -> None:
+    for i in range(len(ctx.inputs) - 1):
         check_quant_params(ctx, ctx.inputs[i], f"input {i}")
     check_quant_params(ctx, ctx.outputs[0], "output 0")
-    axis = ctx.scalar(axis_index)
-    if axis is not None:
-        check(axis >= 0, f"{ctx.name}: axis {axis} is negative")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     tensors = shapes[:-1]
     known = [s for s in tensors if s is not None]
-    for i, shape in enumerate(tensors):
-        check_shape_rank(ctx, shape, f"input {i}", 1, MAX_RANK)
     if not known:
         return [None]
     rank = len(known[0])
@@ -74,8 +60,8 @@ def _check_run_shapes(ctx: OperationContext, tensors: Sequence[np.ndarray], axis
     rank = tensors[0].ndim
     check(0 <= axis < rank, f"{ctx.name}: axis {axis} is out of range for rank {rank}")
     first = tensors[0].shape
-    for i, tensor in enumerate(tensors[1:], start=1):
-        shape = tensor.shape
+    for i, array in enumerate(tensors[1:], start=1):
+        shape = array.shape
         check(len(shape) == rank and all(a == b for d, (a, b) in enumerate(zip(shape, first))
                                          if d != axis),
               f"{ctx.name}: input {i} shape {list(shape)} does not match input 0 shape "
@@ -113,4 +99,4 @@ def _requantizer(operand, out, qmin: int, qmax: int):
     return requantize
 
 
-register(OperationDef(OperationType.CONCATENATION, validate, infer_shapes, build))
+register(OperationDef(OperationType.CONCATENATION, SIGNATURES, infer_shapes, build, check_quantization))

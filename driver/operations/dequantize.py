@@ -6,21 +6,17 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from ._unary import same_shape_up_to_4
-from .common import (check_counts, check_input_type, check_not_omitted, check_output_type,
-                     check_rank_in)
+from .common import same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, tensor
 
 INPUT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+SIGNATURES = (Signature(inputs=(tensor(INPUT_TYPES, rank=(1, 4)),),
+                        outputs=(tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32)),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 1, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, INPUT_TYPES)
-    check_output_type(ctx, 0, (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32))
-    check_rank_in(ctx, 0, 1, 4)
+def check_channels(ctx: OperationContext) -> None:
     inp = ctx.inputs[0]
     if inp.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         check(inp.channelQuant is not None,
@@ -52,4 +48,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.DEQUANTIZE, validate, same_shape_up_to_4, build))
+register(OperationDef(OperationType.DEQUANTIZE, SIGNATURES, same_shape, build, check_channels))

@@ -5,25 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from ._unary import same_shape
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_same_type)
+from .common import same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, same_as, scalar, tensor
 
-ALPHA_TYPE = {T.TENSOR_FLOAT16: T.FLOAT16, T.TENSOR_FLOAT32: T.FLOAT32}
-
-
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, tuple(ALPHA_TYPE))
-    check_input_type(ctx, 1, (ALPHA_TYPE[ctx.inputs[0].type],))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
-    check_rank_in(ctx, 0, 1)
-
-
-def infer_shapes(ctx, shapes):
-    return same_shape(ctx, shapes[:1])
+SIGNATURES = tuple(Signature(inputs=(tensor((tensor_type,), rank=(1, None)),
+                                     scalar(alpha_type, name="alpha")),
+                             outputs=(same_as(0),))
+                   for tensor_type, alpha_type in ((T.TENSOR_FLOAT16, T.FLOAT16),
+                                                   (T.TENSOR_FLOAT32, T.FLOAT32)))
 
 
 def build(ctx: OperationContext) -> Kernel:
@@ -38,4 +28,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.ELU, validate, infer_shapes, build))
+register(OperationDef(OperationType.ELU, SIGNATURES, same_shape, build))

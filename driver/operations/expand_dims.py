@@ -6,27 +6,22 @@ from typing import Sequence
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_same_quantization, check_same_type, check_shape_rank, normalize_axis)
+from .common import check_same_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 1)
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp = shapes[0]
-    check_shape_rank(ctx, inp, "input 0", 1)
     if inp is None:
         return [None]
     axis = ctx.scalar(1)
@@ -43,4 +38,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.EXPAND_DIMS, validate, infer_shapes, build))
+register(OperationDef(OperationType.EXPAND_DIMS, SIGNATURES, infer_shapes, build, check_quantization))

@@ -11,22 +11,19 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (STORAGE_DTYPE, check_counts, check_input_type, check_not_omitted,
-                     check_output_type, check_rank_in, check_result_rank, check_result_size,
-                     check_shape_rank,
-                     constant_vector)
+from .common import STORAGE_DTYPE, check_result_rank, check_result_size, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, scalar, tensor
 
-VALUE_TYPE = {T.TENSOR_FLOAT16: T.FLOAT16, T.TENSOR_FLOAT32: T.FLOAT32, T.TENSOR_INT32: T.INT32}
+SIGNATURES = tuple(Signature(inputs=(tensor((T.TENSOR_INT32,), rank=(1, 1), name="shape"),
+                                     scalar(value_type, name="value")),
+                             outputs=(tensor((output_type,)),), selected_by_output=True)
+                   for output_type, value_type in ((T.TENSOR_FLOAT16, T.FLOAT16),
+                                                   (T.TENSOR_FLOAT32, T.FLOAT32),
+                                                   (T.TENSOR_INT32, T.INT32)))
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_output_type(ctx, 0, tuple(VALUE_TYPE))
-    check_input_type(ctx, 0, (T.TENSOR_INT32,))
-    check_input_type(ctx, 1, (VALUE_TYPE[ctx.outputs[0].type],))
-    check_rank_in(ctx, 0, 1, 1)
+def check_constant_dims(ctx: OperationContext) -> None:
     dims = constant_vector(ctx, 0)
     if dims is not None:
         check_dims(ctx, dims)
@@ -39,7 +36,6 @@ def check_dims(ctx: OperationContext, dims: np.ndarray) -> None:
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
-    check_shape_rank(ctx, shapes[0], "input 0 (shape)", 1, 1)
     dims = constant_vector(ctx, 0)
     if dims is not None:
         return [tuple(dims.tolist())]
@@ -61,4 +57,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.FILL, validate, infer_shapes, build))
+register(OperationDef(OperationType.FILL, SIGNATURES, infer_shapes, build, check_constant_dims))

@@ -14,33 +14,27 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
-                     check_activation, check_counts, check_input_type, check_not_omitted,
-                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
-                     merge_dims, quantized_activation_range, round_half_away)
+from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
+                     check_quant_params, merge_dims, quantized_activation_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-INPUT, WEIGHTS, BIAS, ACTIVATION = range(4)
+INPUT, WEIGHTS, BIAS, FUSED = range(4)
+#: Float inputs take a bias of their type; quantized inputs a TENSOR_INT32 bias.
+SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(2, 4)),
+                                     same_as(INPUT, rank=(2, 2), name="weights"), bias, ACTIVATION),
+                             outputs=(same_as(INPUT),))
+                   for types, bias in (((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16),
+                                        same_as(INPUT, rank=(1, 1), name="bias")),
+                                       (QUANT8_ASYMM_TENSORS,
+                                        tensor((T.TENSOR_INT32,), rank=(1, 1), name="bias"))))
 
 #: The reference's tolerance between the bias scale and input_scale * weights_scale.
 BIAS_SCALE_RELATIVE_TOLERANCE = 1e-6
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 4, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, INPUT, TYPES)
-    tensor_type = ctx.inputs[INPUT].type
-    check_same_type(ctx, "input 1 (weights)", ctx.inputs[WEIGHTS], tensor_type)
-    quantized = tensor_type in QUANT8_ASYMM_TENSORS
-    check_same_type(ctx, "input 2 (bias)", ctx.inputs[BIAS], T.TENSOR_INT32 if quantized else tensor_type)
-    check_activation(ctx, ACTIVATION)
-    check_same_type(ctx, "output 0", ctx.outputs[0], tensor_type)
-    check_rank_in(ctx, INPUT, 2, 4)
-    check_rank_in(ctx, WEIGHTS, 2, 2)
-    check_rank_in(ctx, BIAS, 1, 1)
-    if quantized:
+def check_fully_connected(ctx: OperationContext) -> None:
+    if ctx.inputs[INPUT].type in QUANT8_ASYMM_TENSORS:
         _validate_quantization(ctx)
     infer_shapes(ctx, [_declared(ctx.inputs[i]) for i in (INPUT, WEIGHTS, BIAS)])
 
@@ -64,9 +58,6 @@ def _validate_quantization(ctx: OperationContext) -> None:
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, weights, bias = shapes[INPUT], shapes[WEIGHTS], shapes[BIAS]
-    check_shape_rank(ctx, inp, "input 0", 2, 4)
-    check_shape_rank(ctx, weights, "input 1 (weights)", 2, 2)
-    check_shape_rank(ctx, bias, "input 2 (bias)", 1, 1)
     num_units, input_size = weights if weights is not None else (0, 0)
     if bias is not None:
         num_units = merge_dims(ctx, num_units, bias[0], "num_units of weights and bias")
@@ -103,7 +94,7 @@ def _build_float(ctx: OperationContext) -> Kernel:
     # float16 is computed in single precision and rounded once, as the reference does.
     const_wt = None if weights is None else np.ascontiguousarray(weights.astype(np.float32).T)
     const_bias = None if bias is None else bias.astype(np.float32)
-    static_activation = ctx.scalar(ACTIVATION)
+    static_activation = ctx.scalar(FUSED)
     static_bounds = None if static_activation is None else activation_bounds(static_activation)
 
     def kernel(x, w, b, activation):
@@ -113,7 +104,7 @@ def _build_float(ctx: OperationContext) -> Kernel:
         with np.errstate(all="ignore"):
             result = x.reshape(-1, w.shape[1]).astype(np.float32, copy=False) @ wt + bias32
         low, high = (static_bounds if static_bounds is not None else
-                     activation_bounds(activation_value(ctx, ACTIVATION, (x, w, b, activation))))
+                     activation_bounds(activation_value(ctx, FUSED, (x, w, b, activation))))
         if low != -np.inf or high != np.inf:
             np.clip(result, low, high, out=result)
         with np.errstate(over="ignore"):     # float16 results may round to inf
@@ -128,7 +119,7 @@ def _build_quantized(ctx: OperationContext) -> Kernel:
     const_wt = (None if weights_info.value is None else
                 np.ascontiguousarray((weights_info.value.astype(np.float64) - weights_info.zeroPoint).T))
     multiplier = float(np.float32(inp.scale) * np.float32(weights_info.scale)) / out.scale
-    static_activation = ctx.scalar(ACTIVATION)
+    static_activation = ctx.scalar(FUSED)
     static_range = (None if static_activation is None else
                     quantized_activation_range(static_activation, out.scale, out.zeroPoint, out.type))
 
@@ -136,11 +127,11 @@ def _build_quantized(ctx: OperationContext) -> Kernel:
         _check_run_shapes(ctx, x, w, b)
         wt = const_wt if const_wt is not None else (w.astype(np.float64) - weights_info.zeroPoint).T
         qmin, qmax = (static_range if static_range is not None else quantized_activation_range(
-            activation_value(ctx, ACTIVATION, (x, w, b, activation)), out.scale, out.zeroPoint, out.type))
+            activation_value(ctx, FUSED, (x, w, b, activation)), out.scale, out.zeroPoint, out.type))
         accumulator = (x.reshape(-1, w.shape[1]).astype(np.float64) - inp.zeroPoint) @ wt + b
         q = round_half_away(accumulator * multiplier) + out.zeroPoint
         return (np.clip(q, qmin, qmax).astype(x.dtype),)
     return kernel
 
 
-register(OperationDef(OperationType.FULLY_CONNECTED, validate, infer_shapes, build))
+register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, infer_shapes, build, check_fully_connected))

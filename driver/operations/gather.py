@@ -9,24 +9,20 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_same_quantization, check_same_type, check_shape_rank, normalize_axis)
+from .common import check_same_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, AXIS, INDICES = range(3)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis"),
+                                tensor((T.TENSOR_INT32,), name="indices")),
+                        outputs=(same_as(INPUT),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 3, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, INPUT, TYPES)
-    check_input_type(ctx, AXIS, (T.INT32,))
-    check_input_type(ctx, INDICES, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[INPUT].type)
+def check_gather(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
-    check_rank_in(ctx, INPUT, 1)
     indices = ctx.inputs[INDICES].value
     dims = ctx.inputs[INPUT].dimensions
     axis = ctx.scalar(AXIS)
@@ -43,7 +39,6 @@ def check_indices(ctx: OperationContext, indices: np.ndarray, size: int) -> None
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, _axis, indices = shapes
-    check_shape_rank(ctx, inp, "input 0", 1)
     axis = ctx.scalar(AXIS)
     if inp is None or indices is None:
         return [None]
@@ -61,4 +56,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.GATHER, validate, infer_shapes, build))
+register(OperationDef(OperationType.GATHER, SIGNATURES, infer_shapes, build, check_gather))

@@ -8,24 +8,18 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
-                     check_rank_in, check_result_size, check_same_quantization, check_same_type,
-                     check_shape_rank)
+from .common import QUANT8_ASYMM_TENSORS, check_result_size, check_same_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MAX_RANK = 4
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 1, MAX_RANK)
-    check_rank_in(ctx, 1, 2, 2)
 
 
 def check_paddings(ctx: OperationContext, paddings: np.ndarray, rank: int) -> None:
@@ -36,8 +30,6 @@ def check_paddings(ctx: OperationContext, paddings: np.ndarray, rank: int) -> No
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, paddings_shape = shapes
-    check_shape_rank(ctx, inp, "input 0", 1, MAX_RANK)
-    check_shape_rank(ctx, paddings_shape, "input 1 (paddings)", 2, 2)
     if paddings_shape is not None:
         check(paddings_shape[1] in (0, 2),
               f"{ctx.name}: paddings have shape {list(paddings_shape)}, expected [rank, 2]")
@@ -65,4 +57,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.PAD, validate, infer_shapes, build))
+register(OperationDef(OperationType.PAD, SIGNATURES, infer_shapes, build, check_quantization))

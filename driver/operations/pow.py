@@ -5,20 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from ._arithmetic import broadcast_failure
-from ._comparison import infer_comparison
-from .common import check_counts, check_input_type, check_not_omitted, check_same_type
+from .common import broadcast, broadcast_failure
 from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32)
-
-
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_same_type(ctx, "input 1", ctx.inputs[1], ctx.inputs[0].type)
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, name="base"), same_as(0, name="exponent")),
+                        outputs=(same_as(0),)),)
 
 
 def build(ctx: OperationContext) -> Kernel:
@@ -36,4 +29,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.POW, validate, infer_comparison, build))
+register(OperationDef(OperationType.POW, SIGNATURES, broadcast, build))

@@ -6,19 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from ._unary import same_shape
-from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
-                     check_output_type, check_quant_params, check_rank_in, quant_range,
-                     round_half_away)
+from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, quant_range, round_half_away,
+                     same_shape)
 from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, tensor
+
+SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32), rank=(1, None)),),
+                        outputs=(tensor(QUANT8_ASYMM_TENSORS),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 1, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32))
-    check_output_type(ctx, 0, QUANT8_ASYMM_TENSORS)
-    check_rank_in(ctx, 0, 1)
+def check_output(ctx: OperationContext) -> None:
     check_quant_params(ctx, ctx.outputs[0], "output 0")
 
 
@@ -36,4 +33,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.QUANTIZE, validate, same_shape, build))
+register(OperationDef(OperationType.QUANTIZE, SIGNATURES, same_shape, build, check_output))

@@ -1,37 +1,59 @@
-"""The operation registry: each operation module registers one OperationDef here.
+"""The operation registry: each family module registers an OperationDef per operation.
 
-An operation owns three things (as an OperationResolver entry does in the reference):
+An operation owns four things (as an OperationResolver entry does in the reference):
 
-``validate(ctx)``
-    The signature check: input/output counts, operand types, scalar parameter types,
-    quantization parameters, constant parameter ranges when the value is known. Raises
-    ValidationError through ``check``. Called once, when a model is validated.
-``infer_shapes(ctx, input_shapes)``
+``signatures``
+    Its signatures as data (signatures.py): per variant, the operand types of every input
+    and output, rank ranges, optional inputs, scalar parameters and their allowed values.
+    One generic checker, compiled from them at registration, validates every operation.
+``check(ctx)``
+    The rules a table cannot say, as one-line checks: quantization relations, values that
+    depend on other operands (an axis against a rank, num_splits against the outputs).
+    Raises ValidationError through ``check``/``fail``. May be None.
+``infer(ctx, input_shapes)``
     Output shapes from input shapes. A shape is a tuple of ints where 0 is an unknown
     dimension, or None for an unknown rank. Called at prepare time with the shapes known
     then (possibly partly unknown) and, for operations whose shapes were not all known,
-    again at run time with the actual shapes, before the kernel runs. Raises
-    ValidationError when the shapes are incompatible.
+    again at run time with the actual shapes, before the kernel runs. The ranks the
+    signatures allow are checked before it is called. Raises ValidationError when the
+    shapes are incompatible.
 ``build(ctx)``
     Returns the kernel: ``kernel(*inputs) -> tuple[np.ndarray, ...]``, one array per
     output. Inputs are numpy arrays in their storage dtype (scalars are 0-d arrays);
     parameters that are constants can be bound here so the kernel does no per-run
-    decoding. The kernel may assume infer_shapes accepted its input shapes.
+    decoding. The kernel may assume infer accepted its input shapes.
 
-Registration is one line at the bottom of the operation's module:
-``register(OperationDef(OperationType.ADD, validate, infer_shapes, build))``.
+Callers use ``definition.validate(ctx)`` (the signatures, then ``check``; called once, when
+a model is validated), ``definition.infer_shapes(ctx, shapes)`` (the signatures' ranks,
+then ``infer``) and ``definition.build(ctx)``.
+
+Adding an operation
+    Find its family module (elementwise.py, activations.py, comparisons.py, logical.py,
+    arithmetic.py, minmax.py, reductions.py, argminmax.py, ...) or, when it shares no
+    kernel, write a module named after it. Declare its signatures (``tensor``, ``scalar``,
+    ``same_as``, ``repeated``, ``Range`` from signatures.py), write ``infer`` and ``build``,
+    the one-line ``check`` for what the table cannot say, and register it:
+    ``register(OperationDef(OperationType.X, SIGNATURES, infer, build, check))``.
+    Modules whose names start with "_" are not loaded.
+
+Signatures as data, for other users
+    ``definitions()`` returns every OperationDef (sorted by type); ``.signatures`` holds its
+    Signature tuple. ``concrete_types(signature)`` lists every type assignment a signature
+    accepts; ``Operand.rank`` gives the rank range, ``Operand.values`` the allowed values
+    of a scalar (a frozenset or a Range), ``Operand.optional`` / ``Operand.repeated`` the
+    omitted and variadic operands. A near miss changes one of these by one step.
 
 Shapes at run time
     A 0 in a shape means "unknown" at prepare time, but in the actual shapes given at run
-    time it is a zero-sized dimension; infer_shapes cannot tell them apart, so it treats
-    0 as unknown in both cases. Kernels therefore re-check what a zero size could break
+    time it is a zero-sized dimension; infer cannot tell them apart, so it treats 0 as
+    unknown in both cases. Kernels therefore re-check what a zero size could break
     (through ``check``), and never let a numpy exception escape.
 Outputs whose shape depends on input values
     When an output shape depends on the values of a non-constant input (SLICE's begin and
-    size, RESHAPE's target shape, FILL's dims, a run-time axis), infer_shapes returns 0
-    for the dimensions (or None for the rank) it cannot know, even at run time. The array
-    the kernel returns is then authoritative; the executor checks it against the
-    declared and inferred shapes, where 0 and None match anything.
+    size, RESHAPE's target shape, FILL's dims, a run-time axis), infer returns 0 for the
+    dimensions (or None for the rank) it cannot know, even at run time. The array the
+    kernel returns is then authoritative; the executor checks it against the declared and
+    inferred shapes, where 0 and None match anything.
 Floating-point errors
     Kernels run with numpy's floating-point errors ignored: the executor enters
     ``np.errstate(all="ignore")`` once per execution, on the executing thread, so overflow,
@@ -44,24 +66,25 @@ The binary ufunc of a kernel (``with_binary_ufunc``)
     are all known at prepare time then calls the ufunc itself. The kernel stays the
     authority: it is still called whenever the ufunc raises ValueError.
 Omitted inputs (``optional_inputs``)
-    Input positions listed in ``OperationDef.optional_inputs`` may have no value: a
-    NO_VALUE operand, or a subgraph input that the request omits (hasNoValue). The kernel
-    then receives None there, and infer_shapes a None shape. validate rejects NO_VALUE at
-    any other position; an input omitted by the request at any other position must be
-    refused by the executor before the kernel runs (kernels do not test for None).
+    Inputs a signature marks optional may have no value: a NO_VALUE operand, or a
+    subgraph input that the request omits (hasNoValue). The kernel then receives None
+    there, and infer a None shape. validate rejects NO_VALUE at any other position; an
+    input omitted by the request at any other position must be refused by the executor
+    before the kernel runs (kernels do not test for None).
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..hal.enums import OperandLifeTime, OperandType, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
+from .signatures import Signature, SignatureTable
 
 Shape = Optional[tuple[int, ...]]   # None: unknown rank; 0 in a dimension: unknown size
 Kernel = Callable[..., tuple]
@@ -110,14 +133,51 @@ class OperationContext:
         return None if value is None else value.reshape(-1)[0].item()
 
 
+Check = Callable[[OperationContext], None]
+Infer = Callable[[OperationContext, Sequence[Shape]], list[Shape]]
+
+
 @dataclass(frozen=True)
 class OperationDef:
     type: OperationType
-    validate: Callable[[OperationContext], None]
-    infer_shapes: Callable[[OperationContext, Sequence[Shape]], list[Shape]]
+    signatures: tuple[Signature, ...]
+    infer: Infer
     build: Callable[[OperationContext], Kernel]
+    check: Optional[Check] = None
+    # Made from the above at registration:
+    table: SignatureTable = field(init=False, repr=False, compare=False)
+    validate: Check = field(init=False, repr=False, compare=False)
+    infer_shapes: Infer = field(init=False, repr=False, compare=False)
     #: Input positions that may have no value (see the module docstring).
-    optional_inputs: frozenset[int] = frozenset()
+    optional_inputs: frozenset[int] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        table = SignatureTable(self.signatures)
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "validate", _validator(table.check, self.check))
+        object.__setattr__(self, "infer_shapes", _inferrer(table, self.infer))
+        object.__setattr__(self, "optional_inputs", table.optional_inputs)
+
+
+def _validator(check_signatures: Check, check: Optional[Check]) -> Check:
+    if check is None:
+        return check_signatures
+
+    def validate(ctx: OperationContext) -> None:
+        check_signatures(ctx)
+        check(ctx)
+    return validate
+
+
+def _inferrer(table: SignatureTable, infer: Infer) -> Infer:
+    if not table.ranked:
+        return infer
+    check_ranks = table.check_shape_ranks
+
+    def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+        check_ranks(ctx, shapes)
+        return infer(ctx, shapes)
+    return infer_shapes
 
 
 def with_binary_ufunc(kernel: Kernel, ufunc: Callable) -> Kernel:
@@ -147,7 +207,7 @@ def _load_all() -> None:
         return
     from . import __path__ as package_path, __name__ as package_name
     for module in pkgutil.iter_modules(package_path):
-        if module.name not in ("registry", "common") and not module.name.startswith("_"):
+        if module.name not in ("registry", "common", "signatures") and not module.name.startswith("_"):
             importlib.import_module(f"{package_name}.{module.name}")
     _loaded = True
 
@@ -160,3 +220,9 @@ def lookup(operation_type: int) -> OperationDef | None:
 def supported_types() -> frozenset[int]:
     _load_all()
     return frozenset(_REGISTRY)
+
+
+def definitions() -> tuple[OperationDef, ...]:
+    """Every registered operation, sorted by type: its signatures, for generators and docs."""
+    _load_all()
+    return tuple(_REGISTRY[t] for t in sorted(_REGISTRY))

@@ -12,25 +12,18 @@ from typing import Sequence
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_result_rank,
-                     check_same_quantization, check_same_type, check_shape_rank,
-                     constant_vector)
+from .common import check_result_rank, check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MAX_INPUT_RANK = 4
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="shape")),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 0, MAX_INPUT_RANK)
-    check_rank_in(ctx, 1, 1, 1)
 
 
 def target_shape(ctx: OperationContext, target: Sequence[int], elements: int | None) -> tuple[int, ...]:
@@ -56,8 +49,6 @@ def target_shape(ctx: OperationContext, target: Sequence[int], elements: int | N
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, target_dims = shapes
-    check_shape_rank(ctx, inp, "input 0", 0, MAX_INPUT_RANK)
-    check_shape_rank(ctx, target_dims, "input 1 (shape)", 1, 1)
     target = constant_vector(ctx, 1)
     if target is None:
         if target_dims is None or not target_dims[0]:
@@ -76,4 +67,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.RESHAPE, validate, infer_shapes, build))
+register(OperationDef(OperationType.RESHAPE, SIGNATURES, infer_shapes, build, check_quantization))

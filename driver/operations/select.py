@@ -8,24 +8,20 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
-                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
-                     merge_dims, requantize_values)
+from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, requantize_values
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 3, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, (T.TENSOR_BOOL8,))
-    check_input_type(ctx, 1, TYPES)
-    check_same_type(ctx, "input 2", ctx.inputs[2], ctx.inputs[1].type)
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[1].type)
-    for i in range(3):
-        check_rank_in(ctx, i, 1)
+SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_BOOL8,), rank=(1, None), name="condition"),
+                                tensor(TYPES, rank=(1, None)), same_as(1, rank=(1, None))),
+                        outputs=(same_as(1),)),)
+
+
+def check_quantization(ctx: OperationContext) -> None:
     for operand, what in ((ctx.inputs[1], "input 1"), (ctx.inputs[2], "input 2"),
                           (ctx.outputs[0], "output 0")):
         check_quant_params(ctx, operand, what)
@@ -33,8 +29,6 @@ def validate(ctx: OperationContext) -> None:
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     known = [s for s in shapes if s is not None]
-    for i, shape in enumerate(shapes):
-        check_shape_rank(ctx, shape, f"input {i}", 1)
     if not known:
         return [None]
     rank = len(known[0])
@@ -65,4 +59,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SELECT, validate, infer_shapes, build))
+register(OperationDef(OperationType.SELECT, SIGNATURES, infer_shapes, build, check_quantization))

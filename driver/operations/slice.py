@@ -13,34 +13,25 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_same_quantization, check_same_type, check_shape_rank,
-                     constant_vector)
+from .common import check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, BEGIN, SIZE = range(3)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="size")),
+                        outputs=(same_as(INPUT),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 3, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, INPUT, TYPES)
-    check_input_type(ctx, BEGIN, (T.TENSOR_INT32,))
-    check_input_type(ctx, SIZE, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[INPUT].type)
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
-    check_rank_in(ctx, INPUT, 1)
-    check_rank_in(ctx, BEGIN, 1, 1)
-    check_rank_in(ctx, SIZE, 1, 1)
+def check_quantization(ctx: OperationContext) -> None:
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, begin_shape, size_shape = shapes
-    check_shape_rank(ctx, inp, "input 0", 1)
-    check_shape_rank(ctx, begin_shape, "input 1 (begin)", 1, 1)
-    check_shape_rank(ctx, size_shape, "input 2 (size)", 1, 1)
     rank = len(inp) if inp is not None else 0
     for what, shape in (("input 1 (begin)", begin_shape), ("input 2 (size)", size_shape)):
         if shape is not None and shape[0]:
@@ -100,4 +91,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SLICE, validate, infer_shapes, build))
+register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_quantization))

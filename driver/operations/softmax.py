@@ -3,44 +3,30 @@
 fixed quantization scale 1/256 with zero point 0 (unsigned) or -128 (signed)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
-from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (QUANT8_ASYMM_TENSORS, check_counts, check_input_type, check_not_omitted,
-                     check_quant_params, check_rank_in, check_same_type, check_shape_rank,
-                     normalize_axis, quantize_to, real_values_f32)
-from .logistic import check_fixed_output_quantization
+from .activations import LOGISTIC_QUANTIZATION, check_fixed_output_quantization
+from .common import QUANT8_ASYMM_TENSORS, check_quant_params, normalize_axis, quantize_to, real_values_f32
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Range, Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-OUTPUT_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0),
-                       T.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)}
-MAX_RANK = 4
 INPUT, BETA, AXIS = range(3)
+BETA_FLOAT32 = scalar(T.FLOAT32, Range(low=0, low_exclusive=True), name="beta")
+#: float16 tensors take a FLOAT16 beta, the others a FLOAT32 one; the axis may be left out.
+SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(1, 4)), beta) + axis, outputs=(same_as(INPUT),))
+                   for types, beta in (((T.TENSOR_FLOAT16,), replace(BETA_FLOAT32, types=(T.FLOAT16,))),
+                                       ((T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM,
+                                         T.TENSOR_QUANT8_ASYMM_SIGNED), BETA_FLOAT32))
+                   for axis in ((), (scalar(T.INT32, name="axis"),)))
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, (2, 3), 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, INPUT, TYPES)
-    tensor_type = ctx.inputs[INPUT].type
-    check_input_type(ctx, BETA, (T.FLOAT16 if tensor_type == T.TENSOR_FLOAT16 else T.FLOAT32,))
-    if len(ctx.inputs) == 3:
-        check_input_type(ctx, AXIS, (T.INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], tensor_type)
-    check_rank_in(ctx, INPUT, 1, MAX_RANK)
+def check_quantization(ctx: OperationContext) -> None:
     check_quant_params(ctx, ctx.inputs[INPUT], "input 0")
-    check_fixed_output_quantization(ctx, OUTPUT_QUANTIZATION)
-    beta = ctx.scalar(BETA)
-    if beta is not None:
-        check_beta(ctx, beta)
-
-
-def check_beta(ctx: OperationContext, beta: float) -> None:
-    check(beta > 0, f"{ctx.name}: beta {beta} must be positive")
+    check_fixed_output_quantization(ctx, LOGISTIC_QUANTIZATION)
 
 
 def axis_of(ctx: OperationContext, inputs) -> int | None:
@@ -49,7 +35,6 @@ def axis_of(ctx: OperationContext, inputs) -> int | None:
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp = shapes[INPUT]
-    check_shape_rank(ctx, inp, "input 0", 1, MAX_RANK)
     axis = axis_of(ctx, None)
     if inp is not None and axis is not None:
         normalize_axis(ctx, axis, len(inp))
@@ -69,7 +54,7 @@ def build(ctx: OperationContext) -> Kernel:
 
     def kernel(*inputs):
         x, beta = inputs[INPUT], float(inputs[BETA])
-        check_beta(ctx, beta)
+        BETA_FLOAT32.check_value(ctx, BETA, beta)
         axis = normalize_axis(ctx, axis_of(ctx, inputs), x.ndim)
         if x.size == 0:
             return (x.copy(),)
@@ -80,4 +65,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SOFTMAX, validate, infer_shapes, build))
+register(OperationDef(OperationType.SOFTMAX, SIGNATURES, infer_shapes, build, check_quantization))

@@ -8,26 +8,21 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_input_type, check_not_omitted, check_rank_in,
-                     check_same_quantization, check_same_type, check_shape_rank, normalize_axis)
+from .common import check_same_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, repeated, same_as, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, AXIS, NUM_SPLITS = range(3)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis"),
+                                scalar(T.INT32, name="num_splits")),
+                        outputs=(repeated(same_as(INPUT), at_least=1),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check(len(ctx.inputs) == 3, f"{ctx.name}: expected 3 inputs, got {len(ctx.inputs)}")
-    check(len(ctx.outputs) >= 1, f"{ctx.name}: expected at least 1 output, got {len(ctx.outputs)}")
-    check_not_omitted(ctx)
-    check_input_type(ctx, INPUT, TYPES)
-    check_input_type(ctx, AXIS, (T.INT32,))
-    check_input_type(ctx, NUM_SPLITS, (T.INT32,))
+def check_split(ctx: OperationContext) -> None:
     for j, out in enumerate(ctx.outputs):
-        check_same_type(ctx, f"output {j}", out, ctx.inputs[INPUT].type)
         check_same_quantization(ctx, out, ctx.inputs[INPUT], f"output {j}", "input 0")
-    check_rank_in(ctx, INPUT, 1)
     splits = ctx.scalar(NUM_SPLITS)
     if splits is not None:
         check(splits == len(ctx.outputs),
@@ -43,7 +38,6 @@ def part_size(ctx: OperationContext, size: int, splits: int) -> int:
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp = shapes[INPUT]
-    check_shape_rank(ctx, inp, "input 0", 1)
     count = len(ctx.outputs)
     axis = ctx.scalar(AXIS)
     if inp is None:
@@ -63,4 +57,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SPLIT, validate, infer_shapes, build))
+register(OperationDef(OperationType.SPLIT, SIGNATURES, infer_shapes, build, check_split))

@@ -8,24 +8,18 @@ from typing import Sequence
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_rank_in, check_same_quantization,
-                     check_same_type, check_shape_rank, constant_vector, normalize_axis)
+from .common import check_same_quantization, constant_vector, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MAX_RANK = 4
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="axes", optional=True)),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check(not ctx.inputs[0].is_omitted, f"{ctx.name}: input 0 has no value")
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 0, MAX_RANK)
-    if not ctx.inputs[1].is_omitted:
-        check_rank_in(ctx, 1, 1, 1)
 
 
 def squeezed_shape(ctx: OperationContext, shape: Sequence[int], axes,
@@ -51,9 +45,6 @@ def squeezed_shape(ctx: OperationContext, shape: Sequence[int], axes,
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp = shapes[0]
-    check_shape_rank(ctx, inp, "input 0", 0, MAX_RANK)
-    if not ctx.inputs[1].is_omitted:
-        check_shape_rank(ctx, shapes[1], "input 1 (axes)", 1, 1)
     if inp is None:
         return [None]
     if ctx.inputs[1].is_omitted:
@@ -73,5 +64,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SQUEEZE, validate, infer_shapes, build,
-                      optional_inputs=frozenset({1})))
+register(OperationDef(OperationType.SQUEEZE, SIGNATURES, infer_shapes, build, check_quantization))

@@ -8,24 +8,19 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_not_omitted, check_rank_in,
-                     check_result_rank, check_result_size, check_same_quantization, check_same_type,
-                     check_shape_rank, constant_vector)
+from .common import check_result_rank, check_result_size, check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="multiples")),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 1)
-    check_rank_in(ctx, 1, 1, 1)
 
 
 def check_multiples(ctx: OperationContext, multiples: np.ndarray, rank: int) -> None:
@@ -36,8 +31,6 @@ def check_multiples(ctx: OperationContext, multiples: np.ndarray, rank: int) -> 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, multiples_shape = shapes
-    check_shape_rank(ctx, inp, "input 0", 1)
-    check_shape_rank(ctx, multiples_shape, "input 1 (multiples)", 1, 1)
     if inp is None:
         if multiples_shape is None or not multiples_shape[0]:
             return [None]
@@ -64,4 +57,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.TILE, validate, infer_shapes, build))
+register(OperationDef(OperationType.TILE, SIGNATURES, infer_shapes, build, check_quantization))

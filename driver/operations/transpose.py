@@ -8,24 +8,18 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import (check_counts, check_input_type, check_rank_in, check_same_quantization,
-                     check_same_type, check_shape_rank, constant_vector)
+from .common import check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MAX_RANK = 4
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+                                tensor((T.TENSOR_INT32,), rank=(1, 1), name="perm", optional=True)),
+                        outputs=(same_as(0),)),)
 
 
-def validate(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check(not ctx.inputs[0].is_omitted, f"{ctx.name}: input 0 has no value")
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.TENSOR_INT32,))
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_quantization(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
-    check_rank_in(ctx, 0, 1, MAX_RANK)
-    if not ctx.inputs[1].is_omitted:
-        check_rank_in(ctx, 1, 1, 1)
 
 
 def permutation(ctx: OperationContext, perm: Sequence[int], rank: int) -> tuple[int, ...]:
@@ -37,13 +31,11 @@ def permutation(ctx: OperationContext, perm: Sequence[int], rank: int) -> tuple[
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp, perm_shape = shapes
-    check_shape_rank(ctx, inp, "input 0", 1, MAX_RANK)
     if ctx.inputs[1].is_omitted:
         if inp is None:
             return [(0, 0)]
         check(len(inp) == 2, f"{ctx.name}: without perm the input must be 2-D, has rank {len(inp)}")
         return [(inp[1], inp[0])]
-    check_shape_rank(ctx, perm_shape, "input 1 (perm)", 1, 1)
     perm = constant_vector(ctx, 1)
     rank = len(inp) if inp is not None else (perm.size if perm is not None else 0)
     if perm_shape is not None and perm_shape[0] and rank:
@@ -66,5 +58,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.TRANSPOSE, validate, infer_shapes, build,
-                      optional_inputs=frozenset({1})))
+register(OperationDef(OperationType.TRANSPOSE, SIGNATURES, infer_shapes, build, check_quantization))

@@ -1,5 +1,12 @@
-"""The shared shape of ADD, SUB, MUL and DIV: two broadcast tensors of one type and a
-fused activation. Each of those modules supplies its float and integer functions.
+"""ADD, SUB, MUL and DIV: two broadcast tensors of one type and a fused activation
+(NONE only for TENSOR_INT32). Quantized operands compute on real values and requantize to
+the output, whose scale MUL requires to exceed the product of the input scales (the
+quantized kernel's rescale factor must be below one).
+
+DIV: float division follows IEEE (x/0 is +-inf or NaN); TENSOR_INT32 division is floor
+division (-5 // 2 == -3). An int32 zero divisor has no defined result, yet the execution
+must succeed (the conformance suite runs it and ignores the value): it yields 0, and
+INT32_MIN // -1 wraps to INT32_MIN as it would in two's complement.
 
 Kernels are specialised at build time: with a constant activation (the usual case) the
 float and int32 kernels are one numpy call, because they run in the hot path of WHILE
@@ -7,57 +14,57 @@ loops (``i = i + 1`` on TENSOR_INT32 [1]).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
 from ..errors import check
-from ..hal.enums import FusedActivationFunc, OperandType as T
-from .common import (activation_bounds, activation_value, broadcast_shapes, check_activation,
-                     check_counts, check_input_type, check_not_omitted, check_quant_params,
-                     check_rank_at_most, check_same_type, check_shape_rank, dequantize,
+from ..hal.enums import FusedActivationFunc, OperandType as T, OperationType as Op
+from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
+                     broadcast, broadcast_failure, check_quant_params, dequantize,
                      quantized_activation_range, requantize)
-from .registry import Kernel, OperationContext, Shape, with_binary_ufunc
+from .registry import Kernel, OperationContext, OperationDef, register, with_binary_ufunc
+from .signatures import Signature, same_as, scalar, tensor
 
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-MAX_RANK = 4
+RANK = (0, 4)
+NO_ACTIVATION = scalar(T.INT32, frozenset({FusedActivationFunc.NONE}), "fused activation")
 
 
-def validate_arithmetic(ctx: OperationContext, allowed_types: Sequence[int]) -> None:
-    check_counts(ctx, 3, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, allowed_types)
-    tensor_type = ctx.inputs[0].type
-    check_same_type(ctx, "input 1", ctx.inputs[1], tensor_type)
-    check_same_type(ctx, "output 0", ctx.outputs[0], tensor_type)
-    if tensor_type == T.TENSOR_INT32:
-        check_activation(ctx, 2, allow=(FusedActivationFunc.NONE,))
-    else:
-        check_activation(ctx, 2)
+def signatures(non_int_types) -> tuple[Signature, ...]:
+    """The types besides TENSOR_INT32 take any fused activation; TENSOR_INT32 only NONE."""
+    return tuple(Signature(inputs=(tensor(types, rank=RANK), same_as(0, rank=RANK), activation),
+                           outputs=(same_as(0),))
+                 for types, activation in ((non_int_types, ACTIVATION),
+                                           ((T.TENSOR_INT32,), NO_ACTIVATION)))
+
+
+FLOAT_AND_QUANT = signatures((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
+                              T.TENSOR_QUANT8_ASYMM_SIGNED))
+FLOAT = signatures((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16))
+
+
+def check_arithmetic(ctx: OperationContext) -> None:
     for i in (0, 1):
-        check_rank_at_most(ctx, i, MAX_RANK)
         check_quant_params(ctx, ctx.inputs[i], f"input {i}")
     check_quant_params(ctx, ctx.outputs[0], "output 0")
 
 
-def infer_broadcast(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
-    check_shape_rank(ctx, shapes[0], "input 0", high=MAX_RANK)
-    check_shape_rank(ctx, shapes[1], "input 1", high=MAX_RANK)
-    return [broadcast_shapes(ctx, shapes[0], shapes[1])]
-
-
-def broadcast_failure(ctx: OperationContext, a: np.ndarray, b: np.ndarray) -> None:
-    """Report inputs numpy could not broadcast. Shape inference treats a 0 dimension as
-    unknown, so a zero-sized dimension against n > 1 is only caught when the kernel runs."""
-    check(False, f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} "
-                 f"do not broadcast")
+def check_mul(ctx: OperationContext) -> None:
+    check_arithmetic(ctx)
+    in0, in1, out = ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]
+    if in0.type in QUANT8_ASYMM_TENSORS:
+        check(out.scale > in0.scale * in1.scale,
+              f"{ctx.name}: output 0 (operand {out.index}) scale {out.scale} must exceed the "
+              f"product of the input scales {in0.scale} * {in1.scale}")
 
 
 def build_arithmetic(ctx: OperationContext, float_fn: BinaryFn, int_fn: BinaryFn) -> Kernel:
     """The kernel of an arithmetic operation. ``int_fn`` computes TENSOR_INT32 results
-    (wrapping like C int32) and may raise through check(); ``float_fn`` computes float
-    results and the real-valued results of quantized operands."""
+    (wrapping like C int32); ``float_fn`` computes float results and the real-valued
+    results of quantized operands."""
     tensor_type = ctx.inputs[0].type
     if tensor_type == T.TENSOR_INT32:
         return _int_kernel(ctx, int_fn)
@@ -77,8 +84,7 @@ def _int_kernel(ctx: OperationContext, int_fn: BinaryFn) -> Kernel:
         return with_binary_ufunc(int_kernel, int_fn)
 
     def int_kernel_checked(a, b, activation):
-        check(int(activation) == FusedActivationFunc.NONE,
-              f"{ctx.name}: fused activation {int(activation)} is not NONE for TENSOR_INT32")
+        activation_value(ctx, 2, (a, b, activation), NO_ACTIVATION)
         try:
             return (int_fn(a, b),)
         except ValueError:
@@ -140,3 +146,14 @@ def _quant_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
             broadcast_failure(ctx, a, b)
         return (requantize(real, out.scale, out.zeroPoint, qmin, qmax, a.dtype),)
     return quant_kernel
+
+
+# numpy gives 0 for x // 0 (its divide-by-zero warning is off while kernels run, see
+# registry.py), and floor_divide wraps INT32_MIN // -1.
+for operation, table, float_fn, int_fn, check_op in (
+        (Op.ADD, FLOAT_AND_QUANT, np.add, np.add, check_arithmetic),
+        (Op.SUB, FLOAT_AND_QUANT, np.subtract, np.subtract, check_arithmetic),
+        (Op.MUL, FLOAT_AND_QUANT, np.multiply, np.multiply, check_mul),
+        (Op.DIV, FLOAT, np.divide, np.floor_divide, check_arithmetic)):
+    register(OperationDef(operation, table, broadcast,
+                          partial(build_arithmetic, float_fn=float_fn, int_fn=int_fn), check_op))

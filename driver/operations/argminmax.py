@@ -1,35 +1,28 @@
-"""The shared shape of ARGMAX and ARGMIN: the index (TENSOR_INT32) of the extreme value
-along an axis, which is removed from the shape (a 1-D input gives [1]). Ties pick the
-first index; NaN never replaces the running extreme, as in the reference's sequential scan
-(a NaN at index 0 therefore wins)."""
+"""ARGMAX and ARGMIN: the index (TENSOR_INT32) of the extreme value along an axis, which is
+removed from the shape (a 1-D input gives [1]). Ties pick the first index; NaN never
+replaces the running extreme, as in the reference's sequential scan (a NaN at index 0
+therefore wins)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import check
-from ..hal.enums import OperandType as T
-from .common import (check_counts, check_input_type, check_not_omitted, check_output_type,
-                     check_rank_in, check_shape_rank, normalize_axis)
-from .registry import Kernel, OperationContext, Shape
+from ..hal.enums import OperandType as T, OperationType as Op
+from .common import normalize_axis
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .signatures import Signature, scalar, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
-
-
-def validate_arg(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_input_type(ctx, 1, (T.INT32,))
-    check_output_type(ctx, 0, (T.TENSOR_INT32,))
-    check_rank_in(ctx, 0, 1)
+SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
+                        outputs=(tensor((T.TENSOR_INT32,)),)),)
 
 
 def infer_arg(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     inp = shapes[0]
-    check_shape_rank(ctx, inp, "input 0", 1)
     if inp is None:
         return [None]
     axis = ctx.scalar(1)
@@ -59,3 +52,8 @@ def build_arg(ctx: OperationContext, use_max: bool) -> Kernel:
             index = np.where(np.take(nan, 0, axis=position), np.int32(0), index)
         return (index.reshape(index.shape if x.ndim > 1 else (1,)),)
     return kernel
+
+
+for operation, use_max in ((Op.ARGMAX, True), (Op.ARGMIN, False)):
+    register(OperationDef(operation, SIGNATURES, infer_arg,
+                          partial(build_arg, use_max=use_max)))

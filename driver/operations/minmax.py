@@ -1,36 +1,29 @@
-"""The shared shape of MAXIMUM and MINIMUM: two broadcast tensors of one type. Quantized
-inputs are first requantized to the output's scale and zero point, then compared."""
+"""MAXIMUM and MINIMUM: element-wise extremes of two broadcast tensors of one type.
+Quantized inputs are first requantized to the output's scale and zero point, then compared."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
-from ..hal.enums import OperandType as T
-from ._arithmetic import broadcast_failure
-from .common import (QUANT8_ASYMM_TENSORS, broadcast_shapes, check_counts, check_input_type,
-                     check_not_omitted, check_quant_params, check_same_type, requantize_values)
-from .registry import Kernel, OperationContext, Shape
+from ..hal.enums import OperandType as T, OperationType as Op
+from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcast_failure, check_quant_params,
+                     requantize_values)
+from .registry import Kernel, OperationContext, OperationDef, register
+from .signatures import Signature, same_as, tensor
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
          T.TENSOR_QUANT8_ASYMM_SIGNED)
+SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(same_as(0),)),)
 
 Pick = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def validate_minmax(ctx: OperationContext) -> None:
-    check_counts(ctx, 2, 1)
-    check_not_omitted(ctx)
-    check_input_type(ctx, 0, TYPES)
-    check_same_type(ctx, "input 1", ctx.inputs[1], ctx.inputs[0].type)
-    check_same_type(ctx, "output 0", ctx.outputs[0], ctx.inputs[0].type)
+def check_minmax(ctx: OperationContext) -> None:
     for i in (0, 1):
         check_quant_params(ctx, ctx.inputs[i], f"input {i}")
     check_quant_params(ctx, ctx.outputs[0], "output 0")
-
-
-def infer_minmax(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
-    return [broadcast_shapes(ctx, shapes[0], shapes[1])]
 
 
 def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -61,3 +54,8 @@ def build_minmax(ctx: OperationContext, pick: Pick) -> Kernel:
         except ValueError:
             broadcast_failure(ctx, a, b)
     return kernel
+
+
+for operation, pick in ((Op.MAXIMUM, maximum), (Op.MINIMUM, minimum)):
+    register(OperationDef(operation, SIGNATURES, broadcast,
+                          partial(build_minmax, pick=pick), check_minmax))
