@@ -43,12 +43,11 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Run as a script, this file's folder would come first on sys.path, shadowing packages
-# with its module names; the repository root is the right root for `driver` and `fuzz`.
+# Run as a script (as libFuzzer's -fork, -jobs and -minimize_crash re-execute it), this
+# file's folder comes first on sys.path, where its module names would shadow packages: the
+# checkout's root takes its place, so that this checkout's packages are the ones imported.
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(REPO_ROOT)
-elif str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 from fuzz.cpu_binding import NO_BINDING_ENV, bind_to_free_cpu, supervises_others  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, configured_spec, top_package  # noqa: E402

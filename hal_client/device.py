@@ -6,6 +6,8 @@ one is only the default of the command lines.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any, Callable
 
 DEFAULT_DRIVER = "driver:SampleDriver"
@@ -22,6 +24,10 @@ def load_factory(spec: str) -> Callable[[], Any]:
     module_name, colon, attribute_path = spec.partition(":")
     if not colon or not module_name or not attribute_path:
         raise DriverSpecError(f"--driver {spec!r}: expected MODULE:FACTORY, e.g. {DEFAULT_DRIVER}")
+    # A driver module in the current folder is found without being installed, as `python
+    # -m` finds one; the folder comes last, so it never shadows an installed package.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:

@@ -13,16 +13,13 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from driver import SampleDriver  # noqa: E402
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
+from driver import SampleDriver
+from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,
                         OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
-from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
+from hal_client.examples import counter_loop_model, int32_request
 
 
 def prepare(model):

@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
 TARGET_EXECS_PER_S = 2000

@@ -32,12 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from fuzz import codec  # noqa: E402
-from fuzz.case import ExecutionPath, FuzzCase  # noqa: E402
-from fuzz.seed_models import SEED_LOOP_TIMEOUT_NS, seed_specs  # noqa: E402
+from fuzz import codec
+from fuzz.case import ExecutionPath, FuzzCase
+from fuzz.seed_models import SEED_LOOP_TIMEOUT_NS, seed_specs
 
 SHARED_CONFORMANCE = REPO_ROOT.parent / "shared" / "conformance"
 DEFAULT_MAX_LITERAL = 256

@@ -38,15 +38,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-import show_case  # noqa: E402
-import triage  # noqa: E402
-from fuzz import codec, harness  # noqa: E402
-from fuzz.driver_fuzz import STATS_DIR_ENV  # noqa: E402
-from fuzz.drivers import DRIVER_ENV, configured_spec, make_device  # noqa: E402
-from fuzz.memory_limit import memory_budget  # noqa: E402
+import show_case
+import triage
+from fuzz import codec, harness
+from fuzz.driver_fuzz import STATS_DIR_ENV
+from fuzz.drivers import DRIVER_ENV, configured_spec, make_device
+from fuzz.memory_limit import memory_budget
 
 KNOWN = REPO_ROOT / "crashes"
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"

@@ -22,14 +22,12 @@ from typing import Sequence
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from driver.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType,  # noqa: E402
+from driver.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType,
                         OperationType, Subgraph)
-from driver.operations.common import STORAGE_DTYPE  # noqa: E402
-from fuzz import codec  # noqa: E402
-from fuzz.case import FuzzCase  # noqa: E402
+from driver.operations.common import STORAGE_DTYPE
+from fuzz import codec
+from fuzz.case import FuzzCase
 
 PREVIEW_VALUES = 8
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)

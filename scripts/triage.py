@@ -51,16 +51,14 @@ from pathlib import Path
 from typing import IO, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
-from fuzz import harness  # noqa: E402
-from fuzz.codec import CodecLimitError, decode, encode  # noqa: E402
-from fuzz.driver_fuzz import FINDING_PREFIX  # noqa: E402
-from fuzz.drivers import DRIVER_ENV, configured_spec  # noqa: E402
-from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory  # noqa: E402
-from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation  # noqa: E402
-from fuzz.reduce import case_size, minimize, subgraphs  # noqa: E402
+from fuzz import harness
+from fuzz.codec import CodecLimitError, decode, encode
+from fuzz.driver_fuzz import FINDING_PREFIX
+from fuzz.drivers import DRIVER_ENV, configured_spec
+from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory
+from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation
+from fuzz.reduce import case_size, minimize, subgraphs
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"

@@ -14,8 +14,7 @@ import pytest
 from fuzz import native_counter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import freeze_args  # noqa: E402
+import freeze_args
 
 STATS = re.compile(r"harness: (\d+) inputs, .*prepared (\d+) .*executed_ok (\d+) .*violations (\d+)")
 

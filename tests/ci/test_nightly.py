@@ -24,8 +24,7 @@ from fuzz.drivers import make_device
 from tests.fuzz import test_replay
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import nightly  # noqa: E402
+import nightly
 
 pytestmark = pytest.mark.slow
 BROKEN = "tests.fuzz.broken_drivers:SupportedDisagrees"

@@ -23,8 +23,7 @@ from tests.fuzz import broken_drivers
 from tests.fuzz.cases import loop_condition, make_case, sqrt_branch_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import triage  # noqa: E402
+import triage
 
 
 def case_of(model_case: models.ModelCase, **choices) -> FuzzCase:
