@@ -1,4 +1,4 @@
-"""Content fingerprints of HAL models, and the small memos keyed by them.
+"""Content fingerprints of HAL models, and the memo keyed by them (MODEL_MEMO).
 
 Validation and compilation are pure functions of a model's content, and a client often
 hands the driver the same content several times in a row (getSupportedOperations_1_3,
@@ -13,7 +13,7 @@ not a bool or a float that compares equal to one; a float compared by its bits, 
 and 0.0 differ; the HAL enums where a field is an enum). Anything else, and models too
 large to be worth keeping, get no fingerprint (None): the caller then does the full work,
 which reports the value's error as usual. Fingerprints are content, never identity: a
-client may change its Model between calls.
+client may change its Model between calls. ``operand_key`` is the same for one operand.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Generic, Hashable, Iterable, Optional, TypeVar, Union
+from typing import Callable, Generic, Hashable, Iterable, Optional, TypeVar, Union
 
 from .errors import DriverError
 from .hal.enums import ErrorStatus, OperandLifeTime, OperandType, OperationType
@@ -154,14 +154,7 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
     scales' bits, the classes of any enum field holding a plain int, and the rare
     non-empty extraParams, each keyed by its operand's position in the whole model.
     ``kept_bytes`` (operandValues' and the pools') counts towards the limit with the
-    extraParams' bytes.
-
-    The loops run per operand and operation, and the cheapest check in CPython is the
-    one the interpreter specialises: a tuple of ``type(field)`` compared with the tuple of
-    expected classes, in the loop. A pass in C per field (``map(type, ...)``,
-    ``attrgetter``) costs as much per item, plus a fixed cost that dominates for the usual
-    subgraphs of a few operands. Only the contents of the int lists, of any length, are
-    checked in bulk."""
+    extraParams' bytes."""
     subgraph_rows: list = []
     operand_rows: list = []
     operation_rows: list = []
@@ -259,7 +252,41 @@ def _extra_params_size(entry: tuple) -> int:
     return (0 if quant is None else len(quant[0])) + (0 if extension is None else len(extension))
 
 
+def operand_key(operand: object) -> Optional[tuple]:
+    """The content of one operand, every field its validation reads, as a hashable value;
+    None for an operand with a field of an unexpected class (as for model_fingerprint) or
+    with extraParams (rare: such operands are checked in full every time)."""
+    try:
+        location, extra, dimensions = operand.location, operand.extraParams, operand.dimensions
+        if (type(operand) is not Operand or type(location) is not DataLocation
+                or type(extra) is not OperandExtraParams or type(dimensions) is not list
+                or extra.channelQuant is not None or extra.extension is not None):
+            return None
+        key = (operand.type, operand.lifetime, operand.scale, operand.numberOfConsumers,
+               operand.zeroPoint, location.poolIndex, location.offset, location.length,
+               *dimensions)
+    except AttributeError:
+        return None
+    if tuple(map(type, key[:8])) not in _OPERAND_KEY_CLASSES or not _INT.issuperset(
+            map(type, dimensions)):
+        return None
+    return key
+
+
+# An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and location fields.
+_OPERAND_KEY_CLASSES = frozenset(
+    (type_class, lifetime_class, float, int, int, int, int, int)
+    for type_class in (OperandType, int) for lifetime_class in (OperandLifeTime, int))
+
+
 # --- memos ------------------------------------------------------------------------------
+
+#: Failures that follow from the model's content alone, and so may be remembered by
+#: content: an invalid model, a size over the driver's limits. Anything else (a transient
+#: shortage, say) is reported but left out of the memo, so the next call tries again.
+CONTENT_DETERMINED_STATUSES = frozenset({ErrorStatus.INVALID_ARGUMENT,
+                                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT})
+
 
 @dataclass(frozen=True)
 class CachedFailure:
@@ -278,7 +305,7 @@ class CachedFailure:
 
 
 V = TypeVar("V")
-_MISSING = object()
+MISSING = object()
 
 
 class ContentMemo(Generic[V]):
@@ -293,8 +320,8 @@ class ContentMemo(Generic[V]):
     def get(self, key: Hashable) -> Union[V, object]:
         """The remembered value, or MISSING."""
         with self._lock:
-            value = self._entries.get(key, _MISSING)
-            if value is not _MISSING:
+            value = self._entries.get(key, MISSING)
+            if value is not MISSING:
                 self._entries.move_to_end(key)
             return value
 
@@ -305,6 +332,23 @@ class ContentMemo(Generic[V]):
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
 
+    def remember(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """``compute()``, done once while ``key`` is remembered. A DriverError whose status
+        follows from the content (CONTENT_DETERMINED_STATUSES) is remembered too, and
+        raised again as a new error of the same message; any other is not remembered."""
+        value = self.get(key)
+        if value is MISSING:
+            try:
+                value = compute()
+            except DriverError as error:
+                if error.status in CONTENT_DETERMINED_STATUSES:
+                    self.put(key, CachedFailure.of(error))
+                raise
+            self.put(key, value)
+        elif isinstance(value, CachedFailure):
+            value.raise_again()
+        return value
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
@@ -313,6 +357,12 @@ class ContentMemo(Generic[V]):
         return len(self._entries)
 
 
-MISSING = _MISSING
+#: What the driver derived from the most recent model contents, keyed by
+#: ``(model_fingerprint(model), what)``: validate_model's verdict with the OperandInfo
+#: views it made (driver/validation/model.py), and the compiled ModelAnalysis
+#: (driver/device.py). A client's getSupportedOperations_1_3 and prepareModel_1_3 of one
+#: model, or a fuzz harness validating the model itself first, do the work once.
+MODEL_MEMO: ContentMemo = ContentMemo(64)
 
-__all__ = ["ModelFingerprint", "model_fingerprint", "CachedFailure", "ContentMemo", "MISSING"]
+__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "CachedFailure",
+           "ContentMemo", "MISSING", "MODEL_MEMO", "CONTENT_DETERMINED_STATUSES"]
