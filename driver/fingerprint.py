@@ -18,6 +18,7 @@ client may change its Model between calls. ``operand_key`` is the same for one o
 from __future__ import annotations
 
 import threading
+from itertools import chain
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -273,6 +274,28 @@ def operand_key(operand: object) -> Optional[tuple]:
     return key
 
 
+def structure_key(subgraph: object) -> Optional[tuple]:
+    """What the checks of a subgraph's structure read: its operands' lifetimes and
+    numberOfConsumers, its operations' types and operand indexes, its input and output
+    lists; None for fields of unexpected classes."""
+    try:
+        operands, operations = subgraph.operands, subgraph.operations
+        inputs, outputs = subgraph.inputIndexes, subgraph.outputIndexes
+        if not (type(operands) is type(operations) is type(inputs) is type(outputs) is list):
+            return None
+        rows = [(operation.type, tuple(operation.inputs), tuple(operation.outputs))
+                for operation in operations]
+        classes = {(type(operation), type(operation.type), type(operation.inputs),
+                    type(operation.outputs)) for operation in operations}
+        lifetimes = [(operand.lifetime, operand.numberOfConsumers) for operand in operands]
+    except (AttributeError, TypeError):
+        return None
+    indexes = chain(inputs, outputs, *(row[1] + row[2] for row in rows))
+    if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))):
+        return None
+    return tuple(lifetimes), tuple(rows), tuple(inputs), tuple(outputs)
+
+
 # An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and location fields.
 _OPERAND_KEY_CLASSES = frozenset(
     (type_class, lifetime_class, float, int, int, int, int, int)
@@ -363,6 +386,13 @@ class ContentMemo(Generic[V]):
 #: (driver/device.py). A client's getSupportedOperations_1_3 and prepareModel_1_3 of one
 #: model, or a fuzz harness validating the model itself first, do the work once.
 MODEL_MEMO: ContentMemo = ContentMemo(64)
+#: Parts of models found valid, by content: operands (``(operand_key(operand), extension
+#: prefixes)``) and subgraph structures (``(structure_key(subgraph), extension prefixes)``).
+#: Fuzz inputs, and a client's successive models, share most of their parts: a part of
+#: remembered content needs only its checks that depend on the rest of the model.
+#: Failures are not remembered (their messages name the part's position).
+VALID_PARTS: ContentMemo[bool] = ContentMemo(4096)
 
-__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "CachedFailure",
-           "ContentMemo", "MISSING", "MODEL_MEMO", "CONTENT_DETERMINED_STATUSES"]
+__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key",
+           "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",
+           "CONTENT_DETERMINED_STATUSES"]

@@ -197,18 +197,13 @@ def _slot_layout(subgraph: Subgraph, name: str) -> SubgraphPlan:
     slot_of = [0] * count
     for slot, operand_index in enumerate(order):
         slot_of[operand_index] = slot
-    declared = [_declared_shape(operand) for operand in subgraph.operands]
+    # () for a scalar, None for a tensor of unknown rank.
+    declared = [() if operand.type in SCALAR_OPERAND_TYPES else tuple(operand.dimensions) or None
+                for operand in subgraph.operands]
     outputs = tuple(subgraph.outputIndexes)
     return SubgraphPlan(name=name, slot_of=slot_of, tail=[], input_operands=tuple(inputs),
                         output_operands=outputs, output_slots=tuple(slot_of[i] for i in outputs),
                         declared=declared, static=list(declared))
-
-
-def _declared_shape(operand: Operand) -> Shape:
-    """() for a scalar, None for a tensor of unknown rank."""
-    if operand.type in SCALAR_OPERAND_TYPES:
-        return ()
-    return tuple(operand.dimensions) if operand.dimensions else None
 
 
 def _required_inputs(subgraph: Subgraph,
@@ -279,6 +274,9 @@ def _control_flow_supported(operation: Operation, operands: list[Operand],
                for callee in callees)
 
 
+_PREFILLED_LIFETIMES = CONSTANT_LIFETIMES | {OperandLifeTime.SUBGRAPH}
+
+
 def _initial_tail(model: Model, subgraph: Subgraph, plan: SubgraphPlan,
                   infos: list[Optional[OperandInfo]]) -> list:
     """What the non-input slots hold before a run: a constant's value, or the plan index
@@ -286,13 +284,10 @@ def _initial_tail(model: Model, subgraph: Subgraph, plan: SubgraphPlan,
     first = len(plan.input_operands)
     tail = [None] * (len(subgraph.operands) - first)
     for i, operand in enumerate(subgraph.operands):
-        if plan.slot_of[i] < first:
-            continue
-        if operand.lifetime == OperandLifeTime.SUBGRAPH:
-            tail[plan.slot_of[i] - first] = operand.location.offset + 1
-        elif operand.lifetime in CONSTANT_LIFETIMES:
-            tail[plan.slot_of[i] - first] = (infos[i].value if infos[i] is not None
-                                             else constant_value(model, operand))
+        if operand.lifetime in _PREFILLED_LIFETIMES and plan.slot_of[i] >= first:
+            tail[plan.slot_of[i] - first] = (
+                operand.location.offset + 1 if operand.lifetime == OperandLifeTime.SUBGRAPH
+                else infos[i].value if infos[i] is not None else constant_value(model, operand))
     return tail
 
 

@@ -46,11 +46,13 @@ def is_int(value: object) -> bool:
 
 
 def is_uint32(value: object) -> bool:
-    return is_int(value) and 0 <= value <= UINT32_MAX
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+        and 0 <= value <= UINT32_MAX
 
 
 def is_int32(value: object) -> bool:
-    return is_int(value) and INT32_MIN <= value <= INT32_MAX
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+        and INT32_MIN <= value <= INT32_MAX
 
 
 def is_float32(value: object) -> bool:

@@ -21,7 +21,8 @@ from itertools import chain
 from typing import Optional
 
 from ..errors import ValidationError, check
-from ..fingerprint import MODEL_MEMO, ModelFingerprint, model_fingerprint
+from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint,
+                           model_fingerprint, structure_key)
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
@@ -82,15 +83,23 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
 
     subgraphs = labelled_subgraphs(model)
     storage = storage_of(model, prefixes)
+    # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
+    # its I/O lists, operations and data flow: they read nothing else.
+    unknown_structures = []
     for label, subgraph in subgraphs:
         check_not_empty(subgraph, label)
         for index, operand in enumerate(subgraph.operands):
             check_operand(operand, storage, f"{label}, operand {index}")
-        check_io_indexes(subgraph, label)
+        key = (structure_key(subgraph), prefixes)
+        if VALID_PARTS.get(key) is MISSING:
+            check_io_indexes(subgraph, label)
+            unknown_structures.append((label, subgraph, key))
     check_no_reference_cycles(model)
-    for label, subgraph in subgraphs:
+    for label, subgraph, key in unknown_structures:
         check_operations(subgraph, prefixes, label)
         check_data_flow(subgraph, label)
+        if key[0] is not None:
+            VALID_PARTS.put(key, True)
     return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
                  for label, subgraph in subgraphs)
 

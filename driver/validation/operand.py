@@ -18,7 +18,7 @@ import math
 from typing import NamedTuple
 
 from ..errors import check
-from ..fingerprint import MISSING, ContentMemo, operand_key
+from ..fingerprint import MISSING, VALID_PARTS, operand_key
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
@@ -67,17 +67,11 @@ def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage
                         len(model.referenced), extension_prefixes)
 
 
-#: Operands found valid, by content (fingerprint.operand_key) and the model's extension
-#: prefixes. Fuzz inputs, and a client's successive models, share most of their operands:
-#: an operand of remembered content needs only the bounds of its location checked, the one
-#: rule that depends on the rest of the model. Failures are not remembered (their
-#: messages name the operand's position).
-VALID_OPERANDS: ContentMemo[bool] = ContentMemo(4096)
-
-
 def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
+    """An operand of content found valid before (VALID_PARTS) needs only the bounds of its
+    location checked, the one rule that depends on the rest of the model."""
     key = operand_key(operand)
-    if key is not None and VALID_OPERANDS.get((key, storage.extension_prefixes)) is not MISSING:
+    if key is not None and VALID_PARTS.get((key, storage.extension_prefixes)) is not MISSING:
         check_location_bounds(operand, storage, where)
         return
     check(isinstance(operand, Operand), f"{where}: {type(operand).__name__} is not an Operand")
@@ -93,7 +87,7 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
     check_extra_params(operand, where)
     check_location(operand, storage, where)
     if key is not None:
-        VALID_OPERANDS.put((key, storage.extension_prefixes), True)
+        VALID_PARTS.put((key, storage.extension_prefixes), True)
 
 
 def check_dimensions(operand: Operand, where: str) -> None:
