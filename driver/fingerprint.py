@@ -27,7 +27,8 @@ from typing import Callable, Generic, Hashable, Iterable, Optional, TypeVar, Uni
 from .errors import DriverError
 from .hal.enums import ErrorStatus, OperandLifeTime, OperandType, OperationType
 from .hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Operand,
-                          OperandExtraParams, Operation, Subgraph, SymmPerChannelQuantParams)
+                          OperandExtraParams, Operation, RequestArgument, Subgraph,
+                          SymmPerChannelQuantParams)
 from .memory import Memory
 
 
@@ -296,6 +297,24 @@ def structure_key(subgraph: object) -> Optional[tuple]:
     return tuple(lifetimes), tuple(rows), tuple(inputs), tuple(outputs)
 
 
+def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> Optional[tuple]:
+    """What the checks of a request argument read: its fields, its operand's type and
+    dimensions and the size of the pool it names; None for fields of unexpected classes."""
+    try:
+        location, dimensions = argument.location, argument.dimensions
+        if (type(argument) is not RequestArgument or type(argument.hasNoValue) is not bool
+                or type(location) is not DataLocation or type(dimensions) is not list):
+            return None
+        pool, offset, length = location.poolIndex, location.offset, location.length
+    except AttributeError:
+        return None
+    if not _INT.issuperset(map(type, (pool, offset, length, *dimensions))):
+        return None
+    pool_size = pool_sizes[pool] if 0 <= pool < len(pool_sizes) else None
+    return (argument.hasNoValue, pool, offset, length, pool_size, operand.type,
+            tuple(operand.dimensions), *dimensions)
+
+
 # An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and location fields.
 _OPERAND_KEY_CLASSES = frozenset(
     (type_class, lifetime_class, float, int, int, int, int, int)
@@ -386,13 +405,14 @@ class ContentMemo(Generic[V]):
 #: (driver/device.py). A client's getSupportedOperations_1_3 and prepareModel_1_3 of one
 #: model, or a fuzz harness validating the model itself first, do the work once.
 MODEL_MEMO: ContentMemo = ContentMemo(64)
-#: Parts of models found valid, by content: operands (``(operand_key(operand), extension
-#: prefixes)``) and subgraph structures (``(structure_key(subgraph), extension prefixes)``).
+#: Parts of models and requests found valid, by content: operands (``(operand_key(operand),
+#: extension prefixes)``), subgraph structures (``(structure_key(subgraph), extension
+#: prefixes)``) and request arguments (``(argument_key(...), checking flags)``).
 #: Fuzz inputs, and a client's successive models, share most of their parts: a part of
 #: remembered content needs only its checks that depend on the rest of the model.
 #: Failures are not remembered (their messages name the part's position).
 VALID_PARTS: ContentMemo[bool] = ContentMemo(4096)
 
-__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key",
+__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key", "argument_key",
            "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",
            "CONTENT_DETERMINED_STATUSES"]

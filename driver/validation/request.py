@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import check
+from ..fingerprint import MISSING, VALID_PARTS, argument_key
 from ..hal.structs import DataLocation, MemoryPool, Model, Operand, Request, RequestArgument
 from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
                      is_uint32_list)
@@ -67,11 +68,17 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
     check(len(arguments) == len(operand_indexes),
           f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
     for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
+        # An argument of content found valid before (VALID_PARTS) passes again.
+        key = (argument_key(argument, operands[index], pool_sizes), kind, allow_unspecified)
+        if VALID_PARTS.get(key) is not MISSING:
+            continue
         where = f"request {kind} {position} (operand {index})"
         check(isinstance(argument, RequestArgument),
               f"{where}: {type(argument).__name__} is not a RequestArgument")
         check_argument(argument, operands[index], pool_sizes, where,
                        is_input=kind == "input", allow_unspecified=allow_unspecified)
+        if key[0] is not None:
+            VALID_PARTS.put(key, True)
 
 
 def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],
