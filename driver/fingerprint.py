@@ -288,13 +288,18 @@ def structure_key(subgraph: object) -> Optional[tuple]:
                 for operation in operations]
         classes = {(type(operation), type(operation.type), type(operation.inputs),
                     type(operation.outputs)) for operation in operations}
-        lifetimes = [(operand.lifetime, operand.numberOfConsumers) for operand in operands]
+        lifetimes = tuple(operand.lifetime for operand in operands)
+        consumers = tuple(operand.numberOfConsumers for operand in operands)
     except (AttributeError, TypeError):
         return None
-    indexes = chain(inputs, outputs, *(row[1] + row[2] for row in rows))
-    if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))):
+    indexes = chain(consumers, inputs, outputs, *(row[1] + row[2] for row in rows))
+    if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))
+            and _LIFETIME_CLASSES.issuperset(map(type, lifetimes))):
         return None
-    return tuple(lifetimes), tuple(rows), tuple(inputs), tuple(outputs)
+    return lifetimes, consumers, tuple(rows), tuple(inputs), tuple(outputs)
+
+
+_LIFETIME_CLASSES = frozenset({OperandLifeTime, int})
 
 
 def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> Optional[tuple]:

@@ -42,6 +42,12 @@ def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     return np.ndarray(shape, dtype, raw)
 
 
+#: The enums by value: a table lookup costs a fraction of the enum's constructor, and
+#: these run for every operand and operation of every model compiled.
+_LIFETIMES = {int(lifetime): lifetime for lifetime in OperandLifeTime}
+_OPERATION_TYPES = {int(operation_type): operation_type for operation_type in OperationType}
+
+
 #: OperandInfo views of a model's operands: per subgraph (main, then each referenced one),
 #: by operand index, None where none was made. Validation returns them; compile_model
 #: reuses them (executor/plan.py) instead of copying the constants again.
@@ -50,7 +56,9 @@ ModelInfos = tuple[tuple[Optional[OperandInfo], ...], ...]
 
 def operand_info(model: Model, subgraph: Subgraph, index: int) -> OperandInfo:
     operand = subgraph.operands[index]
-    lifetime = OperandLifeTime(operand.lifetime)
+    lifetime = _LIFETIMES.get(operand.lifetime)
+    if lifetime is None:
+        lifetime = OperandLifeTime(operand.lifetime)    # raises ValueError
     channel_quant = operand.extraParams.channelQuant
     if channel_quant is not None:
         # The info may outlive the client's Model (a compiled plan keeps it): no
@@ -71,7 +79,10 @@ def operation_context(model: Model, subgraph: Subgraph, op_index: int,
     operation: Operation = subgraph.operations[op_index]
     if infos is None:
         infos = subgraph_infos(model, subgraph)
-    return OperationContext(type=OperationType(operation.type), index=op_index,
+    operation_type = _OPERATION_TYPES.get(operation.type)
+    if operation_type is None:
+        operation_type = OperationType(operation.type)  # raises ValueError
+    return OperationContext(type=operation_type, index=op_index,
                             inputs=tuple(infos[i] for i in operation.inputs),
                             outputs=tuple(infos[i] for i in operation.outputs),
                             relaxed=model.relaxComputationFloat32toFloat16)

@@ -20,7 +20,7 @@ from .common import operand_type_name
 def dimensions_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
     """Two declared (or actual) shapes agree where both are known; [] is an unknown rank
     and 0 an unknown dimension."""
-    if len(a) == 0 or len(b) == 0:
+    if len(a) == 0 or len(b) == 0 or tuple(a) == tuple(b):
         return True
     return len(a) == len(b) and all(x == 0 or y == 0 or x == y for x, y in zip(a, b))
 

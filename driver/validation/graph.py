@@ -35,9 +35,9 @@ def check_io_indexes(subgraph: Subgraph, label: str) -> None:
                   f"has lifetime {LIFETIME_NAMES[lifetimes[index]]}, expected {lifetime.name}")
             check(index not in seen, f"{label}: operand {index} is listed as {what} twice")
             seen.add(index)
-        for index, operand_lifetime in enumerate(lifetimes):
-            check(operand_lifetime != lifetime or index in seen, f"{label}, operand {index}: "
-                  f"{lifetime.name} operand missing from {what}Indexes")
+        missing = {index for index, other in enumerate(lifetimes) if other == lifetime} - seen
+        check(not missing, f"{label}, operand {min(missing, default=None)}: {lifetime.name} "
+              f"operand missing from {what}Indexes")
 
 
 def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:
@@ -86,5 +86,5 @@ def check_data_flow(subgraph: Subgraph, label: str) -> None:
         check(operand.numberOfConsumers == consumers[index], f"{label}, operand {index}: "
               f"numberOfConsumers is {operand.numberOfConsumers}, but {consumers[index]} "
               f"operation inputs read it")
-    for index, written in enumerate(known):
-        check(written, f"{label}, operand {index}: no operation writes it")
+    unwritten = known.index(False) if False in known else None
+    check(unwritten is None, f"{label}, operand {unwritten}: no operation writes it")

@@ -84,14 +84,16 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
     subgraphs = labelled_subgraphs(model)
     storage = storage_of(model, prefixes)
     # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
-    # its I/O lists, operations and data flow: they read nothing else.
+    # its lists, operations and data flow: they read nothing else.
     unknown_structures = []
     for label, subgraph in subgraphs:
-        check_not_empty(subgraph, label)
+        key = (structure_key(subgraph), prefixes)
+        known_structure = VALID_PARTS.get(key) is not MISSING
+        if not known_structure:
+            check_not_empty(subgraph, label)
         for index, operand in enumerate(subgraph.operands):
             check_operand(operand, storage, f"{label}, operand {index}")
-        key = (structure_key(subgraph), prefixes)
-        if VALID_PARTS.get(key) is MISSING:
+        if not known_structure:
             check_io_indexes(subgraph, label)
             unknown_structures.append((label, subgraph, key))
     check_no_reference_cycles(model)

@@ -208,6 +208,8 @@ def check_location_bounds(operand: Operand, storage: ModelStorage, where: str) -
     """The location lies inside the model's storage (or names one of its referenced
     subgraphs): the one operand rule that depends on the rest of the model."""
     location, lifetime = operand.location, operand.lifetime
+    if lifetime not in _STORED_LIFETIMES:
+        return      # most operands: an all-zero location
     pool, offset, end = location.poolIndex, location.offset, location.offset + location.length
     if lifetime == L.CONSTANT_COPY:
         check(end <= storage.operand_values_size, f"{where}: CONSTANT_COPY bytes [{offset}, "
@@ -218,6 +220,6 @@ def check_location_bounds(operand: Operand, storage: ModelStorage, where: str) -
               f"range ({len(pool_sizes)} pools)")
         check(end <= pool_sizes[pool], f"{where}: CONSTANT_REFERENCE bytes [{offset}, {end}) "
               f"outside pool {pool} of {pool_sizes[pool]} bytes")
-    elif lifetime == L.SUBGRAPH:
+    else:
         check(offset < storage.referenced_count, f"{where}: subgraph reference {offset} out "
               f"of range ({storage.referenced_count} referenced subgraphs)")
