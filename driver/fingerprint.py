@@ -416,7 +416,7 @@ MODEL_MEMO: ContentMemo = ContentMemo(64)
 #: Fuzz inputs, and a client's successive models, share most of their parts: a part of
 #: remembered content needs only its checks that depend on the rest of the model.
 #: Failures are not remembered (their messages name the part's position).
-VALID_PARTS: ContentMemo[bool] = ContentMemo(4096)
+VALID_PARTS: ContentMemo[bool] = ContentMemo(16384)
 
 __all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key", "argument_key",
            "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",

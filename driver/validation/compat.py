@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check
+from ..errors import check, fail
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -45,5 +45,5 @@ def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
     check(outer.zeroPoint == inner.zeroPoint,
           f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
     outer_params, inner_params = _extra_params(outer), _extra_params(inner)
-    check(outer_params == inner_params,
-          f"{what}: extraParams {inner_params} differ from the caller's {outer_params}")
+    if outer_params != inner_params:
+        fail(f"{what}: extraParams {inner_params} differ from the caller's {outer_params}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ..errors import check
+from ..errors import check, fail
 from ..fingerprint import MISSING, VALID_PARTS, operand_key
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
@@ -139,8 +139,8 @@ def check_zero_point(operand: Operand, where: str) -> None:
 
 def check_extra_params(operand: Operand, where: str) -> None:
     params, type_code = operand.extraParams, operand.type
-    check(isinstance(params, OperandExtraParams),
-          f"{where}: extraParams {params!r} is not an OperandExtraParams")
+    if not isinstance(params, OperandExtraParams):
+        fail(f"{where}: extraParams {params!r} is not an OperandExtraParams")
     check(params.channelQuant is None or params.extension is None,
           f"{where}: extraParams sets both channelQuant and extension")
     name = operand_type_name(type_code)
@@ -158,8 +158,8 @@ def check_extra_params(operand: Operand, where: str) -> None:
 
 
 def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: str) -> None:
-    check(isinstance(channel_quant, SymmPerChannelQuantParams),
-          f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
+    if not isinstance(channel_quant, SymmPerChannelQuantParams):
+        fail(f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
     channel_dim = channel_quant.channelDim
     check(is_uint32(channel_dim) and channel_dim < len(dims),
           f"{where}: channelQuant.channelDim {channel_dim!r} is not a dimension index "
@@ -178,7 +178,8 @@ def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: s
 
 def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     location, lifetime = operand.location, operand.lifetime
-    check(isinstance(location, DataLocation), f"{where}: location {location!r} is not a DataLocation")
+    if not isinstance(location, DataLocation):
+        fail(f"{where}: location {location!r} is not a DataLocation")
     pool, offset, length = location.poolIndex, location.offset, location.length
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
           f"{where}: location fields {(pool, offset, length)!r} are not uint32")
