@@ -357,7 +357,7 @@ MISSING = object()
 
 class ContentMemo(Generic[V]):
     """The ``capacity`` most recently used results, keyed by content. Thread-safe; the
-    work itself runs outside the lock (two threads may both compute an entry)."""
+    work itself runs outside any lock (two threads may both compute an entry)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -365,12 +365,15 @@ class ContentMemo(Generic[V]):
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Union[V, object]:
-        """The remembered value, or MISSING."""
-        with self._lock:
-            value = self._entries.get(key, MISSING)
-            if value is not MISSING:
+        """The remembered value, or MISSING. Without the lock: a lookup is one atomic
+        operation of the OrderedDict, and so is marking it recently used."""
+        value = self._entries.get(key, MISSING)
+        if value is not MISSING:
+            try:
                 self._entries.move_to_end(key)
-            return value
+            except KeyError:
+                pass            # evicted by another thread meanwhile: still a valid answer
+        return value
 
     def put(self, key: Hashable, value: V) -> None:
         with self._lock:
