@@ -70,8 +70,9 @@ def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFinger
 
 
 def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
-    """validate_model without the memo: every check, every time. Returns the OperandInfo
-    views made for the operations' signature checks."""
+    """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
+    the checks that depend on them alone). Returns the OperandInfo views made for the
+    operations' signature checks."""
     check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
     check(isinstance(model.relaxComputationFloat32toFloat16, bool), f"model: "
           f"relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r} is not a bool")

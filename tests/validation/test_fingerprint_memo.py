@@ -16,7 +16,7 @@ import pytest
 from driver import device as device_module
 from driver import fingerprint as fingerprint_module
 from driver.errors import ValidationError
-from driver.fingerprint import MODEL_MEMO, ContentMemo, MISSING, model_fingerprint
+from driver.fingerprint import MODEL_MEMO, VALID_PARTS, ContentMemo, MISSING, model_fingerprint
 from driver.hal import (DataLocation, ErrorStatus, ExtensionNameAndPrefix, Model, Operand,
                         OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Subgraph, SymmPerChannelQuantParams)
@@ -101,6 +101,19 @@ def test_the_validation_flags_are_part_of_the_key(full_validations):
         validate_model(model, allow_unknown_size_while=False)
     validate_model(model)
     assert len(full_validations) == 2
+
+
+def test_remembered_parts_still_get_the_checks_that_depend_on_the_rest_of_the_model():
+    """An operand and a structure found valid before skip their own checks, never the
+    bounds of the operand's location in this model's storage."""
+    model = models.add_model().model
+    assert memo_verdict(model) is None              # its operands and structure are remembered
+    model.operandValues = b""                       # the constant's bytes are gone
+    remembered = memo_verdict(model)
+    VALID_PARTS.clear()
+    MODEL_MEMO.clear()
+    assert remembered == memo_verdict(model)
+    assert "outside operandValues of 0 bytes" in remembered
 
 
 # --- misses: every one-field change -------------------------------------------------------
