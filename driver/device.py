@@ -7,20 +7,15 @@ from . import arguments
 from .errors import DriverError, ValidationError
 from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
-from .fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
+from .fingerprint import MODEL_MEMO, ModelFingerprint, model_fingerprint
 from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
-from .hal.structs import (BufferDesc, BufferRole, Capabilities, DataLocation, Extension, Model,
-                          Operand, OperandExtraParams, OperandPerformance, OptionalTimePoint,
+from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
+                          OperandPerformance, OptionalTimePoint,
                           PerformanceInfo, Subgraph)
 from .prepared_model import SamplePreparedModel
 from .validation.model import validate_fingerprinted_model
 
 VERSION = "nnhal-py-1.3"
-#: Failures that follow from the model's content alone, and so may be remembered by
-#: content: an invalid model, a size over the driver's limits. Anything else (a transient
-#: shortage, say) is reported but left out of the memo, so the next call tries again.
-CONTENT_DETERMINED_STATUSES = frozenset({ErrorStatus.INVALID_ARGUMENT,
-                                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT})
 
 
 class SampleDriver:
@@ -29,11 +24,6 @@ class SampleDriver:
 
     def __init__(self, name: str = "sample-python") -> None:
         self.name = name
-        # What validating and compiling the most recent models gave, by content: a
-        # client's getSupportedOperations_1_3 and prepareModel_1_3 of one model do the
-        # work once. Sharing a ModelAnalysis is safe: a plan holds copies of the model's
-        # constants and no per-execution state (many executions already run one plan).
-        self._analyses: ContentMemo[ModelAnalysis | CachedFailure] = ContentMemo(16)
 
     # --- queries -------------------------------------------------------------------------
 
@@ -65,28 +55,20 @@ class SampleDriver:
 
     # --- models --------------------------------------------------------------------------
 
-    def _analyse(self, model: Model, *, build_steps: bool) -> ModelAnalysis:
+    def _analyse(self, model: Model) -> ModelAnalysis:
+        """The model validated and compiled, once per content (MODEL_MEMO). Sharing a
+        ModelAnalysis is safe: a plan holds copies of the model's constants and no
+        per-execution state (many executions already run one plan)."""
         arguments.check_type(model, Model, "model")
         fingerprint = model_fingerprint(model)
         if fingerprint is None:     # fields of unexpected types: no memo, full checks
-            return _validate_and_compile(model, None, build_steps)
-        key = (fingerprint, build_steps)
-        result = self._analyses.get(key)
-        if result is MISSING:
-            try:
-                result = _validate_and_compile(model, fingerprint, build_steps)
-            except DriverError as error:
-                if error.status in CONTENT_DETERMINED_STATUSES:
-                    self._analyses.put(key, CachedFailure.of(error))
-                raise
-            self._analyses.put(key, result)
-        elif isinstance(result, CachedFailure):
-            result.raise_again()
-        return result
+            return _validate_and_compile(model, None)
+        return MODEL_MEMO.remember((fingerprint, "analysis"),
+                                   lambda: _validate_and_compile(model, fingerprint))
 
     def getSupportedOperations_1_3(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
         try:
-            analysis = self._analyse(model, build_steps=True)
+            analysis = self._analyse(model)
         except DriverError as error:
             return error.status, []
         return ErrorStatus.NONE, list(analysis.supported[0])
@@ -118,7 +100,7 @@ class SampleDriver:
             arguments.cache_token(token)
             if arguments.deadline_passed(deadline_ns):
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-            analysis = self._analyse(model, build_steps=True)
+            analysis = self._analyse(model)
             main_supported = analysis.supported[0]
             if not all(main_supported):
                 raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "
@@ -146,12 +128,10 @@ class SampleDriver:
         return ErrorStatus.GENERAL_FAILURE, None, 0
 
 
-def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None,
-                          build_steps: bool) -> ModelAnalysis:
-    """Validate (through the verdict memo), then compile with the operand views that
-    validation made."""
-    infos = validate_fingerprinted_model(model, fingerprint)
-    return compile_model(model, build_steps=build_steps, infos=infos)
+def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None) -> ModelAnalysis:
+    """Validate (through the memo), then compile with the operand views that validation
+    made."""
+    return compile_model(model, infos=validate_fingerprinted_model(model, fingerprint))
 
 
 def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:
@@ -181,14 +161,7 @@ def _model_for_requests(model: Model) -> Model:
 
 
 def _request_operand(operand: Operand) -> Operand:
-    # Positional, in field order (type, dimensions, numberOfConsumers, scale, zeroPoint,
-    # lifetime, location, extraParams): keywords and two default factories cost more than
-    # the copy itself. Location and extra parameters are not copied (no request check reads
-    # them): every copy shares one empty, never-changed value.
-    return Operand(operand.type, list(operand.dimensions), operand.numberOfConsumers,
-                   operand.scale, operand.zeroPoint, operand.lifetime, _NO_LOCATION,
-                   _NO_EXTRA_PARAMS)
-
-
-_NO_LOCATION = DataLocation()
-_NO_EXTRA_PARAMS = OperandExtraParams()
+    # Location and extra parameters are left empty: no request check reads them.
+    return Operand(type=operand.type, dimensions=list(operand.dimensions),
+                   numberOfConsumers=operand.numberOfConsumers, scale=operand.scale,
+                   zeroPoint=operand.zeroPoint, lifetime=operand.lifetime)

@@ -1,4 +1,4 @@
-"""Content fingerprints of HAL models, and the small memos keyed by them.
+"""Content fingerprints of HAL models, and the memo keyed by them (MODEL_MEMO).
 
 Validation and compilation are pure functions of a model's content, and a client often
 hands the driver the same content several times in a row (getSupportedOperations_1_3,
@@ -13,20 +13,22 @@ not a bool or a float that compares equal to one; a float compared by its bits, 
 and 0.0 differ; the HAL enums where a field is an enum). Anything else, and models too
 large to be worth keeping, get no fingerprint (None): the caller then does the full work,
 which reports the value's error as usual. Fingerprints are content, never identity: a
-client may change its Model between calls.
+client may change its Model between calls. ``operand_key`` is the same for one operand.
 """
 from __future__ import annotations
 
 import threading
+from itertools import chain
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Generic, Hashable, Iterable, Optional, TypeVar, Union
+from typing import Callable, Generic, Hashable, Iterable, Optional, TypeVar, Union
 
 from .errors import DriverError
 from .hal.enums import ErrorStatus, OperandLifeTime, OperandType, OperationType
 from .hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Operand,
-                          OperandExtraParams, Operation, Subgraph, SymmPerChannelQuantParams)
+                          OperandExtraParams, Operation, RequestArgument, Subgraph,
+                          SymmPerChannelQuantParams)
 from .memory import Memory
 
 
@@ -154,14 +156,7 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
     scales' bits, the classes of any enum field holding a plain int, and the rare
     non-empty extraParams, each keyed by its operand's position in the whole model.
     ``kept_bytes`` (operandValues' and the pools') counts towards the limit with the
-    extraParams' bytes.
-
-    The loops run per operand and operation, and the cheapest check in CPython is the
-    one the interpreter specialises: a tuple of ``type(field)`` compared with the tuple of
-    expected classes, in the loop. A pass in C per field (``map(type, ...)``,
-    ``attrgetter``) costs as much per item, plus a fixed cost that dominates for the usual
-    subgraphs of a few operands. Only the contents of the int lists, of any length, are
-    checked in bulk."""
+    extraParams' bytes."""
     subgraph_rows: list = []
     operand_rows: list = []
     operation_rows: list = []
@@ -259,7 +254,86 @@ def _extra_params_size(entry: tuple) -> int:
     return (0 if quant is None else len(quant[0])) + (0 if extension is None else len(extension))
 
 
+def operand_key(operand: object) -> Optional[tuple]:
+    """The content of one operand, every field its validation reads, as a hashable value;
+    None for an operand with a field of an unexpected class (as for model_fingerprint) or
+    with extraParams (rare: such operands are checked in full every time)."""
+    try:
+        location, extra, dimensions = operand.location, operand.extraParams, operand.dimensions
+        if (type(operand) is not Operand or type(location) is not DataLocation
+                or type(extra) is not OperandExtraParams or type(dimensions) is not list
+                or extra.channelQuant is not None or extra.extension is not None):
+            return None
+        key = (operand.type, operand.lifetime, operand.scale, operand.numberOfConsumers,
+               operand.zeroPoint, location.poolIndex, location.offset, location.length,
+               *dimensions)
+    except AttributeError:
+        return None
+    if tuple(map(type, key[:8])) not in _OPERAND_KEY_CLASSES or not _INT.issuperset(
+            map(type, dimensions)):
+        return None
+    return key
+
+
+def structure_key(subgraph: object) -> Optional[tuple]:
+    """What the checks of a subgraph's structure read: its operands' lifetimes and
+    numberOfConsumers, its operations' types and operand indexes, its input and output
+    lists; None for fields of unexpected classes."""
+    try:
+        operands, operations = subgraph.operands, subgraph.operations
+        inputs, outputs = subgraph.inputIndexes, subgraph.outputIndexes
+        if not (type(operands) is type(operations) is type(inputs) is type(outputs) is list):
+            return None
+        rows = [(operation.type, tuple(operation.inputs), tuple(operation.outputs))
+                for operation in operations]
+        classes = {(type(operation), type(operation.type), type(operation.inputs),
+                    type(operation.outputs)) for operation in operations}
+        lifetimes = tuple(operand.lifetime for operand in operands)
+        consumers = tuple(operand.numberOfConsumers for operand in operands)
+    except (AttributeError, TypeError):
+        return None
+    indexes = chain(consumers, inputs, outputs, *(row[1] + row[2] for row in rows))
+    if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))
+            and _LIFETIME_CLASSES.issuperset(map(type, lifetimes))):
+        return None
+    return lifetimes, consumers, tuple(rows), tuple(inputs), tuple(outputs)
+
+
+_LIFETIME_CLASSES = frozenset({OperandLifeTime, int})
+
+
+def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> Optional[tuple]:
+    """What the checks of a request argument read: its fields, its operand's type and
+    dimensions and the size of the pool it names; None for fields of unexpected classes."""
+    try:
+        location, dimensions = argument.location, argument.dimensions
+        if (type(argument) is not RequestArgument or type(argument.hasNoValue) is not bool
+                or type(location) is not DataLocation or type(dimensions) is not list):
+            return None
+        pool, offset, length = location.poolIndex, location.offset, location.length
+    except AttributeError:
+        return None
+    if not _INT.issuperset(map(type, (pool, offset, length, *dimensions))):
+        return None
+    pool_size = pool_sizes[pool] if 0 <= pool < len(pool_sizes) else None
+    return (argument.hasNoValue, pool, offset, length, pool_size, operand.type,
+            tuple(operand.dimensions), *dimensions)
+
+
+# An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and location fields.
+_OPERAND_KEY_CLASSES = frozenset(
+    (type_class, lifetime_class, float, int, int, int, int, int)
+    for type_class in (OperandType, int) for lifetime_class in (OperandLifeTime, int))
+
+
 # --- memos ------------------------------------------------------------------------------
+
+#: Failures that follow from the model's content alone, and so may be remembered by
+#: content: an invalid model, a size over the driver's limits. Anything else (a transient
+#: shortage, say) is reported but left out of the memo, so the next call tries again.
+CONTENT_DETERMINED_STATUSES = frozenset({ErrorStatus.INVALID_ARGUMENT,
+                                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT})
+
 
 @dataclass(frozen=True)
 class CachedFailure:
@@ -278,12 +352,12 @@ class CachedFailure:
 
 
 V = TypeVar("V")
-_MISSING = object()
+MISSING = object()
 
 
 class ContentMemo(Generic[V]):
     """The ``capacity`` most recently used results, keyed by content. Thread-safe; the
-    work itself runs outside the lock (two threads may both compute an entry)."""
+    work itself runs outside any lock (two threads may both compute an entry)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -291,12 +365,15 @@ class ContentMemo(Generic[V]):
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Union[V, object]:
-        """The remembered value, or MISSING."""
-        with self._lock:
-            value = self._entries.get(key, _MISSING)
-            if value is not _MISSING:
+        """The remembered value, or MISSING. Without the lock: a lookup is one atomic
+        operation of the OrderedDict, and so is marking it recently used."""
+        value = self._entries.get(key, MISSING)
+        if value is not MISSING:
+            try:
                 self._entries.move_to_end(key)
-            return value
+            except KeyError:
+                pass            # evicted by another thread meanwhile: still a valid answer
+        return value
 
     def put(self, key: Hashable, value: V) -> None:
         with self._lock:
@@ -304,6 +381,23 @@ class ContentMemo(Generic[V]):
             self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
+
+    def remember(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """``compute()``, done once while ``key`` is remembered. A DriverError whose status
+        follows from the content (CONTENT_DETERMINED_STATUSES) is remembered too, and
+        raised again as a new error of the same message; any other is not remembered."""
+        value = self.get(key)
+        if value is MISSING:
+            try:
+                value = compute()
+            except DriverError as error:
+                if error.status in CONTENT_DETERMINED_STATUSES:
+                    self.put(key, CachedFailure.of(error))
+                raise
+            self.put(key, value)
+        elif isinstance(value, CachedFailure):
+            value.raise_again()
+        return value
 
     def clear(self) -> None:
         with self._lock:
@@ -313,6 +407,20 @@ class ContentMemo(Generic[V]):
         return len(self._entries)
 
 
-MISSING = _MISSING
+#: What the driver derived from the most recent model contents, keyed by
+#: ``(model_fingerprint(model), what)``: validate_model's verdict with the OperandInfo
+#: views it made (driver/validation/model.py), and the compiled ModelAnalysis
+#: (driver/device.py). A client's getSupportedOperations_1_3 and prepareModel_1_3 of one
+#: model, or a fuzz harness validating the model itself first, do the work once.
+MODEL_MEMO: ContentMemo = ContentMemo(64)
+#: Parts of models and requests found valid, by content: operands (``(operand_key(operand),
+#: extension prefixes)``), subgraph structures (``(structure_key(subgraph), extension
+#: prefixes)``) and request arguments (``(argument_key(...), checking flags)``).
+#: Fuzz inputs, and a client's successive models, share most of their parts: a part of
+#: remembered content needs only its checks that depend on the rest of the model.
+#: Failures are not remembered (their messages name the part's position).
+VALID_PARTS: ContentMemo[bool] = ContentMemo(16384)
 
-__all__ = ["ModelFingerprint", "model_fingerprint", "CachedFailure", "ContentMemo", "MISSING"]
+__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key", "argument_key",
+           "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",
+           "CONTENT_DETERMINED_STATUSES"]

@@ -42,7 +42,8 @@ def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     return np.ndarray(shape, dtype, raw)
 
 
-#: Lifetimes by value: OperandLifeTime(x) costs an enum constructor call per operand.
+#: The enums by value: a table lookup costs a fraction of the enum's constructor, and
+#: these run for every operand and operation of every model compiled.
 _LIFETIMES = {int(lifetime): lifetime for lifetime in OperandLifeTime}
 _OPERATION_TYPES = {int(operation_type): operation_type for operation_type in OperationType}
 
@@ -57,19 +58,17 @@ def operand_info(model: Model, subgraph: Subgraph, index: int) -> OperandInfo:
     operand = subgraph.operands[index]
     lifetime = _LIFETIMES.get(operand.lifetime)
     if lifetime is None:
-        lifetime = OperandLifeTime(operand.lifetime)    # raises ValueError, as it always did
+        lifetime = OperandLifeTime(operand.lifetime)    # raises ValueError
     channel_quant = operand.extraParams.channelQuant
     if channel_quant is not None:
         # The info may outlive the client's Model (a compiled plan keeps it): no
         # reference into the client's structures.
         channel_quant = SymmPerChannelQuantParams(list(channel_quant.scales),
                                                   channel_quant.channelDim)
-    # Positional arguments (in field order: index, type, dimensions, scale, zeroPoint,
-    # lifetime, value, channelQuant): keywords cost a third more, for every operand.
-    return OperandInfo(
-        index, operand.type, tuple(operand.dimensions), operand.scale, operand.zeroPoint,
-        lifetime, constant_value(model, operand) if lifetime in CONSTANT_LIFETIMES else None,
-        channel_quant)
+    return OperandInfo(index=index, type=operand.type, dimensions=tuple(operand.dimensions),
+                       scale=operand.scale, zeroPoint=operand.zeroPoint, lifetime=lifetime,
+                       value=constant_value(model, operand) if lifetime in CONSTANT_LIFETIMES else None,
+                       channelQuant=channel_quant)
 
 
 def operation_context(model: Model, subgraph: Subgraph, op_index: int,
@@ -82,12 +81,11 @@ def operation_context(model: Model, subgraph: Subgraph, op_index: int,
         infos = subgraph_infos(model, subgraph)
     operation_type = _OPERATION_TYPES.get(operation.type)
     if operation_type is None:
-        operation_type = OperationType(operation.type)  # raises ValueError, as it always did
-    # Positional, in field order (type, index, inputs, outputs, relaxed), as above.
-    return OperationContext(
-        operation_type, op_index, tuple(map(infos.__getitem__, operation.inputs)),
-        tuple(map(infos.__getitem__, operation.outputs)),
-        model.relaxComputationFloat32toFloat16)
+        operation_type = OperationType(operation.type)  # raises ValueError
+    return OperationContext(type=operation_type, index=op_index,
+                            inputs=tuple(infos[i] for i in operation.inputs),
+                            outputs=tuple(infos[i] for i in operation.outputs),
+                            relaxed=model.relaxComputationFloat32toFloat16)
 
 
 def subgraph_infos(model: Model, subgraph: Subgraph) -> list[OperandInfo]:

@@ -6,8 +6,13 @@ naming the subgraph / operand / operation or request argument at fault, e.g.
 "main subgraph, operand 3: ..." or "referenced subgraph 1, operation 0 (ADD): ...".
 Only the HAL surface turns that error into a status.
 
-``check_compatible(outer, inner, what)`` is the subgraph-boundary rule of IF and WHILE,
-shared with the executor.
+``check_compatible(outer, inner, what)`` is the subgraph-boundary rule of IF and WHILE.
+
+Each rule is one ``check(condition, message)``; the few whose message holds the repr of a
+HAL structure are written ``if not condition: fail(message)``, so that repr is built only
+for a failure. Parts found valid (operands, subgraph structures, request arguments) are
+remembered by content (driver.fingerprint.VALID_PARTS), and so are whole verdicts
+(driver.fingerprint.MODEL_MEMO).
 """
 from .compat import check_compatible, dimensions_compatible  # noqa: F401
 from .model import validate_model  # noqa: F401

@@ -2,14 +2,12 @@
 operand-type classification, byte sizes and the names used in messages."""
 from __future__ import annotations
 
-import math
 import numbers
-from typing import Sequence
 
 from ..hal.enums import (ExtensionTypeEncoding, OperandLifeTime, OperandType, OperationType,
                          SCALAR_OPERAND_TYPES)
-from ..errors import fail
-from ..hal.dtypes import byte_size, element_size  # noqa: F401  (re-exported to validators)
+from ..errors import check
+from ..hal.dtypes import byte_size  # noqa: F401  (re-exported to validators)
 
 UINT16_MAX = 0xFFFF
 UINT32_MAX = 0xFFFF_FFFF
@@ -42,44 +40,29 @@ _PREFIX_SHIFT = int(ExtensionTypeEncoding.LOW_BITS_TYPE)
 
 # --- value ranges -----------------------------------------------------------------------
 
-# These run for every field of every operand: each tests the plain Python type first,
-# since the abstract-class check of numbers.Integral costs several times more.
-
 def is_int(value: object) -> bool:
     """An integer (numpy integers included) that is not a bool: True is no dimension."""
-    if isinstance(value, int):      # int and IntEnum: fast
-        return not isinstance(value, bool)
-    return isinstance(value, numbers.Integral)
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_uint32(value: object) -> bool:
-    if type(value) is int:
-        return 0 <= value <= UINT32_MAX
-    return is_int(value) and 0 <= value <= UINT32_MAX
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+        and 0 <= value <= UINT32_MAX
 
 
 def is_int32(value: object) -> bool:
-    if type(value) is int:
-        return INT32_MIN <= value <= INT32_MAX
-    return is_int(value) and INT32_MIN <= value <= INT32_MAX
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+        and INT32_MIN <= value <= INT32_MAX
 
 
 def is_float32(value: object) -> bool:
     """A finite number a HAL ``float`` field can hold."""
-    if type(value) is float or type(value) is int:
-        return -FLOAT32_MAX <= value <= FLOAT32_MAX     # False for NaN and infinities
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value) and abs(value) <= FLOAT32_MAX)
+            and -FLOAT32_MAX <= value <= FLOAT32_MAX)     # False for NaN and infinities
 
 
 def is_uint32_list(values: object) -> bool:
-    if type(values) is list:
-        for v in values:
-            if type(v) is not int or not 0 <= v <= UINT32_MAX:
-                break
-        else:
-            return True
-    return isinstance(values, (list, tuple)) and all(is_uint32(v) for v in values)
+    return isinstance(values, (list, tuple)) and all(map(is_uint32, values))
 
 
 # --- operand and operation types --------------------------------------------------------
@@ -112,23 +95,22 @@ def _type_name(enum_type, type_code: object) -> str:
         return f"type {type_code!r}"
 
 
-# Names go into messages built for every operand, failing or not: look base types up in a
-# table rather than through the enum's constructor.
 _OPERAND_TYPE_NAMES = {int(t): t.name for t in OperandType}
 _OPERATION_TYPE_NAMES = {int(t): t.name for t in OperationType}
+#: The names of the lifetimes, by value (a lifetime field may hold a plain int).
+LIFETIME_NAMES = {int(t): t.name for t in OperandLifeTime}
 
 
 def check_type_code(type_code: object, base_types: frozenset[int],
                     extension_prefixes: frozenset[int], kind: str, where: str) -> None:
     """A base type of the HAL, or an extension type whose prefix the model declares."""
-    if not is_uint32(type_code):
-        fail(f"{where}: invalid {kind} type {type_code!r}")
+    check(is_uint32(type_code), f"{where}: invalid {kind} type {type_code!r}")
     if is_extension_type(type_code):
-        if extension_prefix(type_code) not in extension_prefixes:
-            fail(f"{where}: extension {kind} type {type_code:#x} has prefix "
-                 f"{extension_prefix(type_code)}, which extensionNameToPrefix does not list")
-    elif type_code not in base_types:
-        fail(f"{where}: invalid {kind} type {type_code}")
+        check(extension_prefix(type_code) in extension_prefixes, f"{where}: extension {kind} "
+              f"type {type_code:#x} has prefix {extension_prefix(type_code)}, which "
+              f"extensionNameToPrefix does not list")
+    else:
+        check(type_code in base_types, f"{where}: invalid {kind} type {type_code}")
 
 
 def operand_type_name(type_code: object) -> str:
@@ -143,17 +125,9 @@ def operation_type_name(type_code: object) -> str:
 
 # --- names in messages ------------------------------------------------------------------
 
-# Every model validated gets a label for each of its subgraphs; the usual ones are made once.
-_REFERENCED_LABELS = tuple(f"referenced subgraph {i}" for i in range(64))
-
-
 def subgraph_label(referenced_index: int | None) -> str:
     """How messages name a subgraph: None is the main subgraph."""
-    if referenced_index is None:
-        return "main subgraph"
-    if referenced_index < len(_REFERENCED_LABELS):
-        return _REFERENCED_LABELS[referenced_index]
-    return f"referenced subgraph {referenced_index}"
+    return "main subgraph" if referenced_index is None else f"referenced subgraph {referenced_index}"
 
 
 def operation_label(index: int, type_code: object) -> str:

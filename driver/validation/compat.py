@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import fail
+from ..errors import check, fail
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -20,7 +20,7 @@ from .common import operand_type_name
 def dimensions_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
     """Two declared (or actual) shapes agree where both are known; [] is an unknown rank
     and 0 an unknown dimension."""
-    if len(a) == 0 or len(b) == 0:
+    if len(a) == 0 or len(b) == 0 or tuple(a) == tuple(b):
         return True
     return len(a) == len(b) and all(x == 0 or y == 0 or x == y for x, y in zip(a, b))
 
@@ -32,41 +32,18 @@ def _extra_params(operand: Operand | OperandInfo) -> OperandExtraParams:
     return operand.extraParams
 
 
-def _same_extra_params(outer: Operand | OperandInfo, inner: Operand | OperandInfo) -> bool:
-    """``_extra_params(outer) == _extra_params(inner)``, without building or comparing
-    dataclasses in the usual case: two Operands without channel quantization."""
-    if type(outer) is Operand and type(inner) is Operand:
-        outer_params, inner_params = outer.extraParams, inner.extraParams
-        if (type(outer_params) is OperandExtraParams and type(inner_params) is OperandExtraParams
-                and outer_params.channelQuant is None and inner_params.channelQuant is None):
-            return outer_params.extension == inner_params.extension
-    return _extra_params(outer) == _extra_params(inner)
-
-
-def compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo) -> bool:
-    """check_compatible's verdict, without a message."""
-    return (outer.type == inner.type
-            # Equal dimensions, the usual case, are compatible: compared in C first.
-            and (outer.dimensions == inner.dimensions
-                 or dimensions_compatible(outer.dimensions, inner.dimensions))
-            and outer.scale == inner.scale and outer.zeroPoint == inner.zeroPoint
-            and _same_extra_params(outer, inner))
-
-
 def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
                      what: str) -> None:
     """Raise ValidationError naming ``what`` unless ``inner`` (a subgraph's operand) is
     compatible with ``outer`` (the operand its caller passes or receives)."""
-    if outer.type != inner.type:
-        fail(f"{what}: type {operand_type_name(inner.type)} differs from the caller's "
-             f"{operand_type_name(outer.type)}")
-    if not dimensions_compatible(outer.dimensions, inner.dimensions):
-        fail(f"{what}: dimensions {list(inner.dimensions)} are incompatible with the caller's "
-             f"{list(outer.dimensions)}")
-    if outer.scale != inner.scale:
-        fail(f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
-    if outer.zeroPoint != inner.zeroPoint:
-        fail(f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
-    if _extra_params(outer) != _extra_params(inner):
-        fail(f"{what}: extraParams {_extra_params(inner)} differ from the caller's "
-             f"{_extra_params(outer)}")
+    check(outer.type == inner.type, f"{what}: type {operand_type_name(inner.type)} differs "
+          f"from the caller's {operand_type_name(outer.type)}")
+    check(dimensions_compatible(outer.dimensions, inner.dimensions), f"{what}: dimensions "
+          f"{list(inner.dimensions)} are incompatible with the caller's {list(outer.dimensions)}")
+    check(outer.scale == inner.scale,
+          f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
+    check(outer.zeroPoint == inner.zeroPoint,
+          f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
+    outer_params, inner_params = _extra_params(outer), _extra_params(inner)
+    if outer_params != inner_params:
+        fail(f"{what}: extraParams {inner_params} differ from the caller's {outer_params}")

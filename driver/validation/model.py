@@ -17,11 +17,12 @@ as the reference validators do; reference cycles are rejected wherever they occu
 from __future__ import annotations
 
 import re
-from itertools import chain, repeat
+from itertools import chain
 from typing import Optional
 
-from ..errors import ValidationError, check, fail
-from ..fingerprint import MISSING, CachedFailure, ContentMemo, ModelFingerprint, model_fingerprint
+from ..errors import ValidationError, check
+from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint,
+                           model_fingerprint, structure_key)
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
@@ -30,27 +31,12 @@ from ..operations.registry import OperandInfo, lookup
 from .common import POOL_NAMES, UINT16_MAX, is_int, operation_label, subgraph_label
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
-from .operand import (check_operand, operand_is_plainly_valid,
-                      operand_values_are_plainly_valid, storage_of)
+from .operand import check_operand, storage_of
 from .structure import raise_for_missing_field
-
-# Enum members as module constants: looking one up through its class costs more than
-# the comparison it is used in.
-_SUBGRAPH = OperandLifeTime.SUBGRAPH
-_IF, _WHILE = OperationType.IF, OperationType.WHILE
-_CONTROL_FLOW = frozenset({_IF, _WHILE})
 
 #: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
 #: (a reverse domain name such as "com.example.my_extension").
 _EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
-
-
-#: Verdicts on the most recently validated models, by content (see driver/fingerprint.py):
-#: a client's getSupportedOperations_1_3 and prepareModel_1_3 of one model, or a fuzz
-#: harness checking the model itself first, validate it once.
-#: A valid model's entry keeps the OperandInfo views its validation made, which compiling
-#: the model reuses (compile_model(model, infos=...) in driver/executor/plan.py).
-VERDICTS: ContentMemo[ModelInfos | CachedFailure] = ContentMemo(64)
 
 
 def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> None:
@@ -61,8 +47,9 @@ def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> No
     operand of a WHILE (and of the subgraphs it calls) has a known size: this driver runs
     loops whose state changes shape between iterations. Pass False for the strict rule.
 
-    The verdict on a model of the same content as a recent one is remembered; a
-    remembered failure is raised as a new ValidationError with the same message."""
+    The verdict on a model of the same content as a recent one is remembered (MODEL_MEMO,
+    driver/fingerprint.py); a remembered failure is raised as a new ValidationError with
+    the same message."""
     validate_fingerprinted_model(model, model_fingerprint(model),
                                  allow_unknown_size_while=allow_unknown_size_while)
 
@@ -70,71 +57,52 @@ def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> No
 def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFingerprint], *,
                                  allow_unknown_size_while: bool = True) -> ModelInfos:
     """validate_model for a caller that already computed ``model_fingerprint(model)``
-    (None: no fingerprint, validate in full). Returns the OperandInfo views validation
-    made, for compile_model to reuse."""
+    (None: no fingerprint, so no memo). Returns the OperandInfo views validation made,
+    for compile_model to reuse."""
     try:
-        return _validate_fingerprinted_model(model, fingerprint, allow_unknown_size_while)
+        if fingerprint is None:
+            return check_model(model, allow_unknown_size_while)
+        return MODEL_MEMO.remember((fingerprint, "verdict", allow_unknown_size_while),
+                                   lambda: check_model(model, allow_unknown_size_while))
     except AttributeError:
         raise_for_missing_field(model, "model")
         raise
 
 
-def _validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFingerprint],
-                                  allow_unknown_size_while: bool) -> ModelInfos:
-    if fingerprint is None:
-        return check_model(model, allow_unknown_size_while)
-    key = (fingerprint, allow_unknown_size_while)
-    verdict = VERDICTS.get(key)
-    if verdict is MISSING:
-        try:
-            # A fingerprinted model has plain classes throughout (model_fingerprint's
-            # contract): the fast paths need only check values.
-            verdict = check_model(model, allow_unknown_size_while, True)
-        except ValidationError as error:
-            VERDICTS.put(key, CachedFailure.of(error))
-            raise
-        VERDICTS.put(key, verdict)
-    elif isinstance(verdict, CachedFailure):
-        verdict.raise_again()
-    return verdict
-
-
-def check_model(model: Model, allow_unknown_size_while: bool = True,
-                plain_fields: bool = False) -> ModelInfos:
-    """validate_model without the memo: every check, every time. Returns the OperandInfo
-    views made for the operations' signature checks.
-
-    ``plain_fields`` says every field of ``model`` is known to have the class a well-formed
-    model gives it (exact ints, floats, lists and the HAL dataclasses, enums or ints for the
-    enum fields), as for any model model_fingerprint fingerprints: the fast paths then
-    skip their class checks. The verdict is the same either way."""
-    if not isinstance(model, Model):
-        fail(f"model: {type(model).__name__} is not a Model")
-    if not isinstance(model.relaxComputationFloat32toFloat16, bool):
-        fail(f"model: relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r}"
-             f" is not a bool")
+def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
+    """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
+    the checks that depend on them alone). Returns the OperandInfo views made for the
+    operations' signature checks."""
+    check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
+    check(isinstance(model.relaxComputationFloat32toFloat16, bool), f"model: "
+          f"relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r} is not a bool")
     prefixes = check_extension_table(model.extensionNameToPrefix)
-    if not isinstance(model.operandValues, (bytes, bytearray, memoryview)):
-        fail(f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
+    check(isinstance(model.operandValues, (bytes, bytearray, memoryview)),
+          f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
     check_pools(model.pools)
     check(isinstance(model.referenced, list), "model: referenced is not a list")
 
     subgraphs = labelled_subgraphs(model)
     storage = storage_of(model, prefixes)
-    plainly_valid = operand_values_are_plainly_valid if plain_fields else operand_is_plainly_valid
+    # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
+    # its lists, operations and data flow: they read nothing else.
+    unknown_structures = []
     for label, subgraph in subgraphs:
-        check_not_empty(subgraph, label)
-        # The fast path over all operands first (map/all: no per-operand loop code for
-        # coverage to trace); the detailed checks name the first operand at fault.
-        if not all(map(plainly_valid, subgraph.operands, repeat(storage))):
-            for index, operand in enumerate(subgraph.operands):
-                if not plainly_valid(operand, storage):
-                    check_operand(operand, storage, f"{label}, operand {index}")
-        check_io_indexes(subgraph, label, plain_fields)
+        key = (structure_key(subgraph), prefixes)
+        known_structure = VALID_PARTS.get(key) is not MISSING
+        if not known_structure:
+            check_not_empty(subgraph, label)
+        for index, operand in enumerate(subgraph.operands):
+            check_operand(operand, storage, f"{label}, operand {index}")
+        if not known_structure:
+            check_io_indexes(subgraph, label)
+            unknown_structures.append((label, subgraph, key))
     check_no_reference_cycles(model)
-    for label, subgraph in subgraphs:
-        check_operations(subgraph, prefixes, label, plain_fields)
+    for label, subgraph, key in unknown_structures:
+        check_operations(subgraph, prefixes, label)
         check_data_flow(subgraph, label)
+        if key[0] is not None:
+            VALID_PARTS.put(key, True)
     return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
                  for label, subgraph in subgraphs)
 
@@ -151,16 +119,14 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
     prefixes: set[int] = set()
     for i, entry in enumerate(table):
         where = f"model: extensionNameToPrefix[{i}]"
-        if not isinstance(entry, ExtensionNameAndPrefix):
-            fail(f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
-        if not (isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None):
-            fail(f"{where}: invalid extension name {entry.name!r}")
-        if not (is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX):
-            fail(f"{where}: prefix {entry.prefix!r} is not a uint16")
-        if entry.name in names:
-            fail(f"{where}: extension name {entry.name!r} listed twice")
-        if entry.prefix in prefixes:
-            fail(f"{where}: prefix {entry.prefix} listed twice")
+        check(isinstance(entry, ExtensionNameAndPrefix),
+              f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
+        check(isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None,
+              f"{where}: invalid extension name {entry.name!r}")
+        check(is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX,
+              f"{where}: prefix {entry.prefix!r} is not a uint16")
+        check(entry.name not in names, f"{where}: extension name {entry.name!r} listed twice")
+        check(entry.prefix not in prefixes, f"{where}: prefix {entry.prefix} listed twice")
         names.add(entry.name)
         prefixes.add(entry.prefix)
     return frozenset(prefixes)
@@ -168,42 +134,25 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
 
 def check_memory(memory: object, where: str) -> None:
     """An open, non-empty shared-memory pool of a known kind."""
-    if not isinstance(memory, Memory):
-        fail(f"{where}: {type(memory).__name__} is not a Memory")
-    if not not memory.closed:
-        fail(f"{where}: memory is closed")
-    if memory.name not in POOL_NAMES:
-        fail(f"{where}: unsupported memory type {memory.name!r}")
-    if memory.size <= 0:
-        fail(f"{where}: memory has size 0")
-
-
-def memory_is_plainly_valid(memory: object) -> bool:
-    """Whether check_memory accepts ``memory``, for an exact Memory (False otherwise)."""
-    return (type(memory) is Memory and not memory.closed and memory.name in POOL_NAMES
-            and memory.size > 0)
+    check(isinstance(memory, Memory), f"{where}: {type(memory).__name__} is not a Memory")
+    check(not memory.closed, f"{where}: memory is closed")
+    check(memory.name in POOL_NAMES, f"{where}: unsupported memory type {memory.name!r}")
+    check(memory.size > 0, f"{where}: memory has size 0")
 
 
 def check_pools(pools: list) -> None:
     check(isinstance(pools, list), "model: pools is not a list")
-    if not all(map(memory_is_plainly_valid, pools)):
-        for i, pool in enumerate(pools):
-            check_memory(pool, f"model: pool {i}")
+    for i, pool in enumerate(pools):
+        check_memory(pool, f"model: pool {i}")
 
 
 def check_no_reference_cycles(model: Model) -> None:
     """No subgraph reaches itself through SUBGRAPH operands (a cycle would recurse
     forever). Every subgraph is a root, so cycles among unreferenced subgraphs count too.
     Iterative depth-first search: nesting depth is the client's to choose."""
-    # A cycle needs a referenced subgraph that calls one (main is never called): the
-    # usual model has none.
-    referenced = model.referenced
-    if not (referenced and any(operand.lifetime == _SUBGRAPH
-                               for subgraph in referenced for operand in subgraph.operands)):
-        return
-    subgraphs = [model.main] + list(referenced)     # node 0 is main, node i+1 referenced[i]
+    subgraphs = [model.main] + list(model.referenced)   # node 0 is main, node i+1 referenced[i]
     callees = [sorted({operand.location.offset + 1 for operand in subgraph.operands
-                       if operand.lifetime == _SUBGRAPH}) for subgraph in subgraphs]
+                       if operand.lifetime == OperandLifeTime.SUBGRAPH}) for subgraph in subgraphs]
     done = [False] * len(subgraphs)
     for root in range(len(subgraphs)):
         if done[root]:
@@ -240,13 +189,12 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     # operands of operations this driver implements.
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
-        type_code = operation.type
-        if type_code in _CONTROL_FLOW:
+        if operation.type in (OperationType.IF, OperationType.WHILE):
             check_control_flow(model, subgraph, operation,
-                               f"{label}, {operation_label(op_index, type_code)}",
+                               f"{label}, {operation_label(op_index, operation.type)}",
                                allow_unknown_size_while)
         # Extension types, above the base range, are never registered.
-        definition = lookup(type_code)
+        definition = lookup(operation.type)
         if definition is None:
             continue   # a valid type this driver does not implement: unsupported, not invalid
         for index in chain(operation.inputs, operation.outputs):
@@ -266,7 +214,7 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
 def check_control_flow(model: Model, subgraph: Subgraph, operation: Operation, where: str,
                        allow_unknown_size_while: bool) -> None:
     """An IF or WHILE against the subgraphs it calls."""
-    if operation.type == _IF:
+    if operation.type == OperationType.IF:
         check_if(model, subgraph, operation, where)
     else:
         check_while(model, subgraph, operation, where,

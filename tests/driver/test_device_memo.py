@@ -1,6 +1,6 @@
-"""What SampleDriver's memo of analyses may keep: failures that follow from the model's
-content, and plans that hold no state of any one execution (prepared models of equal
-content share one plan, and many executions run it)."""
+"""What the memo of analyses (driver.fingerprint.MODEL_MEMO, which SampleDriver uses) may
+keep: failures that follow from the model's content, and plans that hold no state of any one
+execution (prepared models of equal content share one plan, and many executions run it)."""
 from __future__ import annotations
 
 import functools
@@ -12,13 +12,16 @@ import pytest
 
 from driver import device as device_module
 from driver.errors import DriverError, ResourceError
+from driver.fingerprint import MODEL_MEMO
 from driver.hal import ErrorStatus
 from tests import models
 from tests.driver.execution import Path, execute, prepare
 
 
 def compile_failing_once(monkeypatch, error: DriverError) -> list:
-    """compile_model raises ``error`` on its first call only; the calls are counted."""
+    """compile_model raises ``error`` on its first call only; the calls are counted. The
+    memo starts empty."""
+    MODEL_MEMO.clear()
     calls: list = []
     compile_model = device_module.compile_model
 
@@ -49,6 +52,17 @@ def test_a_content_determined_failure_is_remembered(monkeypatch):
     for _ in range(2):
         assert device.getSupportedOperations_1_3(model)[0] == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
     assert len(calls) == 1
+
+
+def test_devices_share_the_memo_and_a_hit_gives_the_status_of_the_miss(monkeypatch):
+    calls = compile_failing_once(monkeypatch, DriverError(
+        "scratch memory temporarily short", ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
+    model = models.add_model().model
+    model.main.operands[3].dimensions = [3, 3]      # shapes that do not match: compile fails
+    statuses = [device_module.SampleDriver().getSupportedOperations_1_3(model)[0]
+                for _ in range(3)]
+    assert statuses == [ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT] + 2 * [ErrorStatus.INVALID_ARGUMENT]
+    assert len(calls) == 2                          # the third call is a hit
 
 
 def state_of(root: object) -> bytes:

@@ -16,7 +16,7 @@ import pytest
 from driver import device as device_module
 from driver import fingerprint as fingerprint_module
 from driver.errors import ValidationError
-from driver.fingerprint import ContentMemo, MISSING, model_fingerprint
+from driver.fingerprint import MODEL_MEMO, VALID_PARTS, ContentMemo, MISSING, model_fingerprint
 from driver.hal import (DataLocation, ErrorStatus, ExtensionNameAndPrefix, Model, Operand,
                         OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Subgraph, SymmPerChannelQuantParams)
@@ -55,7 +55,7 @@ def memo_verdict(model: Model, **flags) -> str | None:
 @pytest.fixture
 def full_validations(monkeypatch) -> list[Model]:
     """The models check_model (full validation) sees from now on; starts with empty memos."""
-    model_validation.VERDICTS.clear()
+    MODEL_MEMO.clear()
     seen: list[Model] = []
     check_model = model_validation.check_model
 
@@ -101,6 +101,19 @@ def test_the_validation_flags_are_part_of_the_key(full_validations):
         validate_model(model, allow_unknown_size_while=False)
     validate_model(model)
     assert len(full_validations) == 2
+
+
+def test_remembered_parts_still_get_the_checks_that_depend_on_the_rest_of_the_model():
+    """An operand and a structure found valid before skip their own checks, never the
+    bounds of the operand's location in this model's storage."""
+    model = models.add_model().model
+    assert memo_verdict(model) is None              # its operands and structure are remembered
+    model.operandValues = b""                       # the constant's bytes are gone
+    remembered = memo_verdict(model)
+    VALID_PARTS.clear()
+    MODEL_MEMO.clear()
+    assert remembered == memo_verdict(model)
+    assert "outside operandValues of 0 bytes" in remembered
 
 
 # --- misses: every one-field change -------------------------------------------------------
@@ -411,12 +424,12 @@ def test_the_memo_is_bounded_and_least_recently_used_goes_first():
     assert memo.get(3) is MISSING and memo.get(2) == 2
 
 
-def test_the_validation_memo_is_bounded():
-    for i in range(model_validation.VERDICTS.capacity + 10):
+def test_the_model_memo_is_bounded():
+    for i in range(MODEL_MEMO.capacity + 10):
         model = models.add_model().model
         model.main.operands[0].dimensions = [2, 2 + i]  # invalid: a different message each
         memo_verdict(model)
-    assert len(model_validation.VERDICTS) == model_validation.VERDICTS.capacity
+    assert len(MODEL_MEMO) == MODEL_MEMO.capacity
 
 
 def test_concurrent_validations_agree_with_uncached_ones():
