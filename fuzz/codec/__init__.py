@@ -79,7 +79,7 @@ from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 
-from .case import ExecutionChoices, ExecutionPath, FuzzCase
+from ..case import ExecutionChoices, ExecutionPath, FuzzCase
 
 # --- limits --------------------------------------------------------------------------------
 # Generous enough for every conformance model (at most 218 operands, 61 operation inputs,
