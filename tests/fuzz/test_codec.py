@@ -73,7 +73,14 @@ def test_every_input_decodes_and_encodes_back_exactly(data):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ANY_INPUT)
 def test_one_pass_decode_equals_parse_then_lower(data):
+    """The fast path of fuzz/codec/decoding.py against the definition of decode."""
     assert codec.decode(data) == codec.lower(codec.parse(data))
+
+
+def test_one_pass_decode_equals_parse_then_lower_on_the_corpus():
+    for path in sorted(REPO_ROOT.glob("corpus/*")) + sorted(REPO_ROOT.glob("crashes/*")):
+        data = path.read_bytes()
+        assert codec.decode(data) == codec.lower(codec.parse(data)), path.name
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,51 @@
+"""The encoding's limits: every count is capped, so that decoding any input stays cheap.
+Generous enough for every conformance model (at most 218 operands, 61 operation inputs, 56
+subgraph inputs, rank 5, 4 referenced subgraphs)."""
+from __future__ import annotations
+
+
+UINT16_MAX = 0xFFFF
+UINT32_MAX = 0xFFFF_FFFF
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+MAX_REFERENCED = 8
+MAX_OPERANDS = 256
+MAX_OPERATIONS = 128
+MAX_OPERATION_INPUTS = 128
+MAX_OPERATION_OUTPUTS = 16
+MAX_IO_INDEXES = 128
+MAX_RANK = 8
+MAX_POOLS = 8
+MAX_SEGMENTS = 16
+MAX_CHANNEL_SCALES = 64
+MAX_EXTENSION_BYTES = 64
+MAX_EXTENSIONS = 8
+MAX_NAME_BYTES = 64
+MAX_REQUEST_ARGUMENTS = 128
+MAX_WAIT_FENCES = 3
+
+#: Largest single value the decoder generates from a seed.
+MAX_GENERATED_VALUE = 64 * 1024
+#: Per case: bytes the decoder fills itself (zeros + generated values) ...
+FILL_BUDGET = 1 << 20
+#: ... of which generated (the more expensive kind).
+GENERATED_BUDGET = 256 * 1024
+#: Request buffers may be this many bytes larger or smaller than their operand needs.
+MAX_SIZE_DELTA = 1 << 20
+
+#: Time choices are encoded in microseconds and capped so a fuzz input can never make one
+#: execution slow: a loop runs at most 100 ms unless the timeout is omitted (2 s default).
+LOOP_TIMEOUT_CAP_US = 100_000
+DEADLINE_CAP_US = 10_000_000
+WAIT_FENCE_DELAY_CAP_US = 5_000
+FENCED_DURATION_CAP_US = 10_000_000
+
+#: Seeds an operand value can name (its recipe byte is 2 + seed).
+NUM_SEEDS = 254
+
+
+
+class CodecLimitError(ValueError):
+    """A case or spec holds something the encoding cannot express (a count over its cap, a
+    time that is not a whole number of microseconds, ...)."""
+
