@@ -385,3 +385,26 @@ def test_emptied_pools_are_dropped():
 
 def test_control_flow_seeds_are_a_good_share():
     assert len(CONTROL_FLOW_SEEDS) >= 12
+
+
+def test_break_signature_is_always_rejected():
+    """One step outside an operation's signatures: validation must refuse every one."""
+    rng = random.Random(11)
+    applied = 0
+    for _ in range(300):
+        spec = fresh(rng.choice(sorted(SPECS)))
+        if mutator.breaking.break_signature(spec, rng):
+            applied += 1
+            assert not is_valid(codec.lower(spec))
+    assert applied > 150
+
+
+def test_appended_operations_follow_the_signatures():
+    """append_unary/append_binary draw from every registered operation taking the operand."""
+    rng = random.Random(12)
+    appended = collections.Counter()
+    for _ in range(400):
+        spec = fresh(rng.choice(sorted(SPECS)))
+        if rng.choice((mutator.graph.append_unary, mutator.graph.append_binary))(spec, rng):
+            appended[spec.model.main.operations[-1].type] += 1
+    assert len(appended) >= 25
