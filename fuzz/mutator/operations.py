@@ -189,15 +189,21 @@ def _driver_keeps_shape(form: Form, o: OperandSpec, scale: float, zero_point: in
 
     inputs = [info(0, None)] + [info(k + 1, p) for k, p in enumerate(params)]
     output = OperandInfo(len(inputs), o.type, dims, scale, zero_point, L.SUBGRAPH_OUTPUT, None)
-    ctx = OperationContext(form.type, 0, inputs, [output])
-    definition = lookup(form.type)
+    return output_shapes(form.type, inputs, [output]) == [dims or None]
+
+
+def output_shapes(operation_type: int, inputs: list[OperandInfo],
+                  outputs: list[OperandInfo]) -> Optional[list]:
+    """The output shapes the driver infers for an operation it validates, else None."""
+    definition = lookup(operation_type)
+    ctx = OperationContext(Op(operation_type), 0, inputs, outputs)
     shapes = [None if i.is_omitted else (i.dimensions or None) if i.type in TENSOR_TYPES
               else () for i in inputs]
     try:
         definition.validate(ctx)
-        return definition.infer_shapes(ctx, shapes) == [dims or None]
+        return definition.infer_shapes(ctx, shapes)
     except ValidationError:
-        return False
+        return None
 
 
 #: Operand type conversions applied to a whole case, one family at a time: float32 <->
