@@ -398,8 +398,9 @@ def operation_seeds() -> dict[str, OperationSeed]:
         for signature in definition.signatures:
             (inputs, _), (outputs, _) = signature.counts()
             operands = signature.operands_for(inputs, outputs)[0]
+            optional = any(o.optional for o in operands)
             for k, (in_types, out_types) in enumerate(_covering(concrete_types(signature))):
-                for omit in (False, True) if k == 0 and any(o.optional for o in operands) else (False,):
+                for omit in (False, True) if k == 0 and optional else (False,):
                     seed = _operation_seed(definition.type, operands, in_types, out_types, omit,
                                            _PATHS[len(seeds) % len(_PATHS)])
                     if seed is not None:

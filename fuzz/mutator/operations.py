@@ -69,8 +69,10 @@ def accepts(operation_type: int, input_types: tuple, output_types: tuple) -> boo
 @functools.lru_cache(maxsize=512)
 def accepted_types(operation_type: int, input_count: int, output_count: int) -> frozenset:
     definition = lookup(operation_type)
-    return frozenset() if definition is None else frozenset(
-        types for s in definition.signatures for types in concrete_types(s, input_count, output_count))
+    if definition is None:
+        return frozenset()
+    return frozenset(types for s in definition.signatures
+                     for types in concrete_types(s, input_count, output_count))
 
 
 def in_rank(operand: Operand, rank: int) -> bool:
@@ -93,7 +95,9 @@ def valid_value(operand: Operand, operand_type: int, rng: Rng):
         return value if values.high is None else min(value, values.high)
     if operand_type == T.BOOL:
         return rng.random() < 0.5
-    return rng.choice((1.0, 0.5)) if operand_type in (T.FLOAT32, T.FLOAT16) else rng.choice((0, 1, -1))
+    if operand_type in (T.FLOAT32, T.FLOAT16):
+        return rng.choice((1.0, 0.5))
+    return rng.choice((0, 1, -1))
 
 
 def near_miss_value(operand: Operand):
