@@ -1,8 +1,8 @@
-"""Hand-written seed models: control flow the fuzzer should start from (IF on both branches,
-nested IF/WHILE, loop-carried, state-only and input-only operands, a loop whose carried
-tensor grows, a loop that must time out, operations run inside IF branches and WHILE
-bodies), plus one small model per operation family the driver implements, so that a corpus
-can be grown from the project's own models alone.
+"""The project's own seed models: hand-written control flow the fuzzer should start from (IF
+on both branches, nested IF/WHILE, loop-carried, state-only and input-only operands, a loop
+whose carried tensor grows, a loop that must time out, operations run inside IF branches
+and WHILE bodies), plus small models of every operation the driver registers, generated
+from its signatures, so that a corpus can be grown from the project's own models alone.
 
 Each seed is a HAL case (:class:`fuzz.case.FuzzCase`) built with hal_client.builder;
 ``SEEDS`` maps a name to the function making it and ``seed_specs()`` gives each as the codec
@@ -33,7 +33,7 @@ from hal_client.examples import count_condition
 from . import codec
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
 from .mutator.blocks import TENSOR_TYPES
-from .mutator.operations import FIXED_OUTPUT_QUANTIZATION, output_shapes
+from .mutator.operations import output_shapes
 
 #: Every seed bounds its loops: a loop that never ends costs this much, not the 2 s default.
 SEED_LOOP_TIMEOUT_NS = 5_000_000
@@ -397,11 +397,11 @@ def operation_seeds() -> dict[str, OperationSeed]:
     for definition in definitions():
         for signature in definition.signatures:
             (inputs, _), (outputs, _) = signature.counts()
-            operands = signature.operands_for(inputs, outputs)[0]
-            optional = any(o.optional for o in operands)
+            operands = signature.operands_for(inputs, outputs)
+            optional = any(o.optional for o in operands[0])
             for k, (in_types, out_types) in enumerate(_covering(concrete_types(signature))):
                 for omit in (False, True) if k == 0 and optional else (False,):
-                    seed = _operation_seed(definition.type, operands, in_types, out_types, omit,
+                    seed = _operation_seed(definition.type, *operands, in_types, out_types, omit,
                                            _PATHS[len(seeds) % len(_PATHS)])
                     if seed is not None:
                         name = "_".join([definition.type.name.lower(), *dict.fromkeys(
@@ -412,7 +412,8 @@ def operation_seeds() -> dict[str, OperationSeed]:
 
 
 def _covering(assignments) -> list[tuple]:
-    """Assignments of types until every (position, type) pair occurs once."""
+    """The assignments that bring a (position, type) pair not seen before: every allowed
+    type at every position, in a few models."""
     seen, kept = set(), []
     for in_types, out_types in assignments:
         pairs = set(enumerate(in_types + out_types))
@@ -426,7 +427,7 @@ def _short(operand_type: int) -> str:
     return T(operand_type).name.lower().removeprefix("tensor_")
 
 
-def _operation_seed(operation: int, operands, in_types, out_types, omit: bool,
+def _operation_seed(operation: int, operands, out_operands, in_types, out_types, omit: bool,
                     path: ExecutionPath) -> Optional[OperationSeed]:
     first = operands[0]
     low, high = first.rank or (1, None)
@@ -436,10 +437,9 @@ def _operation_seed(operation: int, operands, in_types, out_types, omit: bool,
     for args in itertools.islice(itertools.product(*choices), _MAX_TRIES):
         scale, zero_point = args[0].scale, args[0].zero_point
         outputs = []
-        for t in out_types:
-            quant = FIXED_OUTPUT_QUANTIZATION.get(operation, {}).get(t)
-            outputs.append(quant or ((scale, zero_point) if t == in_types[0]
-                                     else _QUANTIZATION.get(t, (0.0, 0))))
+        for operand, t in zip(out_operands, out_types):
+            outputs.append(operand.fixed_quantization(t) or (
+                (scale, zero_point) if t == in_types[0] else _QUANTIZATION.get(t, (0.0, 0))))
         infos = [arg.info(k) for k, arg in enumerate(args)]
         out_infos = [OperandInfo(len(args) + k, t, (), *quant, L.SUBGRAPH_OUTPUT, None)
                      for k, (t, quant) in enumerate(zip(out_types, outputs))]

@@ -127,8 +127,8 @@ def break_signature(spec: CaseSpec, rng: Rng) -> bool:
     if kind == 0:               # an input type no signature takes with the others
         index = rng.choice(op.inputs)      # at every position it is an input of op
 
-        def retyped(t):
-            return tuple(t if i == index else s for i, s in zip(op.inputs, form.input_types))
+        def retyped(new):
+            return tuple(new if i == index else t for i, t in zip(op.inputs, form.input_types))
         others = [t for t in ALL_OPERAND_TYPES
                   if not accepts(op.type, retyped(t), form.output_types)]
         writable_operand(sg, index).type = rng.choice(others)

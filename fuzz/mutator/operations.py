@@ -3,8 +3,8 @@
 without a change here: which operations can follow an operand of a type and rank (their
 scalar parameters drawn from the signature's allowed values, optional inputs sometimes
 omitted), which take the same operand types (one can become another), and what one step
-outside a signature is. Beyond them: the output quantization LOGISTIC and TANH require
-(the driver's own tables), the operand types that convert into one another, IF's branches.
+outside a signature is. Beyond them: the operand types that convert into one another, IF's
+branches.
 """
 from __future__ import annotations
 
@@ -16,15 +16,12 @@ import numpy as np
 
 from driver.errors import ValidationError
 from driver.hal import OperandLifeTime as L, OperandType as T, OperationType as Op
-from driver.operations.activations import LOGISTIC_QUANTIZATION, TANH_QUANTIZATION
 from driver.operations.registry import OperandInfo, OperationContext, definitions, lookup
 from driver.operations.signatures import Operand, Range, concrete_types
 
 from ..codec import OperandSpec, SubgraphSpec
 from .blocks import TENSOR_TYPES, Rng, literal_of, new_operand
 
-#: Output (scale, zero point) an operation requires per quantized type (see the HAL).
-FIXED_OUTPUT_QUANTIZATION = {Op.LOGISTIC: LOGISTIC_QUANTIZATION, Op.TANH: TANH_QUANTIZATION}
 #: How often a drawn scalar parameter is one step outside its allowed values.
 NEAR_MISS_SHARE = 0.03
 
@@ -35,6 +32,7 @@ class Form:
     a concrete type at every position."""
     type: Op
     inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
     input_types: tuple[int, ...]
     output_types: tuple[int, ...]
 
@@ -44,8 +42,8 @@ def _forms() -> tuple[Form, ...]:
     for definition in definitions():
         for signature in definition.signatures:
             (inputs, _), (outputs, _) = signature.counts()
-            operands = signature.operands_for(inputs, outputs)[0]
-            forms += [Form(definition.type, operands, i, o) for i, o in concrete_types(signature)]
+            operands = signature.operands_for(inputs, outputs)
+            forms += [Form(definition.type, *operands, i, o) for i, o in concrete_types(signature)]
     return tuple(forms)
 
 
@@ -144,8 +142,7 @@ def plan_following(sg: SubgraphSpec, index: int, o: OperandSpec, rng: Rng,
     with a scalar just outside its allowed values, one it must reject."""
     forms = following(o.type, len(o.dimensions), tensor_inputs)
     for form in rng.sample(forms, min(3, len(forms))):
-        fixed = FIXED_OUTPUT_QUANTIZATION.get(form.type, {})
-        scale, zero_point = fixed.get(o.type, (o.scale, o.zeroPoint))
+        scale, zero_point = form.outputs[0].fixed_quantization(o.type) or (o.scale, o.zeroPoint)
         params: list = []       # per input after the first: an OperandSpec, or None for o
         near_miss = False
         for operand, operand_type in zip(form.inputs[1:], form.input_types[1:]):
