@@ -1,8 +1,8 @@
-"""Hand-written seed models: control flow the fuzzer should start from (IF on both branches,
-nested IF/WHILE, loop-carried, state-only and input-only operands, a loop whose carried
-tensor grows, a loop that must time out, operations run inside IF branches and WHILE
-bodies), plus one small model per operation family the driver implements, so that a corpus
-can be grown from the project's own models alone.
+"""The project's own seed models: hand-written control flow the fuzzer should start from (IF
+on both branches, nested IF/WHILE, loop-carried, state-only and input-only operands, a loop
+whose carried tensor grows, a loop that must time out, operations run inside IF branches
+and WHILE bodies), plus small models of every operation the driver registers, generated
+from its signatures, so that a corpus can be grown from the project's own models alone.
 
 Each seed is a HAL case (:class:`fuzz.case.FuzzCase`) built with hal_client.builder;
 ``SEEDS`` maps a name to the function making it and ``seed_specs()`` gives each as the codec
@@ -13,21 +13,27 @@ values, so that it encodes as a one-byte seed.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from driver.hal import MemoryPool, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.hal import (MemoryPool, OperandExtraParams, OperandLifeTime as L, OperandType as T,
+                        OperationType as Op, SymmPerChannelQuantParams)
 from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
+from driver.operations.registry import OperandInfo, definitions
+from driver.operations.signatures import Range, concrete_types
 from hal_client.builder import (ModelBuilder, OperandSpec, SubgraphBuilder, make_request,
                                 out_bytes, out_for)
 from hal_client.examples import count_condition
 
 from . import codec
 from .case import ExecutionChoices, ExecutionPath, FuzzCase
+from .mutator.blocks import TENSOR_TYPES
+from .mutator.operations import output_shapes
 
 #: Every seed bounds its loops: a loop that never ends costs this much, not the 2 s default.
 SEED_LOOP_TIMEOUT_NS = 5_000_000
@@ -304,13 +310,23 @@ def repeated_in_while(operation: int, n: int) -> FuzzCase:
 @dataclass(frozen=True)
 class Arg:
     """One input of a single-operation seed: fed by the request (``value`` literal values,
-    else generated ones) or a constant (``constant`` values)."""
+    else generated ones), a constant (``constant`` values) or omitted."""
     type: int
     dims: Sequence[int] = ()
     constant: object = None
     value: object = None
     scale: float = 0.0
     zero_point: int = 0
+    channel_quant: Optional[SymmPerChannelQuantParams] = None
+    omitted: bool = False
+
+    def info(self, index: int) -> OperandInfo:
+        """The operand as the driver's operations see it."""
+        lifetime = (L.NO_VALUE if self.omitted else L.SUBGRAPH_INPUT if self.constant is None
+                    else L.CONSTANT_COPY)
+        value = None if self.constant is None else literal(self.type, self.constant)
+        return OperandInfo(index, self.type, tuple(self.dims), self.scale, self.zero_point,
+                           lifetime, value, self.channel_quant)
 
 
 @dataclass(frozen=True)
@@ -329,12 +345,15 @@ class OperationSeed:
         inputs, fed = [], []
         for k, arg in enumerate(self.args):
             quant = dict(scale=arg.scale, zero_point=arg.zero_point)
-            if arg.constant is not None:
+            if arg.omitted:
+                inputs.append(g.omitted(arg.type, arg.dims))
+            elif arg.constant is not None:
                 inputs.append(g.constant(arg.type, arg.constant, arg.dims, **quant))
-                continue
-            inputs.append(g.input(arg.type, arg.dims, **quant))
-            fed.append(generated(arg.type, arg.dims, self.first_seed + k) if arg.value is None
-                       else literal(arg.type, arg.value))
+            else:
+                extra = arg.channel_quant and OperandExtraParams(channelQuant=arg.channel_quant)
+                inputs.append(g.input(arg.type, arg.dims, extra=extra, **quant))
+                fed.append(generated(arg.type, arg.dims, self.first_seed + k) if arg.value is None
+                           else literal(arg.type, arg.value))
         g.outputs(*g.operation(self.operation, inputs, self.outputs))
         return fed
 
@@ -355,111 +374,134 @@ class OperationSeed:
         return case(mb, [literal(B8, [condition]), *fed], self.path)
 
 
-def binary(operation: int, operand_type: int, dims_a: Sequence[int], dims_b: Sequence[int],
-           out_dims: Sequence[int], *, scale: float = 0.0, zero_point: int = 0,
-           activation: int = 0, b_constant: bool = False,
-           path: ExecutionPath = ExecutionPath.SYNC) -> OperationSeed:
-    """One ADD/SUB/MUL/DIV: input a, input or constant b, a fused activation."""
-    quant = dict(scale=scale, zero_point=zero_point)
-    b = (Arg(operand_type, dims_b, constant=generated(operand_type, dims_b, 8), **quant)
-         if b_constant else Arg(operand_type, dims_b, **quant))
-    return OperationSeed(operation, [Arg(operand_type, dims_a, **quant), b,
-                                     Arg(T.INT32, constant=activation)],
-                         [(operand_type, out_dims, scale, zero_point)], path, first_seed=9)
+# --- one model per operation, from the driver's signatures -----------------------------------
+
+#: The quantization of a quantized operand of each type in a generated seed.
+_QUANTIZATION = {Q8: (0.5, 128), T.TENSOR_QUANT8_ASYMM_SIGNED: (0.25, -3),
+                 T.TENSOR_QUANT8_SYMM: (0.5, 0), T.TENSOR_QUANT16_SYMM: (0.5, 0),
+                 T.TENSOR_QUANT16_ASYMM: (0.5, 32768), T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0.0, 0)}
+_DIMS = (2, 3, 4, 5)
+_PATHS = tuple(ExecutionPath)
+#: Candidate models tried per form before giving it up.
+_MAX_TRIES = 256
 
 
 def operation_seeds() -> dict[str, OperationSeed]:
-    """One small model per operation (family): the table to grow a corpus from."""
-    x = Arg(F32, [2, 3])
+    """For every operation the driver registers, each signature variant and a set of its
+    concrete types that uses every allowed type at every position: one small model (and
+    one more with its optional inputs omitted). Shapes lie in the rank ranges; scalar
+    parameters come from the allowed values; parameter tensors (named int32 inputs) are
+    small constants. Of the candidate models, the first the driver's validation and shape
+    inference accept is kept, its outputs declared with the inferred shapes."""
     seeds: dict[str, OperationSeed] = {}
-    quantized = {Q8: (0.5, 128), T.TENSOR_QUANT8_ASYMM_SIGNED: (0.25, -3)}
-    for operation in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
-        name = operation.name.lower()
-        seeds[f"{name}_float32"] = binary(operation, F32, [2, 3], [3], [2, 3], activation=1)
-        seeds[f"{name}_float16_const"] = binary(operation, F16, [2, 2], [2, 2], [2, 2],
-                                                b_constant=True, path=ExecutionPath.BURST)
-        seeds[f"{name}_int32"] = binary(operation, I32, [4], [1], [4])
-        for operand_type, (scale, zero_point) in quantized.items():
-            if operation != Op.DIV:
-                seeds[f"{name}_{operand_type.name.lower()}"] = binary(
-                    operation, operand_type, [1, 2, 2, 1], [1, 2, 2, 1], [1, 2, 2, 1],
-                    scale=scale, zero_point=zero_point, path=ExecutionPath.ASYNC)
-    for operation in (Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREATER,
-                      Op.GREATER_EQUAL):
-        for suffix, operand_type in (("float32", F32), ("int32", I32)):
-            seeds[f"{operation.name.lower()}_{suffix}"] = OperationSeed(
-                operation, [Arg(operand_type, [2, 3]), Arg(operand_type, [3])], [(B8, [2, 3])],
-                first_seed=11)
-    for operation in (Op.ABS, Op.EXP, Op.FLOOR, Op.LOG, Op.NEG, Op.RELU, Op.RELU1, Op.RELU6,
-                      Op.LOGISTIC, Op.TANH, Op.SQRT, Op.RSQRT, Op.SIN, Op.HARD_SWISH):
-        seeds[f"{operation.name.lower()}_float32"] = OperationSeed(operation, [x], [(F32, [2, 3])])
-    seeds.update({
-        "abs_int32": OperationSeed(Op.ABS, [Arg(I32, [4])], [(I32, [4])]),
-        "relu_quant8": OperationSeed(Op.RELU, [Arg(Q8, [4], scale=0.5, zero_point=128)],
-                                     [(Q8, [4], 0.5, 128)]),
-        "elu_float32": OperationSeed(Op.ELU, [x, Arg(T.FLOAT32, constant=1.0)], [(F32, [2, 3])]),
-        "softmax_float32": OperationSeed(Op.SOFTMAX, [x, Arg(T.FLOAT32, constant=1.0)],
-                                         [(F32, [2, 3])], ExecutionPath.ASYNC),
-        "maximum_float32": OperationSeed(Op.MAXIMUM, [x, Arg(F32, [3])], [(F32, [2, 3])]),
-        "minimum_int32": OperationSeed(Op.MINIMUM, [Arg(I32, [2, 2]), Arg(I32, [2, 2])],
-                                       [(I32, [2, 2])]),
-        "pow_float32": OperationSeed(Op.POW, [x, Arg(F32, [1], constant=[2.0])], [(F32, [2, 3])]),
-        "concatenation_float32": OperationSeed(
-            Op.CONCATENATION, [x, Arg(F32, [2, 1]), Arg(T.INT32, constant=1)], [(F32, [2, 4])]),
-        "reshape_float32": OperationSeed(Op.RESHAPE, [x, Arg(I32, [2], constant=[3, 2])],
-                                         [(F32, [3, 2])], ExecutionPath.FENCED),
-        "transpose_float32": OperationSeed(Op.TRANSPOSE, [x, Arg(I32, [2], constant=[1, 0])],
-                                           [(F32, [3, 2])]),
-        "squeeze_float32": OperationSeed(Op.SQUEEZE, [Arg(F32, [1, 3, 1]),
-                                                      Arg(I32, [1], constant=[0])], [(F32, [3, 1])]),
-        "expand_dims_float32": OperationSeed(Op.EXPAND_DIMS, [x, Arg(T.INT32, constant=0)],
-                                             [(F32, [1, 2, 3])]),
-        "mean_float32": OperationSeed(Op.MEAN, [x, Arg(I32, [1], constant=[1]),
-                                                Arg(T.INT32, constant=0)], [(F32, [2])]),
-        "reduce_sum_float32": OperationSeed(Op.REDUCE_SUM, [x, Arg(I32, [1], constant=[0]),
-                                                            Arg(T.BOOL, constant=True)],
-                                            [(F32, [1, 3])], ExecutionPath.BURST),
-        "reduce_max_float32": OperationSeed(Op.REDUCE_MAX, [x, Arg(I32, [1], constant=[1]),
-                                                            Arg(T.BOOL, constant=False)], [(F32, [2])]),
-        "reduce_any_bool8": OperationSeed(Op.REDUCE_ANY, [Arg(B8, [2, 3]), Arg(I32, [1], constant=[1]),
-                                                          Arg(T.BOOL, constant=False)], [(B8, [2])]),
-        "argmax_float32": OperationSeed(Op.ARGMAX, [x, Arg(T.INT32, constant=1)], [(I32, [2])]),
-        "cast_float32_to_int32": OperationSeed(Op.CAST, [x], [(I32, [2, 3])]),
-        "quantize_float32": OperationSeed(Op.QUANTIZE, [x], [(Q8, [2, 3], 0.05, 128)]),
-        "dequantize_quant8": OperationSeed(Op.DEQUANTIZE, [Arg(Q8, [2, 3], scale=0.1, zero_point=100)],
-                                           [(F32, [2, 3])]),
-        "select_float32": OperationSeed(Op.SELECT, [Arg(B8, [2, 3]), x, Arg(F32, [2, 3])],
-                                        [(F32, [2, 3])]),
-        "gather_float32": OperationSeed(Op.GATHER, [x, Arg(T.INT32, constant=1),
-                                                    Arg(I32, [2], value=[2, 0])], [(F32, [2, 2])]),
-        "tile_float32": OperationSeed(Op.TILE, [x, Arg(I32, [2], constant=[2, 1])], [(F32, [4, 3])]),
-        "slice_float32": OperationSeed(Op.SLICE, [x, Arg(I32, [2], constant=[0, 1]),
-                                                  Arg(I32, [2], constant=[2, 2])], [(F32, [2, 2])]),
-        "pad_float32": OperationSeed(Op.PAD, [x, Arg(I32, [2, 2], constant=[[1, 0], [0, 2]])],
-                                     [(F32, [3, 5])]),
-        "fill_float32": OperationSeed(Op.FILL, [Arg(I32, [2], constant=[2, 2]),
-                                                Arg(T.FLOAT32, constant=1.5)], [(F32, [2, 2])]),
-        "rank_float32": OperationSeed(Op.RANK, [x], [(T.INT32, [])]),
-        "fully_connected_float32": OperationSeed(
-            Op.FULLY_CONNECTED, [Arg(F32, [2, 3]), Arg(F32, [4, 3], constant=np.ones((4, 3))),
-                                 Arg(F32, [4], constant=[0.5, 0, 0, -0.5]),
-                                 Arg(T.INT32, constant=0)], [(F32, [2, 4])]),
-        "split_float32": OperationSeed(Op.SPLIT, [Arg(F32, [2, 4]), Arg(T.INT32, constant=1),
-                                                  Arg(T.INT32, constant=2)],
-                                       [(F32, [2, 2]), (F32, [2, 2])]),
-    })
+    for definition in definitions():
+        for signature in definition.signatures:
+            (inputs, _), (outputs, _) = signature.counts()
+            operands = signature.operands_for(inputs, outputs)
+            optional = any(o.optional for o in operands[0])
+            for k, (in_types, out_types) in enumerate(_covering(concrete_types(signature))):
+                for omit in (False, True) if k == 0 and optional else (False,):
+                    seed = _operation_seed(definition.type, *operands, in_types, out_types, omit,
+                                           _PATHS[len(seeds) % len(_PATHS)])
+                    if seed is not None:
+                        name = "_".join([definition.type.name.lower(), *dict.fromkeys(
+                            _short(t) for t in in_types + out_types if t in TENSOR_TYPES)])
+                        name += "_omitted" if omit else ""
+                        seeds[name if name not in seeds else f"{name}_{inputs}_inputs"] = seed
     return seeds
+
+
+def _covering(assignments) -> list[tuple]:
+    """The assignments that bring a (position, type) pair not seen before: every allowed
+    type at every position, in a few models."""
+    seen, kept = set(), []
+    for in_types, out_types in assignments:
+        pairs = set(enumerate(in_types + out_types))
+        if not pairs <= seen:
+            seen |= pairs
+            kept.append((in_types, out_types))
+    return kept
+
+
+def _short(operand_type: int) -> str:
+    return T(operand_type).name.lower().removeprefix("tensor_")
+
+
+def _operation_seed(operation: int, operands, out_operands, in_types, out_types, omit: bool,
+                    path: ExecutionPath) -> Optional[OperationSeed]:
+    first = operands[0]
+    low, high = first.rank or (1, None)
+    dims = list(_DIMS[:min(max(2, low), high or 4)])
+    choices = [_arg_choices(o, t, k, dims, in_types[0], omit) for k, (o, t)
+               in enumerate(zip(operands, in_types))]
+    for args in itertools.islice(itertools.product(*choices), _MAX_TRIES):
+        scale, zero_point = args[0].scale, args[0].zero_point
+        outputs = []
+        for operand, t in zip(out_operands, out_types):
+            outputs.append(operand.fixed_quantization(t) or (
+                (scale, zero_point) if t == in_types[0] else _QUANTIZATION.get(t, (0.0, 0))))
+        infos = [arg.info(k) for k, arg in enumerate(args)]
+        out_infos = [OperandInfo(len(args) + k, t, (), *quant, L.SUBGRAPH_OUTPUT, None)
+                     for k, (t, quant) in enumerate(zip(out_types, outputs))]
+        shapes = output_shapes(operation, infos, out_infos)
+        if shapes is not None and all(s is not None and 0 not in s for s in shapes):
+            return OperationSeed(operation, list(args), [
+                (t, list(s), *quant) for t, s, quant in zip(out_types, shapes, outputs)], path)
+    return None
+
+
+def _arg_choices(operand, operand_type: int, k: int, dims: list[int], first_type: int,
+                 omit: bool) -> list[Arg]:
+    """The candidates for input ``k``: a scalar from its allowed values, a parameter tensor
+    of small constants, or a request-fed tensor of input 0's shape (later inputs also
+    broadcast from its last dimension)."""
+    if operand.optional and omit:
+        return [Arg(operand_type, omitted=True)]
+    if operand_type not in TENSOR_TYPES:
+        return [Arg(operand_type, constant=v) for v in _scalar_choices(operand, operand_type)]
+    scale, zero_point = _QUANTIZATION.get(operand_type, (0.0, 0))
+    low, high = operand.rank or (0, None)
+    shapes = [s for s in ([dims[-1:]] if k else []) + [dims, [len(dims)], [1], [len(dims), 2]]
+              if low <= len(s) and (high is None or len(s) <= high)]
+    if operand_type == I32 and operand.name:
+        quants = [(0.0, 0)] + ([(_QUANTIZATION[first_type][0] ** 2, 0)]
+                               if first_type in _QUANTIZATION else [])
+        return [Arg(I32, s, constant=np.reshape(v, s), scale=sc, zero_point=zp)
+                for s in shapes for v in _int_tensor_choices(int(np.prod(s)), dims)
+                for sc, zp in quants]
+    channel_quant = (SymmPerChannelQuantParams([0.5] * dims[0], 0)
+                     if operand_type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL else None)
+    return [Arg(operand_type, s, scale=scale, zero_point=zero_point, channel_quant=channel_quant)
+            for s in shapes]
+
+
+def _int_tensor_choices(n: int, dims: list[int]) -> list[list[int]]:
+    """Axes and permutations, all ones or zeros (multiples, sizes, begins, paddings), the
+    data's own dimensions (a shape)."""
+    return [list(range(n)), [1] * n, [0] * n, (dims + [1] * n)[:n]]
+
+
+def _scalar_choices(operand, operand_type: int) -> list:
+    values = operand.values
+    if isinstance(values, frozenset):
+        return sorted(values)
+    if isinstance(values, Range):
+        low = values.low if values.low is not None else values.high
+        return [low + 1 if values.low_exclusive else low]
+    return {T.BOOL: [False, True], T.FLOAT32: [1.0], T.FLOAT16: [1.0]}.get(operand_type, [0, 1, -1])
 
 
 # --- the seed set ----------------------------------------------------------------------------
 
 def _wrapped_seeds(operations: dict[str, OperationSeed]) -> dict[str, Seed]:
-    """Operations of the plain seeds again, inside IF branches and WHILE bodies."""
+    """Operations of the plain seeds again (their first float32 model), inside IF branches
+    and WHILE bodies."""
     seeds: dict[str, Seed] = {}
-    for k, name in enumerate(("concatenation_float32", "reshape_float32", "softmax_float32",
-                              "reduce_sum_float32", "gather_float32", "split_float32",
-                              "select_float32", "cast_float32_to_int32", "quantize_float32",
-                              "fully_connected_float32")):
+    for k, operation in enumerate((Op.CONCATENATION, Op.RESHAPE, Op.SOFTMAX, Op.REDUCE_SUM,
+                                   Op.GATHER, Op.SPLIT, Op.SELECT, Op.CAST, Op.QUANTIZE,
+                                   Op.FULLY_CONNECTED)):
+        name = next(name for name, seed in operations.items()
+                    if seed.operation == operation and "float32" in name)
         seeds[f"if_{name}"] = lambda s=operations[name], c=bool(k % 2): s.in_if(c)
     for k, operation in enumerate((Op.LOGISTIC, Op.TANH, Op.RELU1, Op.SIN, Op.HARD_SWISH,
                                    Op.FLOOR)):
@@ -497,6 +539,9 @@ SEEDS: dict[str, Seed] = {
     "constant_in_pool": constant_in_pool,
     "dynamic_output_shape": dynamic_output_shape,
     "two_pools_and_omitted_dims": two_pools_and_omitted_dims,
+    "add_float16_const": OperationSeed(
+        Op.ADD, [Arg(F16, [2, 2]), Arg(F16, [2, 2], constant=generated(F16, [2, 2], 8)),
+                 Arg(T.INT32, constant=0)], [(F16, [2, 2])], ExecutionPath.BURST).case,
     **{name: seed.case for name, seed in _OPERATIONS.items()},
 }
 

@@ -12,7 +12,6 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import check
 from ..hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
                      check_same_quantization, quantize_to, quantized_activation_range,
@@ -24,7 +23,7 @@ UnaryFn = Callable[[np.ndarray], np.ndarray]
 
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
-#: The fixed (scale, zero point) of quantized outputs.
+#: The fixed (scale, zero point) of quantized outputs (the signatures carry them).
 LOGISTIC_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0),
                          T.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)}
 TANH_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
@@ -34,15 +33,6 @@ TANH_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
 def check_quantization(ctx: OperationContext) -> None:
     check_quant_params(ctx, ctx.inputs[0], "input 0")
     check_quant_params(ctx, ctx.outputs[0], "output 0")
-
-
-def check_fixed_output_quantization(ctx: OperationContext, table) -> None:
-    out = ctx.outputs[0]
-    if out.type in table:
-        scale, zero_point = table[out.type]
-        check(np.float32(out.scale) == np.float32(scale) and out.zeroPoint == zero_point,
-              f"{ctx.name}: output 0 (operand {out.index}) must have scale {scale} and zero "
-              f"point {zero_point}, has {out.scale} and {out.zeroPoint}")
 
 
 # --- RELU, RELU1, RELU6 ------------------------------------------------------------------------
@@ -94,18 +84,8 @@ def hard_swish(x: np.ndarray) -> np.ndarray:
     return x * np.clip(x + three, 0, six) / six
 
 
-def check_logistic(ctx: OperationContext) -> None:
-    check_quantization(ctx)
-    check_fixed_output_quantization(ctx, LOGISTIC_QUANTIZATION)
-
-
-def check_tanh(ctx: OperationContext) -> None:
-    check_quantization(ctx)
-    check_fixed_output_quantization(ctx, TANH_QUANTIZATION)
-
-
-for operation, max_rank, fn, check_op in ((Op.LOGISTIC, 4, sigmoid, check_logistic),
-                                          (Op.TANH, 4, np.tanh, check_tanh),
-                                          (Op.HARD_SWISH, None, hard_swish, check_quantization)):
-    register(OperationDef(operation, unary(TYPES, max_rank), same_shape,
-                          partial(build_float_or_quant, fn=fn), check_op))
+for operation, max_rank, fn, quantization in ((Op.LOGISTIC, 4, sigmoid, LOGISTIC_QUANTIZATION),
+                                              (Op.TANH, 4, np.tanh, TANH_QUANTIZATION),
+                                              (Op.HARD_SWISH, None, hard_swish, None)):
+    register(OperationDef(operation, unary(TYPES, max_rank, quantization), same_shape,
+                          partial(build_float_or_quant, fn=fn), check_quantization))

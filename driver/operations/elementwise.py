@@ -24,8 +24,10 @@ FLOATS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32)
 FLOATS_AND_INT32 = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32)
 
 
-def unary(types, max_rank: int | None = None) -> tuple[Signature, ...]:
-    return (Signature(inputs=(tensor(types, rank=(1, max_rank)),), outputs=(same_as(0),)),)
+def unary(types, max_rank: int | None = None,
+          output_quantization: dict | None = None) -> tuple[Signature, ...]:
+    return (Signature(inputs=(tensor(types, rank=(1, max_rank)),),
+                      outputs=(same_as(0, quantization=output_quantization),)),)
 
 
 def float_kernel(ctx: OperationContext, fn: UnaryFn) -> Kernel:

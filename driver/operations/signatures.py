@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Iterator, Optional, Sequence, Union
 
+import numpy as np
+
 from ..errors import fail
 from ..hal.enums import OperandLifeTime, OperandType
 
@@ -61,7 +63,9 @@ class Operand:
     IntEnum members name themselves, or a Range; None: any); ``optional``: the input may
     have no value (NO_VALUE, or omitted by the request); ``repeated``: None for exactly one
     operand, else this operand repeats at least that many times (the variadic inputs of
-    CONCATENATION, the outputs of SPLIT); ``name``: what the operand is, for messages.
+    CONCATENATION, the outputs of SPLIT); ``name``: what the operand is, for messages;
+    ``quantization``: for an output, the (type, scale, zero point) its quantization must
+    be when it has that type (LOGISTIC's 1/256 and 0 for TENSOR_QUANT8_ASYMM).
     """
     types: tuple[OperandType, ...] = ()
     same_as: Optional[int] = None
@@ -70,6 +74,21 @@ class Operand:
     optional: bool = False
     repeated: Optional[int] = None
     name: str = ""
+    quantization: tuple[tuple[OperandType, float, int], ...] = ()
+
+    def fixed_quantization(self, operand_type: int) -> Optional[tuple[float, int]]:
+        """The (scale, zero point) ``quantization`` requires of this type, else None."""
+        return next(((scale, zero_point) for t, scale, zero_point in self.quantization
+                     if t == operand_type), None)
+
+    def check_quantization(self, ctx, k: int) -> None:
+        """Output ``k`` against ``quantization``."""
+        out = ctx.outputs[k]
+        fixed = self.fixed_quantization(out.type)
+        if fixed is not None and not (np.float32(out.scale) == np.float32(fixed[0])
+                                      and out.zeroPoint == fixed[1]):
+            fail(f"{ctx.name}: output {k} (operand {out.index}) must have scale {fixed[0]} and "
+                 f"zero point {fixed[1]}, has {out.scale} and {out.zeroPoint}")
 
     def check_value(self, ctx, i: int, value) -> None:
         """The value of input ``i`` against ``values``: one rule for a constant, at
@@ -88,9 +107,12 @@ def scalar(operand_type: OperandType, values: Optional[Values] = None, name: str
     return Operand(types=(operand_type,), values=values, name=name)
 
 
-def same_as(i: int, rank: Optional[RankRange] = None, name: str = "") -> Operand:
-    """The type of input ``i``, which comes earlier."""
-    return Operand(same_as=i, rank=rank, name=name)
+def same_as(i: int, rank: Optional[RankRange] = None, name: str = "",
+            quantization: Optional[dict] = None) -> Operand:
+    """The type of input ``i``, which comes earlier; ``quantization``: {type: (scale, zero
+    point)} an output of that type must have."""
+    return Operand(same_as=i, rank=rank, name=name, quantization=tuple(
+        (t, scale, zero_point) for t, (scale, zero_point) in (quantization or {}).items()))
 
 
 def repeated(operand: Operand, at_least: int) -> Operand:
@@ -184,6 +206,7 @@ class _Leaf:
     required: tuple[int, ...]               # inputs that must have a value
     ranks: tuple[_RankCheck, ...]           # declared ranks (a rank of 0 means unknown)
     values: tuple[tuple[int, Operand], ...]  # scalars whose constant value is checked
+    quantized: tuple[tuple[int, Operand], ...]  # outputs of a fixed quantization
 
 
 @dataclass(frozen=True)
@@ -255,6 +278,8 @@ class SignatureTable:
             value = ctx.scalar(i)
             if value is not None:
                 spec.check_value(ctx, i, value)
+        for k, spec in node.quantized:
+            spec.check_quantization(ctx, k)
 
     def check_shape_ranks(self, ctx, shapes) -> None:
         """The known ranks of the shapes given to shape inference, at prepare or run time."""
@@ -295,7 +320,8 @@ class SignatureTable:
                          required=tuple(i for i, o in enumerate(inputs) if not o.optional),
                          # A declared rank is never 0 (that means unknown): low 1 is no check.
                          ranks=tuple(r for r in ranked if r[1] > 1 or r[2] != _UNBOUNDED),
-                         values=tuple((i, o) for i, o in enumerate(inputs) if o.values is not None))
+                         values=tuple((i, o) for i, o in enumerate(inputs) if o.values is not None),
+                         quantized=tuple((k, o) for k, o in enumerate(outputs) if o.quantization))
             ranks = tuple(r for r in ranked if r[1] > 0 or r[2] != _UNBOUNDED)
             if shape_ranks is not None and ranks != shape_ranks:
                 raise ValueError(f"signatures of {input_count} inputs differ in their ranks")

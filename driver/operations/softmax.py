@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from .activations import LOGISTIC_QUANTIZATION, check_fixed_output_quantization
+from .activations import LOGISTIC_QUANTIZATION
 from .common import QUANT8_ASYMM_TENSORS, check_quant_params, normalize_axis, quantize_to, real_values_f32
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Range, Signature, same_as, scalar, tensor
@@ -17,7 +17,7 @@ from .signatures import Range, Signature, same_as, scalar, tensor
 INPUT, BETA, AXIS = range(3)
 BETA_FLOAT32 = scalar(T.FLOAT32, Range(low=0, low_exclusive=True), name="beta")
 #: float16 tensors take a FLOAT16 beta, the others a FLOAT32 one; the axis may be left out.
-SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(1, 4)), beta) + axis, outputs=(same_as(INPUT),))
+SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(1, 4)), beta) + axis, outputs=(same_as(INPUT, quantization=LOGISTIC_QUANTIZATION),))
                    for types, beta in (((T.TENSOR_FLOAT16,), replace(BETA_FLOAT32, types=(T.FLOAT16,))),
                                        ((T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM,
                                          T.TENSOR_QUANT8_ASYMM_SIGNED), BETA_FLOAT32))
@@ -26,7 +26,6 @@ SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(1, 4)), beta) + axis, o
 
 def check_quantization(ctx: OperationContext) -> None:
     check_quant_params(ctx, ctx.inputs[INPUT], "input 0")
-    check_fixed_output_quantization(ctx, LOGISTIC_QUANTIZATION)
 
 
 def axis_of(ctx: OperationContext, inputs) -> int | None:

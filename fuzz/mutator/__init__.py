@@ -20,8 +20,8 @@ validation needs to be fuzzed with. Every mutation is a plain function of (spec,
 returns whether it applied, so tests can drive each one; ``@mutation(weight=...)``
 registers it where it is defined.
 
-Modules: ``blocks`` (shared building blocks), ``operations`` (all that is known about
-particular operations), ``registry`` (the mutations and their weights), one module per
+Modules: ``blocks`` (shared building blocks), ``operations`` (the operations, read from
+the driver's signatures), ``registry`` (the mutations and their weights), one module per
 subject of mutation (below), and ``engine`` (``mutate``, ``crossover``, the kept specs).
 """
 # The subjects, imported in the order their mutations are registered: a draw picks a

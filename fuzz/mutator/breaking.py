@@ -1,15 +1,20 @@
 """Near-misses: one field set to a value validation must reject (or at least survive)."""
 from __future__ import annotations
 
-from driver.hal import (DataLocation, OperandExtraParams, OperandLifeTime as L,
+from driver.hal import (DataLocation, OperandExtraParams, OperandLifeTime as L, OperationType,
                         SymmPerChannelQuantParams)
 
 from ..codec import (MAX_IO_INDEXES, CaseSpec, RequestPoolSpec, SubgraphSpec, writable_argument,
                      writable_operand, writable_operation)
 from .blocks import ALL_OPERAND_TYPES, Rng, argument_slots, subgraphs
+from .operations import FORM_OF, FORMS, accepted_types, accepts, near_miss_value, scalar_operand
 from .registry import mutation
 
 _ALL_LIFETIMES_AND_INVALID = (*L, 7, 0xFFFF)
+#: The operation types the driver registers, and every type of the HAL (IF, WHILE, the OEM
+#: operation, those the driver does not implement).
+_REGISTERED_TYPES = tuple(sorted({f.type for f in FORMS}))
+_HAL_TYPES = tuple(OperationType)
 
 
 def _any_operand(spec: CaseSpec, rng: Rng) -> tuple[SubgraphSpec, int] | None:
@@ -74,7 +79,8 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
         ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
         if not ops:
             return False
-        new_type = rng.choice([rng.randrange(102), 10000, rng.randrange(1 << 20)])
+        new_type = rng.choice([rng.choice(_REGISTERED_TYPES), rng.choice(_HAL_TYPES),
+                               rng.randrange(1 << 20)])
         writable_operation(*rng.choice(ops)).type = new_type
     elif kind == 11:
         sg = rng.choice(subgraphs(spec))
@@ -96,4 +102,58 @@ def break_something(spec: CaseSpec, rng: Rng) -> bool:
             pools[rng.randrange(len(pools))] = RequestPoolSpec(token=rng.randrange(4))
         else:
             return False
+    return True
+
+
+@mutation(weight=3)
+def break_signature(spec: CaseSpec, rng: Rng) -> bool:
+    """One step outside the signatures of an operation they accept: an input of a type no
+    signature takes there, a rank beyond its range, a constant scalar outside its allowed
+    values, or an input count no signature has. Validation must reject it."""
+    ops = []
+    for sg in subgraphs(spec):
+        n = len(sg.operands)
+        for k, op in enumerate(sg.operations):
+            if all(i < n for i in op.inputs + op.outputs):
+                form = FORM_OF.get((op.type, tuple(sg.operands[i].type for i in op.inputs),
+                                    tuple(sg.operands[i].type for i in op.outputs)))
+                if form is not None:
+                    ops.append((sg, k, form))
+    if not ops:
+        return False
+    sg, k, form = rng.choice(ops)
+    op = sg.operations[k]
+    kind = rng.randrange(4)
+    if kind == 0:               # an input type no signature takes with the others
+        index = rng.choice(op.inputs)      # at every position it is an input of op
+
+        def retyped(new):
+            return tuple(new if i == index else t for i, t in zip(op.inputs, form.input_types))
+        others = [t for t in ALL_OPERAND_TYPES
+                  if not accepts(op.type, retyped(t), form.output_types)]
+        writable_operand(sg, index).type = rng.choice(others)
+    elif kind == 1:             # a rank beyond the range
+        ranked = [p for p, o in enumerate(form.inputs) if o.rank and o.rank[1] is not None
+                  and sg.operands[op.inputs[p]].lifetime != L.NO_VALUE]
+        if not ranked:
+            return False
+        p = rng.choice(ranked)
+        writable_operand(sg, op.inputs[p]).dimensions = [1] * (form.inputs[p].rank[1] + 1)
+    elif kind == 2:             # a constant scalar just outside its values
+        bounded = [(p, value) for p, o in enumerate(form.inputs)
+                   if (value := near_miss_value(o)) is not None
+                   and sg.operands[op.inputs[p]].lifetime == L.CONSTANT_COPY]
+        if not bounded:
+            return False
+        p, value = rng.choice(bounded)
+        operand = writable_operand(sg, op.inputs[p])
+        operand.value, operand.location = scalar_operand(operand.type, value).value, None
+    else:                       # an input count no signature has
+        counts = [c for c in (len(op.inputs) - 1, len(op.inputs) + 1, len(op.inputs) + 2)
+                  if c > 0 and not accepted_types(op.type, c, len(op.outputs))]
+        if not counts:
+            return False
+        op = writable_operation(sg, k)
+        count = rng.choice(counts)
+        op.inputs = (op.inputs + [op.inputs[-1]] * count)[:count]
     return True

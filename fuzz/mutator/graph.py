@@ -2,8 +2,6 @@
 out, an operation changed into a similar one, two inputs of an operation swapped."""
 from __future__ import annotations
 
-from typing import Callable
-
 from driver.hal import (OperandExtraParams, OperandLifeTime as L, Operation,
                         SymmPerChannelQuantParams)
 
@@ -12,7 +10,7 @@ from ..codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_REQUEST_A
                      writable_operation)
 from .blocks import (TENSOR_TYPES, Rng, ensure_request_pool, input_pool, new_operand,
                      output_argument, random_seed, subgraphs)
-from .operations import SIMILAR, Plan, binary_plan, unary_plan
+from .operations import SAME_OPERANDS, plan_following
 from .registry import mutation
 
 _OUTPUT_LIFETIME = L.SUBGRAPH_OUTPUT
@@ -29,16 +27,16 @@ def _output_candidates(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, int]]:
     return out
 
 
-def _extend_output(spec: CaseSpec, rng: Rng,
-                   plan: Callable[[SubgraphSpec, int, OperandSpec, Rng], Plan]) -> bool:
-    """Replace an output o by op(o, ...): o becomes a temporary, the new operand the output."""
+def _extend_output(spec: CaseSpec, rng: Rng, tensor_inputs: int) -> bool:
+    """Replace an output o by op(o, ...) taking o as each of its ``tensor_inputs``: o
+    becomes a temporary, the new operand the output."""
     candidates = _output_candidates(spec)
     rng.shuffle(candidates)
     for sg, position, index in candidates:
         if len(sg.operations) >= MAX_OPERATIONS or len(sg.operands) + 3 > MAX_OPERANDS:
             continue
         old = sg.operands[index]
-        planned = plan(sg, index, old, rng)
+        planned = plan_following(sg, index, old, rng, tensor_inputs)
         if planned is None:
             continue
         operation_type, inputs, out_scale, out_zero_point = planned
@@ -53,15 +51,15 @@ def _extend_output(spec: CaseSpec, rng: Rng,
 
 @mutation(weight=6)
 def append_unary(spec: CaseSpec, rng: Rng) -> bool:
-    """o -> UNARY(o) on an output (any subgraph: shapes and types are kept, so IF/WHILE
-    signatures still match)."""
-    return _extend_output(spec, rng, unary_plan)
+    """o -> UNARY(o, parameters) on an output (any subgraph: shapes and types are kept, so
+    IF/WHILE signatures still match)."""
+    return _extend_output(spec, rng, 1)
 
 
 @mutation(weight=4)
 def append_binary(spec: CaseSpec, rng: Rng) -> bool:
-    """o -> BINARY(o, o) on an output."""
-    return _extend_output(spec, rng, binary_plan)
+    """o -> BINARY(o, o, parameters) on an output."""
+    return _extend_output(spec, rng, 2)
 
 
 @mutation(weight=3)
@@ -134,16 +132,20 @@ def _copy_extra(extra: OperandExtraParams) -> OperandExtraParams:
 
 @mutation(weight=5)
 def change_operation_type(spec: CaseSpec, rng: Rng) -> bool:
-    """An operation becomes another of its family (mostly one taking the same operands)."""
-    ops = [(sg, k) for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
-           if op.type in SIMILAR]
+    """An operation becomes another taking the same operand types at every position."""
+    ops = []
+    for sg in subgraphs(spec):
+        n = len(sg.operands)
+        for k, op in enumerate(sg.operations):
+            if all(i < n for i in op.inputs + op.outputs):
+                key = (tuple(sg.operands[i].type for i in op.inputs),
+                       tuple(sg.operands[i].type for i in op.outputs))
+                others = [t for t in SAME_OPERANDS.get(key, ()) if t != op.type]
+                if others:
+                    ops.append((sg, k, others))
     if not ops:
         return False
-    sg, k = rng.choice(ops)
-    operation_type = sg.operations[k].type
-    others = [t for t in SIMILAR[operation_type] if t != operation_type]
-    if not others:
-        return False
+    sg, k, others = rng.choice(ops)
     writable_operation(sg, k).type = rng.choice(others)
     return True
 

@@ -12,11 +12,12 @@ import pytest
 from driver import SampleDriver
 from driver.errors import ValidationError
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
 from fuzz import codec, harness, mutator
 from fuzz.case import FuzzCase
 from fuzz.oracles import OracleViolation
-from fuzz.seed_models import CONTROL_FLOW_SEEDS, seed_specs
+from fuzz.seed_models import CONTROL_FLOW_SEEDS, operation_seeds, seed_specs
 
 SPECS = seed_specs()
 SEED_BYTES = {name: codec.serialize(spec) for name, spec in SPECS.items()}
@@ -51,6 +52,16 @@ def test_seed_is_valid_and_runs(device, name):
     expected = (ErrorStatus.MISSED_DEADLINE_TRANSIENT if name == "while_infinite"
                 else ErrorStatus.NONE)
     assert outcome.first.status == expected
+
+
+def test_every_registered_operation_has_generated_seeds():
+    """operation_seeds() makes a model of every signature variant of every operation the
+    driver registers (each checked above: it validates, prepares and executes)."""
+    variants = collections.Counter((seed.operation, len(seed.args))
+                                   for seed in operation_seeds().values())
+    for definition in definitions():
+        for signature in definition.signatures:
+            assert variants[definition.type, signature.counts()[0][0]], definition.type.name
 
 
 def test_growing_loop_output_has_the_grown_shape(device):
@@ -316,7 +327,7 @@ def test_constant_to_input_and_back_keep_the_case_valid():
 
 def test_append_unary_replaces_an_output_and_keeps_the_case_valid():
     rng = random.Random(4)
-    for name in ("add_float32", "add_tensor_quant8_asymm", "add_int32", "logical_chain",
+    for name in ("add_float32", "add_quant8_asymm", "add_int32", "logical_chain",
                  "nested_while_in_if"):
         spec = fresh(name)
         operations = sum(len(sg.operations) for sg in spec.model.subgraphs())
@@ -385,3 +396,26 @@ def test_emptied_pools_are_dropped():
 
 def test_control_flow_seeds_are_a_good_share():
     assert len(CONTROL_FLOW_SEEDS) >= 12
+
+
+def test_break_signature_is_always_rejected():
+    """One step outside an operation's signatures: validation must refuse every one."""
+    rng = random.Random(11)
+    applied = 0
+    for _ in range(300):
+        spec = fresh(rng.choice(sorted(SPECS)))
+        if mutator.breaking.break_signature(spec, rng):
+            applied += 1
+            assert not is_valid(codec.lower(spec))
+    assert applied > 150
+
+
+def test_appended_operations_follow_the_signatures():
+    """append_unary/append_binary draw from every registered operation taking the operand."""
+    rng = random.Random(12)
+    appended = collections.Counter()
+    for _ in range(400):
+        spec = fresh(rng.choice(sorted(SPECS)))
+        if rng.choice((mutator.graph.append_unary, mutator.graph.append_binary))(spec, rng):
+            appended[spec.model.main.operations[-1].type] += 1
+    assert len(appended) >= 25

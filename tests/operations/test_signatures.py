@@ -17,10 +17,12 @@ from tests.operations.helpers import const, context, omitted, output, tensor as 
 SCALAR_TYPES = {T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32}
 
 
-def operands_of(types, outputs: bool = False):
-    """Run-time operands (unknown shape, positive scale) of the given types."""
-    make = output if outputs else tensor_info
-    return [make(t, (), 1.0, 0) for t in types]
+def operands_of(types, outputs=None):
+    """Run-time operands (unknown shape, positive scale) of the given types; ``outputs``:
+    they are outputs, of these signature operands (whose fixed quantization they take)."""
+    if outputs is None:
+        return [tensor_info(t, (), 1.0, 0) for t in types]
+    return [output(t, (), *(o.fixed_quantization(t) or (1.0, 0))) for t, o in zip(types, outputs)]
 
 
 def test_definitions_cover_every_supported_operation():
@@ -35,14 +37,15 @@ def test_definitions_cover_every_supported_operation():
 def test_every_listed_assignment_is_accepted_and_a_wrong_type_refused(definition):
     for signature in definition.signatures:
         for in_types, out_types in concrete_types(signature):
-            ctx = context(definition.type, operands_of(in_types), operands_of(out_types, True))
+            outputs = signature.operands_for(len(in_types), len(out_types))[1]
+            ctx = context(definition.type, operands_of(in_types), operands_of(out_types, outputs))
             definition.table.check(ctx)
             # A near miss: input 0 of a type no signature takes at that position.
             wrong = next(t for t in (T.TENSOR_QUANT16_SYMM, T.UINT32, T.TENSOR_BOOL8, T.INT32)
                          if not any(types[0][0] == t for s in definition.signatures
                                     for types in concrete_types(s, len(in_types), len(out_types))))
             bad = context(definition.type, operands_of((wrong, *in_types[1:])),
-                          operands_of(out_types, True))
+                          operands_of(out_types, outputs))
             with pytest.raises(ValidationError, match=rf"\({definition.type.name}\): input 0 "):
                 definition.table.check(bad)
 
@@ -64,6 +67,18 @@ def test_counts_types_ranks_and_values_name_the_operand():
     for inputs, outputs, message in cases:
         with pytest.raises(ValidationError, match=message):
             add.validate(context(Op.ADD, inputs, outputs))
+
+
+def test_fixed_output_quantization_is_signature_data():
+    by_type = {d.type: d for d in definitions()}
+    q8 = tensor_info(T.TENSOR_QUANT8_ASYMM, [2], 0.5, 128)
+    for operation, scale, zero_point in ((Op.LOGISTIC, 1 / 256, 0), (Op.TANH, 1 / 128, 128)):
+        by_type[operation].validate(context(operation, [q8], [
+            output(T.TENSOR_QUANT8_ASYMM, [2], scale, zero_point)]))
+        with pytest.raises(ValidationError, match=rf"\({operation.name}\): output 0 \(operand 1\) "
+                                                  rf"must have scale {scale} and zero point {zero_point}"):
+            by_type[operation].validate(context(operation, [q8], [
+                output(T.TENSOR_QUANT8_ASYMM, [2], 0.5, 128)]))
 
 
 def test_optional_and_variadic_operands():
