@@ -18,8 +18,8 @@ from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
                         operation_context)
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
-from .shapes import (MAX_VALUE_BYTES, is_fully_known, merge_shapes, value_nbytes,
-                     value_too_large)
+from ..limits import check_shape, declares_supported_ranks, itemsize
+from .shapes import is_fully_known, merge_shapes
 from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_input_checks,
                     make_operation_step, make_while_step)
 
@@ -175,7 +175,7 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, name: str, compiled: _Co
                 plan.steps.append(_control_flow_step(operation, plan, subgraph.operands,
                                                      compiled.plans, describe(where)))
         else:
-            ok = definition is not None
+            ok = definition is not None and declares_supported_ranks(operation, subgraph.operands)
             if ok:
                 plan.steps.append(_operation_step(model, subgraph, op_index, definition, plan,
                                                   infos, where))
@@ -254,8 +254,7 @@ def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation
     for k, (out, found) in enumerate(zip(operation.outputs, inferred)):
         what = f"{describe(where)}, output {k} (operand {out})"
         shape = merge_shapes(plan.declared[out], found, what)
-        if shape is not None and value_nbytes(operands[out].type, shape) > MAX_VALUE_BYTES:
-            raise value_too_large(what, shape, value_nbytes(operands[out].type, shape))
+        check_shape(shape, itemsize(operands[out].type), what)
         plan.static[out] = shape
         output_shapes.append(shape)
     is_static = all(is_fully_known(shape) for shape, o in zip(in_shapes, omitted) if not o) \
