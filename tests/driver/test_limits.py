@@ -73,9 +73,19 @@ def test_check_shape_refuses_values_over_the_limits():
 
 # --- declared by the model, inferred at prepare time -------------------------------------
 
-@pytest.mark.parametrize("rank, supported", [(MAX_RANK, True), (MAX_RANK + 1, False), (36, False)])
-def test_a_declared_rank_over_the_limit_is_unsupported_not_invalid(rank, supported):
-    model = gather_model([1] * rank, [1])
+@pytest.mark.parametrize("rank, supported", [(MAX_RANK, True), (MAX_RANK + 1, False), (65, False)])
+@pytest.mark.parametrize("constant", [False, True], ids=["input", "constant"])
+def test_a_declared_rank_over_the_limit_is_unsupported_not_invalid(rank, supported, constant):
+    """Ranks past numpy's own limit (64) too: a constant's value is never made."""
+    if constant:
+        mb = ModelBuilder()
+        g = mb.main
+        x = g.constant(T.TENSOR_FLOAT32, np.zeros(1), dims=[1] * rank)
+        rank_of(g, g.apply(Op.GATHER, [x, g.int32(0), g.input(T.TENSOR_INT32, [1])],
+                           T.TENSOR_FLOAT32, []))
+        model = mb.build()
+    else:
+        model = gather_model([1] * rank, [1])
     assert SampleDriver().getSupportedOperations_1_3(model) == (ErrorStatus.NONE, [supported, True])
     expected = ErrorStatus.NONE if supported else ErrorStatus.INVALID_ARGUMENT
     assert prepare_status(SampleDriver(), model)[:2] == (expected, expected)
