@@ -10,11 +10,13 @@ retrying cannot help. Each check below is the one place its rule and message liv
 """
 from __future__ import annotations
 
+from math import prod
+from operator import attrgetter
 from typing import Sequence
 
 from .errors import ResourceError
 from .hal.dtypes import STORAGE_DTYPE
-from .hal.structs import Operand, Operation
+from .hal.structs import Operand
 
 #: The highest rank of any value. numpy holds at most 64 dimensions (32 before numpy 2)
 #: and crashes or raises past that, while a rank read from a model, a request or a vector's
@@ -35,10 +37,16 @@ def itemsize(operand_type: int) -> int:
     return _ITEMSIZE.get(operand_type, 1)
 
 
-def declares_supported_ranks(operation: Operation, operands: Sequence[Operand]) -> bool:
-    """Whether every operand of the operation declares a rank within MAX_RANK."""
-    return all(len(operands[i].dimensions) <= MAX_RANK
-               for i in (*operation.inputs, *operation.outputs))
+def operands_over_rank(operands: Sequence[Operand]) -> frozenset[int]:
+    """The indexes of the operands declaring a rank over MAX_RANK: the operations reading
+    or writing them are unsupported. (map and max run in C: this is on every model's path.)"""
+    ranks = list(map(len, map(_DIMENSIONS, operands)))
+    if max(ranks, default=0) <= MAX_RANK:
+        return frozenset()
+    return frozenset(i for i, rank in enumerate(ranks) if rank > MAX_RANK)
+
+
+_DIMENSIONS = attrgetter("dimensions")
 
 
 def check_rank(rank: int, what: str) -> None:
@@ -51,11 +59,10 @@ def value_nbytes(shape: Sequence[int], item_bytes: int) -> int:
     """Bytes of a value of this shape, a zero dimension counted as one: at prepare time 0
     means unknown, and at run time numpy refuses an empty array whose other dimensions
     multiply past its index range, so an empty value is held to the same bound."""
-    nbytes = item_bytes
-    for d in shape:
-        if d > 1:
-            nbytes *= d
-    return nbytes
+    return item_bytes * prod(filter(_OVER_ONE, shape))
+
+
+_OVER_ONE = (1).__lt__     # d > 1, as filter calls it without a Python frame
 
 
 def check_shape(shape: Sequence[int] | None, item_bytes: int, what: str) -> int:

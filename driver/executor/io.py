@@ -14,8 +14,8 @@ import numpy as np
 from ..errors import ExecutionError, ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus
 from ..hal.structs import DataLocation, Model, OutputShape, Request, RequestArgument
-from ..operations.common import STORAGE_DTYPE
 from ..limits import check_shape
+from ..operations.common import STORAGE_DTYPE
 from .shapes import matches_declared
 
 

@@ -11,8 +11,8 @@ from typing import Callable, Optional, Sequence
 
 from ..errors import ExecutionError
 from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs, OperationType
-from ..operations.registry import Shape
 from ..limits import check_shape, itemsize
+from ..operations.registry import Shape
 from .shapes import matches_declared, merge_shapes
 
 monotonic_ns = time.monotonic_ns
