@@ -11,6 +11,7 @@ import numpy as np
 
 from .hal.enums import OperandLifeTime, OperationType, SCALAR_OPERAND_TYPES
 from .hal.structs import Model, Operand, Operation, Subgraph, SymmPerChannelQuantParams
+from .limits import MAX_RANK
 from .operations.common import STORAGE_DTYPE
 from .operations.registry import OperandInfo, OperationContext
 
@@ -19,9 +20,10 @@ CONSTANT_LIFETIMES = frozenset({OperandLifeTime.CONSTANT_COPY, OperandLifeTime.C
 
 def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
     """The value of a CONSTANT_COPY / CONSTANT_REFERENCE operand as a (read-only) numpy
-    array of its storage dtype and declared shape; None for any other lifetime or for
-    types without a numpy storage form."""
-    if operand.lifetime not in CONSTANT_LIFETIMES:
+    array of its storage dtype and declared shape; None for any other lifetime, for
+    types without a numpy storage form and for ranks over MAX_RANK (numpy may not hold
+    them; the operations reading such an operand are unsupported)."""
+    if operand.lifetime not in CONSTANT_LIFETIMES or len(operand.dimensions) > MAX_RANK:
         return None
     dtype = STORAGE_DTYPE.get(operand.type)
     if dtype is None:

@@ -7,7 +7,6 @@ InputLayouts, so that reading a request's inputs only looks at the request."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 from typing import Optional
 
 import numpy as np
@@ -15,8 +14,9 @@ import numpy as np
 from ..errors import ExecutionError, ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus
 from ..hal.structs import DataLocation, Model, OutputShape, Request, RequestArgument
+from ..limits import check_shape
 from ..operations.common import STORAGE_DTYPE
-from .shapes import MAX_VALUE_BYTES, matches_declared, value_too_large
+from .shapes import matches_declared
 
 
 # Not frozen: a frozen dataclass sets each field through object.__setattr__, and a layout is
@@ -107,9 +107,7 @@ def read_inputs(layouts: tuple[InputLayout, ...], request: Request,
             if shape and min(shape) <= 0:
                 raise ValidationError(f"{layout.what}: dimensions {list(shape)} are not fully specified")
         # Every dimension is known and positive here: the size is the plain product.
-        nbytes = layout.itemsize * prod(shape)
-        if nbytes > MAX_VALUE_BYTES:
-            raise value_too_large(layout.what, shape, nbytes)
+        nbytes = check_shape(shape, layout.itemsize, layout.what)
         # A type without a storage dtype has no numpy form to read it into.
         dtype = layout.dtype if layout.dtype is not None else STORAGE_DTYPE[layout.operand_type]
         location = argument.location

@@ -15,11 +15,11 @@ import numpy as np
 from ..errors import ValidationError
 from ..hal.enums import SCALAR_OPERAND_TYPES, OperandLifeTime, OperationType
 from ..hal.structs import Model, Operand, Operation, Subgraph
+from ..limits import check_shape, itemsize, operands_over_rank
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
                         operation_context)
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
-from .shapes import (MAX_VALUE_BYTES, is_fully_known, merge_shapes, value_nbytes,
-                     value_too_large)
+from .shapes import is_fully_known, merge_shapes
 from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_input_checks,
                     make_operation_step, make_while_step)
 
@@ -166,6 +166,7 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, name: str, compiled: _Co
     plan = _slot_layout(subgraph, name)
     definitions = [None if operation.type in CONTROL_FLOW else lookup(operation.type)
                    for operation in subgraph.operations]
+    over_rank = operands_over_rank(subgraph.operands)
     supported: list[bool] = []
     for op_index, (operation, definition) in enumerate(zip(subgraph.operations, definitions)):
         where = (name, op_index, operation.type)
@@ -175,7 +176,8 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, name: str, compiled: _Co
                 plan.steps.append(_control_flow_step(operation, plan, subgraph.operands,
                                                      compiled.plans, describe(where)))
         else:
-            ok = definition is not None
+            ok = (definition is not None and over_rank.isdisjoint(operation.inputs)
+                  and over_rank.isdisjoint(operation.outputs))
             if ok:
                 plan.steps.append(_operation_step(model, subgraph, op_index, definition, plan,
                                                   infos, where))
@@ -254,8 +256,7 @@ def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation
     for k, (out, found) in enumerate(zip(operation.outputs, inferred)):
         what = f"{describe(where)}, output {k} (operand {out})"
         shape = merge_shapes(plan.declared[out], found, what)
-        if shape is not None and value_nbytes(operands[out].type, shape) > MAX_VALUE_BYTES:
-            raise value_too_large(what, shape, value_nbytes(operands[out].type, shape))
+        check_shape(shape, itemsize(operands[out].type), what)
         plan.static[out] = shape
         output_shapes.append(shape)
     is_static = all(is_fully_known(shape) for shape, o in zip(in_shapes, omitted) if not o) \

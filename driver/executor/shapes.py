@@ -1,17 +1,10 @@
 """Shape bookkeeping shared by planning and running: merging what the model declares
-with what inference found, matching run-time shapes, and the memory bound on any one
-value."""
+with what inference found, and matching run-time shapes (driver/limits.py bounds any one
+value)."""
 from __future__ import annotations
 
-from ..errors import ResourceError, ValidationError
-from ..hal.enums import ErrorStatus
-from ..operations.common import MAX_RESULT_BYTES, STORAGE_DTYPE
+from ..errors import ValidationError
 from ..operations.registry import Shape
-
-#: No single operand value may be larger than this: a model whose shapes ask for more is
-#: refused (RESOURCE_EXHAUSTED) instead of exhausting the host (or taking seconds per
-#: operation: see MAX_RESULT_BYTES, the same bound on results sized at run time).
-MAX_VALUE_BYTES = MAX_RESULT_BYTES
 
 
 def is_fully_known(shape: Shape) -> bool:
@@ -47,31 +40,3 @@ def matches_declared(actual: tuple[int, ...], declared: Shape) -> bool:
         if d and a != d:
             return False
     return True
-
-
-def value_nbytes(operand_type: int, shape: tuple[int, ...]) -> int:
-    """Bytes of a value of this shape, unknown (0) dimensions counted as 1."""
-    nbytes = _ITEMSIZE.get(operand_type, 1)
-    for d in shape:
-        if d > 1:
-            nbytes *= d
-    return nbytes
-
-
-#: Bytes per element by operand type (1 for types without a storage dtype).
-_ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
-
-
-def check_value_size(operand_type: int, shape: Shape, what: str) -> None:
-    """Refuse values whose byte size exceeds MAX_VALUE_BYTES (unknown dims count as 1)."""
-    if shape is None:
-        return
-    nbytes = value_nbytes(operand_type, shape)
-    if nbytes > MAX_VALUE_BYTES:
-        raise value_too_large(what, shape, nbytes)
-
-
-def value_too_large(what: str, shape: tuple[int, ...], nbytes: int) -> ResourceError:
-    return ResourceError(f"{what}: shape {list(shape)} needs {nbytes} bytes, over the "
-                         f"{MAX_VALUE_BYTES}-byte limit per value",
-                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)

@@ -11,9 +11,9 @@ from typing import Callable, Optional, Sequence
 
 from ..errors import ExecutionError
 from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs, OperationType
+from ..limits import check_shape, itemsize
 from ..operations.registry import Shape
-from .shapes import (MAX_VALUE_BYTES, matches_declared, merge_shapes, value_nbytes,
-                     value_too_large)
+from .shapes import matches_declared, merge_shapes
 
 monotonic_ns = time.monotonic_ns
 
@@ -64,7 +64,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
         # Every shape is known, so a tuple already.
         return _static_step(kernel, inputs, outputs, tuple(output_shapes), where)
     infer = definition.infer_shapes
-    output_types = [operands[o].type for o in output_operands]
+    output_itemsizes = [itemsize(operands[o].type) for o in output_operands]
 
     def what(k: int) -> str:
         return f"{describe(where)}, output {k} (operand {outputs[k]})"
@@ -81,10 +81,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
                 merged = planned
             else:
                 merged = merge_shapes(planned, shape, what(k))
-            if merged is not None:
-                nbytes = value_nbytes(output_types[k], merged)
-                if nbytes > MAX_VALUE_BYTES:
-                    raise value_too_large(what(k), merged, nbytes)
+            check_shape(merged, output_itemsizes[k], what(k))
             expected.append(merged)
         for k, value in enumerate(kernel(*args)):
             if not matches_declared(value.shape, expected[k]):

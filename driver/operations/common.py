@@ -167,37 +167,6 @@ def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:
     return None if value is None else value.reshape(-1)
 
 
-# --- run-time limits --------------------------------------------------------------------
-
-#: No kernel allocates a result larger than this; shapes that ask for more (a FILL or TILE
-#: sized by run-time values) are refused with RESOURCE_EXHAUSTED instead. It also bounds
-#: the time an execution takes, which the fuzz harness holds to its loop timeout plus a
-#: second: at 256 MiB, two FILLs of 115 million float16 values and a FLOOR of one took
-#: over a second (float16 arithmetic runs through float32 loops); at 32 MiB, a tenth.
-MAX_RESULT_BYTES = 32 * 1024 * 1024
-
-
-#: The highest rank of a result whose rank comes from the length of a vector (FILL's
-#: shape, RESHAPE's target, TILE's multiples): numpy holds at most 32 dimensions (64 from
-#: numpy 2), and a length read from a model or request may be anything up to 2**32-1.
-MAX_RESULT_RANK = 32
-
-
-def check_result_rank(ctx: OperationContext, rank: int, what: str) -> None:
-    check(rank <= MAX_RESULT_RANK,
-          f"{ctx.name}: {what} gives the output rank {rank}, over this driver's {MAX_RESULT_RANK}")
-
-
-def check_result_size(ctx: OperationContext, shape: Sequence[int], dtype: np.dtype) -> None:
-    from ..errors import ResourceError
-    count = 1
-    for d in shape:
-        count *= int(d)
-    if count * np.dtype(dtype).itemsize > MAX_RESULT_BYTES:
-        raise ResourceError(f"{ctx.name}: result shape {list(shape)} needs more than "
-                            f"{MAX_RESULT_BYTES} bytes")
-
-
 # --- quantization -----------------------------------------------------------------------
 
 def real_values_f32(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """FILL: a tensor of the shape given by a TENSOR_INT32 [n], every element one scalar value.
 
 When the shape is not a constant, the output size is only known at run time: the kernel
-checks the sizes and refuses results too large to allocate (RESOURCE_EXHAUSTED).
+checks the sizes and refuses results over the driver's limits (RESOURCE_EXHAUSTED).
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import STORAGE_DTYPE, check_result_rank, check_result_size, constant_vector
+from ..limits import check_rank, check_shape
+from .common import STORAGE_DTYPE, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, scalar, tensor
 
@@ -31,17 +32,17 @@ def check_constant_dims(ctx: OperationContext) -> None:
 
 def check_dims(ctx: OperationContext, dims: np.ndarray) -> None:
     check(dims.size >= 1, f"{ctx.name}: the output shape must have at least one dimension")
-    check_result_rank(ctx, dims.size, "input 0 (shape)")
     check(bool(np.all(dims >= 0)), f"{ctx.name}: output shape {dims.tolist()} has a negative size")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     dims = constant_vector(ctx, 0)
     if dims is not None:
+        check_rank(dims.size, f"{ctx.name}, input 0 (shape)")
         return [tuple(dims.tolist())]
     if shapes[0] is None or not shapes[0][0]:
         return [None]
-    check_result_rank(ctx, shapes[0][0], "input 0 (shape)")
+    check_rank(shapes[0][0], f"{ctx.name}, input 0 (shape)")
     return [(0,) * shapes[0][0]]
 
 
@@ -51,8 +52,9 @@ def build(ctx: OperationContext) -> Kernel:
     def kernel(dims, value):
         check(dims.ndim == 1, f"{ctx.name}: the output shape must be 1-D, has shape {list(dims.shape)}")
         check_dims(ctx, dims)
+        check_rank(dims.size, f"{ctx.name}, input 0 (shape)")
         shape = tuple(dims.tolist())
-        check_result_size(ctx, shape, dtype)
+        check_shape(shape, dtype.itemsize, f"{ctx.name}, output 0")
         return (np.full(shape, value, dtype=dtype),)
     return kernel
 

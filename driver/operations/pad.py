@@ -8,7 +8,8 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_result_size, check_same_quantization
+from ..limits import check_shape
+from .common import QUANT8_ASYMM_TENSORS, check_same_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
@@ -52,7 +53,8 @@ def build(ctx: OperationContext) -> Kernel:
     def kernel(x, paddings):
         check_paddings(ctx, paddings, x.ndim)
         widths = [(int(before), int(after)) for before, after in paddings]
-        check_result_size(ctx, [d + b + a for d, (b, a) in zip(x.shape, widths)], x.dtype)
+        check_shape([d + b + a for d, (b, a) in zip(x.shape, widths)], x.itemsize,
+                    f"{ctx.name}, output 0")
         return (np.pad(x, widths, mode="constant", constant_values=fill),)
     return kernel
 

@@ -54,6 +54,11 @@ Outputs whose shape depends on input values
     dimensions (or None for the rank) it cannot know, even at run time. The array the
     kernel returns is then authoritative; the executor checks it against the declared and
     inferred shapes, where 0 and None match anything.
+Limits on values (driver/limits.py)
+    The executor checks every shape infer returns against the rank and size limits before
+    the kernel runs. A kernel whose output shape comes from input values (FILL, TILE, PAD)
+    checks it with ``check_shape`` before allocating, and an infer or kernel making a
+    shape from a vector's length calls ``check_rank`` before building it.
 Floating-point errors
     Kernels run with numpy's floating-point errors ignored: the executor enters
     ``np.errstate(all="ignore")`` once per execution, on the executing thread, so overflow,

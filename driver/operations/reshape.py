@@ -12,7 +12,8 @@ from typing import Sequence
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_result_rank, check_same_quantization, constant_vector
+from ..limits import check_rank
+from .common import check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
@@ -29,7 +30,7 @@ def check_quantization(ctx: OperationContext) -> None:
 def target_shape(ctx: OperationContext, target: Sequence[int], elements: int | None) -> tuple[int, ...]:
     """The output shape for a target with at most one -1. ``elements`` is the input's
     element count, or None when unknown (the -1 dimension is then unknown, 0)."""
-    check_result_rank(ctx, len(target), "input 1 (shape)")
+    check_rank(len(target), f"{ctx.name}, input 1 (shape)")
     stretch = [axis for axis, size in enumerate(target) if size == -1]
     check(len(stretch) <= 1, f"{ctx.name}: target shape {list(target)} has more than one -1")
     check(all(size >= 0 for size in target if size != -1),
@@ -53,7 +54,7 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     if target is None:
         if target_dims is None or not target_dims[0]:
             return [None]
-        check_result_rank(ctx, target_dims[0], "input 1 (shape)")
+        check_rank(target_dims[0], f"{ctx.name}, input 1 (shape)")
         return [(0,) * target_dims[0]]
     elements = math.prod(inp) if inp is not None and all(inp) else None
     return [target_shape(ctx, target.tolist(), elements)]

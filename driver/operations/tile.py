@@ -8,7 +8,8 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_result_rank, check_result_size, check_same_quantization, constant_vector
+from ..limits import check_rank, check_shape
+from .common import check_same_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
@@ -34,7 +35,7 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     if inp is None:
         if multiples_shape is None or not multiples_shape[0]:
             return [None]
-        check_result_rank(ctx, multiples_shape[0], "input 1 (multiples)")
+        check_rank(multiples_shape[0], f"{ctx.name}, input 1 (multiples)")
         return [(0,) * multiples_shape[0]]
     multiples = constant_vector(ctx, 1)
     if multiples is None:
@@ -48,7 +49,7 @@ def build(ctx: OperationContext) -> Kernel:
         check_multiples(ctx, multiples, x.ndim)
         counts = [int(m) for m in multiples]
         shape = [d * m for d, m in zip(x.shape, counts)]
-        check_result_size(ctx, shape, x.dtype)
+        check_shape(shape, x.itemsize, f"{ctx.name}, output 0")
         if 0 in shape:
             # np.tile repeats one axis after another: a huge multiple before a zero one
             # would build a huge intermediate for an empty result.
