@@ -7,6 +7,7 @@ nothing else, the others re-infer their shapes at run time.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -24,6 +25,7 @@ from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_inp
                     make_operation_step, make_while_step, over_budget)
 
 Step = Callable[[list, object], None]
+monotonic_ns = time.monotonic_ns
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
 #: How deeply IF/WHILE may nest (subgraphs on the longest reference chain).
@@ -75,15 +77,19 @@ class SubgraphPlan:
             checks_deadline = ctx.deadline_ns is not None
             for step, nbytes, dead, where in steps:
                 if nbytes:
+                    # ExecutionContext.reserve, inline: this runs for every operation of
+                    # every loop iteration, and a call costs as much as the check.
                     held = ctx.held_bytes + nbytes
                     if held > ctx.budget_bytes:
                         raise over_budget(where, nbytes, ctx)
                     ctx.held_bytes = held
                 step(slots, ctx)
-                for slot in dead:
-                    ctx.held_bytes -= slots[slot].nbytes
-                    slots[slot] = None
-                if checks_deadline:
+                if dead:
+                    for slot in dead:
+                        ctx.held_bytes -= slots[slot].nbytes
+                        slots[slot] = None
+                # The clock read inline, the method (which raises) only once it is late.
+                if checks_deadline and monotonic_ns() > ctx.deadline_ns:
                     ctx.check_deadline()
             return slots
 
@@ -298,41 +304,43 @@ def _operation_step(model: Model, subgraph: Subgraph, op_index: int, definition:
         if infos[i] is None:
             infos[i] = operand_info(model, subgraph, i)
     ctx = operation_context(model, subgraph, op_index, infos)
-    output_shapes, is_static = _propagate_shapes(definition, ctx, operation, subgraph.operands,
-                                                 plan, where)
+    output_shapes, is_static, nbytes = _propagate_shapes(definition, ctx, operation,
+                                                         subgraph.operands, plan, where)
     slot_of = plan.slot_of
     step = make_operation_step(definition, ctx, definition.build(ctx),
                                tuple(slot_of[i] for i in operation.inputs),
                                tuple(slot_of[o] for o in operation.outputs), output_shapes,
                                subgraph.operands, operation.outputs, is_static, where)
-    nbytes = sum(value_nbytes(subgraph.operands[out].type, shape)
-                 for out, shape in zip(operation.outputs, output_shapes)) if is_static else 0
-    return step, nbytes
+    return step, nbytes if is_static else 0
 
 
 def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation: Operation,
                       operands: list[Operand], plan: SubgraphPlan,
-                      where: OperationWhere) -> tuple[list[Shape], bool]:
+                      where: OperationWhere) -> tuple[list[Shape], bool, int]:
     """The outputs' shapes known ahead (the declared shape merged with the inferred one,
-    recorded in ``plan.static``), and whether every shape the operation reads and writes
-    is fully known ahead, so that its step need not infer shapes at run time."""
+    recorded in ``plan.static``), whether every shape the operation reads and writes is
+    fully known ahead, so that its step need not infer shapes at run time, and the bytes
+    of the outputs (unknown dimensions counted as 1)."""
     omitted = [operands[i].lifetime == OperandLifeTime.NO_VALUE for i in operation.inputs]
     in_shapes = [None if o else plan.static[i] for i, o in zip(operation.inputs, omitted)]
     inferred = definition.infer_shapes(ctx, in_shapes)
     if len(inferred) != len(operation.outputs):
         raise ValidationError(f"{describe(where)}: shape inference gave {len(inferred)} "
                               f"shapes for {len(operation.outputs)} outputs")
-    output_shapes = []
+    output_shapes, total = [], 0
     for k, (out, found) in enumerate(zip(operation.outputs, inferred)):
         what = f"{describe(where)}, output {k} (operand {out})"
         shape = merge_shapes(plan.declared[out], found, what)
-        if shape is not None and value_nbytes(operands[out].type, shape) > MAX_VALUE_BYTES:
-            raise value_too_large(what, shape, value_nbytes(operands[out].type, shape))
+        if shape is not None:
+            nbytes = value_nbytes(operands[out].type, shape)
+            if nbytes > MAX_VALUE_BYTES:
+                raise value_too_large(what, shape, nbytes)
+            total += nbytes
         plan.static[out] = shape
         output_shapes.append(shape)
     is_static = all(is_fully_known(shape) for shape, o in zip(in_shapes, omitted) if not o) \
         and all(map(is_fully_known, output_shapes))
-    return output_shapes, is_static
+    return output_shapes, is_static, total
 
 
 def _control_flow_supported(operation: Operation, operands: list[Operand],

@@ -95,8 +95,9 @@ def if_in_loop():
     i, n, y = (body.input(T.TENSOR_FLOAT32, [1]), body.input(T.TENSOR_FLOAT32, [1]),
                body.input(T.TENSOR_FLOAT32, [3]))
     doubled = body.add(y, y)
+    y_plus_1 = body.add(y, body.constant(T.TENSOR_FLOAT32, [1.0]))
     body.outputs(body.add(i, body.constant(T.TENSOR_FLOAT32, [1.0])), body.copy(n),
-                 body.sub(body.mul(doubled, body.add(y, body.constant(T.TENSOR_FLOAT32, [1.0]))), y))
+                 body.sub(body.mul(doubled, y_plus_1), y))
     then, otherwise = mb.subgraph(), mb.subgraph()
     a = then.input(T.TENSOR_FLOAT32, [3])
     then.outputs(then.add(then.add(a, a), a))
