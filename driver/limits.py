@@ -1,4 +1,5 @@
-"""The driver's two limits on any one value: its rank and its byte size.
+"""The driver's limits: the rank and byte size of any one value, and the bytes the values of
+one execution may hold at once.
 
 The HAL bounds neither: a model or request asking for more is valid, only more than this
 driver holds. So a model declaring a rank over the limit has its operations reported
@@ -28,6 +29,15 @@ MAX_RANK = 32
 #: million float16 values and a FLOOR of one took over a second (float16 arithmetic runs
 #: through float32 loops); at 32 MiB, a tenth.
 MAX_VALUE_BYTES = 32 * 1024 * 1024
+
+#: The bytes the values of one execution may hold at once: its inputs and every value its
+#: operations computed that a later operation or an output still needs. Thirty-two values
+#: of the largest size one value may have (32 MiB): far more than any model of the
+#: conformance suite holds at once, yet a bounded share of a host that runs several
+#: executions (or fuzzing workers) side by side. Past it an execution fails with
+#: RESOURCE_EXHAUSTED_PERSISTENT before allocating: the same request would need the same
+#: memory again, so retrying cannot help.
+MEMORY_BUDGET_BYTES = 32 * MAX_VALUE_BYTES
 
 #: Bytes per element by operand type (1 for types without a storage dtype).
 _ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}

@@ -7,13 +7,14 @@ nothing else, the others re-infer their shapes at run time.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..hal.enums import SCALAR_OPERAND_TYPES, OperandLifeTime, OperationType
+from ..errors import ResourceError, ValidationError
+from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus, OperandLifeTime, OperationType
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..limits import check_shape, itemsize, operands_over_rank
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
@@ -21,9 +22,10 @@ from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
 from .shapes import is_fully_known, merge_shapes
 from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_input_checks,
-                    make_operation_step, make_while_step)
+                    make_operation_step, make_while_step, over_budget)
 
 Step = Callable[[list, object], None]
+monotonic_ns = time.monotonic_ns
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
 #: How deeply IF/WHILE may nest (subgraphs on the longest reference chain).
@@ -43,8 +45,16 @@ class SubgraphPlan:
     declared: list                      # declared Shape per operand index
     static: list                        # statically known Shape per operand index
     steps: list[Step] = field(default_factory=list)
+    #: per step: where its operation sits, the bytes its results take when known ahead
+    #: (0: the step counts them itself), and the slots that die after it
+    step_wheres: list[OperationWhere] = field(default_factory=list)
+    step_bytes: list[int] = field(default_factory=list)
+    dead_after: list[tuple[int, ...]] = field(default_factory=list)
     #: positions of inputs that some operation needs a value for (no hasNoValue allowed)
     required_inputs: frozenset[int] = frozenset()
+    #: positions of outputs no step computes (an input or constant passed through): the
+    #: caller counts their bytes (ExecutionContext.held_bytes), the steps counted the others
+    uncounted_outputs: tuple[int, ...] = ()
 
     def run(self, inputs: list, ctx) -> list:
         """Run the steps on the given input values; returns the slot list. (finalize()
@@ -53,28 +63,54 @@ class SubgraphPlan:
         return self.run(inputs, ctx)
 
     def finalize(self) -> None:
-        """Bind run() to a closure over the steps and tail: WHILE loops call it twice per
-        iteration, and locals are cheaper than attribute lookups."""
-        steps, tail = tuple(self.steps), self.tail
+        """Bind run_slots() to a closure over the steps, and run() to it over a fresh slot
+        list: WHILE loops call run_slots twice per iteration, and locals are cheaper than
+        attribute lookups.
 
-        def run(inputs: list, ctx) -> list:
-            slots = inputs + tail
-            if ctx.deadline_ns is None:
-                for step in steps:
-                    step(slots, ctx)
-            else:
-                for step in steps:
-                    step(slots, ctx)
+        Before a step whose results' sizes are known ahead, their bytes are counted
+        against the execution's budget; after it, the values no later step needs are
+        dropped and uncounted, so that an execution holds only what is still to be used."""
+        steps = tuple(zip(self.steps, self.step_bytes, self.dead_after, self.step_wheres))
+        tail = self.tail
+
+        def run_slots(slots: list, ctx) -> list:
+            checks_deadline = ctx.deadline_ns is not None
+            for step, nbytes, dead, where in steps:
+                if nbytes:
+                    # ExecutionContext.reserve, inline: this runs for every operation of
+                    # every loop iteration, and a call costs as much as the check.
+                    held = ctx.held_bytes + nbytes
+                    if held > ctx.budget_bytes:
+                        raise over_budget(where, nbytes, ctx)
+                    ctx.held_bytes = held
+                step(slots, ctx)
+                if dead:
+                    for slot in dead:
+                        ctx.held_bytes -= slots[slot].nbytes
+                        slots[slot] = None
+                # The clock read inline, the method (which raises) only once it is late.
+                if checks_deadline and monotonic_ns() > ctx.deadline_ns:
                     ctx.check_deadline()
             return slots
-        self.run = run
+
+        def run(inputs: list, ctx) -> list:
+            return run_slots(inputs + tail, ctx)
+        self.run_slots, self.run = run_slots, run
 
     def run_outputs(self, inputs: list, ctx) -> list:
-        """Run as a whole execution and return the output values. Floating-point errors
-        are ignored here, once, on the executing thread: results follow IEEE (inf, NaN) as
-        on a device, and kernels rely on it instead of each entering np.errstate."""
+        """Run as a whole execution and return the output values. The inputs count against
+        the budget, and ``inputs`` becomes the slot list, so that each input is freed after
+        its last use. Floating-point errors are ignored here, once, on the executing
+        thread: results follow IEEE (inf, NaN) as on a device, and kernels rely on it
+        instead of each entering np.errstate."""
+        ctx.held_bytes = sum(value.nbytes for value in inputs if value is not None)
+        if ctx.held_bytes > ctx.budget_bytes:
+            raise ResourceError(f"{self.name}: the inputs take {ctx.held_bytes} bytes, over "
+                                f"the execution's budget of {ctx.budget_bytes} bytes",
+                                ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+        inputs += self.tail
         with np.errstate(all="ignore"):
-            slots = self.run(inputs, ctx)
+            slots = self.run_slots(inputs, ctx)
         return [slots[i] for i in self.output_slots]
 
     def input_checks(self, entering: list) -> list[InputCheck]:
@@ -117,7 +153,7 @@ def compile_model(model: Model, *, infos: Optional[ModelInfos] = None) -> ModelA
     for index in _callee_first_order(callees):
         compiled.depths[index] = 1 + max((compiled.depths[c] for c in callees[index]), default=0)
         compiled.plans[index], compiled.supported[index] = _compile_subgraph(
-            model, subgraphs[index], subgraph_name(index), compiled,
+            model, subgraphs[index], index, compiled,
             list(infos[index]) if infos is not None else [None] * len(subgraphs[index].operands))
     return ModelAnalysis(plans=compiled.plans, supported=compiled.supported)
 
@@ -158,16 +194,18 @@ def _callee_first_order(callees: list[list[int]]) -> list[int]:
     return order
 
 
-def _compile_subgraph(model: Model, subgraph: Subgraph, name: str, compiled: _Compiled,
+def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, compiled: _Compiled,
                       infos: list[Optional[OperandInfo]]) -> tuple[SubgraphPlan, list[bool]]:
-    """The plan of one subgraph, and which of its operations the driver supports.
-    ``infos`` holds the OperandInfo views already made, by operand index; the missing ones
-    an operation needs are made here."""
+    """The plan of subgraph ``index`` (0: main), and which of its operations the driver
+    supports. ``infos`` holds the OperandInfo views already made, by operand index; the
+    missing ones an operation needs are made here."""
+    name, main = subgraph_name(index), index == 0
     plan = _slot_layout(subgraph, name)
     definitions = [None if operation.type in CONTROL_FLOW else lookup(operation.type)
                    for operation in subgraph.operations]
     over_rank = operands_over_rank(subgraph.operands)
     supported: list[bool] = []
+    stepped: list[Operation] = []      # the operations that have a step, in step order
     for op_index, (operation, definition) in enumerate(zip(subgraph.operations, definitions)):
         where = (name, op_index, operation.type)
         if operation.type in CONTROL_FLOW:
@@ -175,14 +213,27 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, name: str, compiled: _Co
             if ok:
                 plan.steps.append(_control_flow_step(operation, plan, subgraph.operands,
                                                      compiled.plans, describe(where)))
+                plan.step_bytes.append(0)       # counted by the step (see steps.py)
         else:
             ok = (definition is not None and over_rank.isdisjoint(operation.inputs)
                   and over_rank.isdisjoint(operation.outputs))
             if ok:
-                plan.steps.append(_operation_step(model, subgraph, op_index, definition, plan,
-                                                  infos, where))
+                step, nbytes = _operation_step(model, subgraph, op_index, definition, plan,
+                                               infos, where)
+                plan.steps.append(step)
+                plan.step_bytes.append(nbytes)
+        if ok:
+            plan.step_wheres.append(where)
+            stepped.append(operation)
         supported.append(ok)
     plan.required_inputs = _required_inputs(subgraph, definitions)
+    # The main subgraph's inputs are the execution's own (run_outputs): those that must
+    # have a value are dropped after their last use too.
+    owned_inputs = [plan.input_operands[k] for k in plan.required_inputs] if main else []
+    plan.dead_after = _dead_after(stepped, plan, owned_inputs)
+    computed = {output for operation in stepped for output in operation.outputs}
+    plan.uncounted_outputs = tuple(k for k, operand in enumerate(plan.output_operands)
+                                   if operand not in computed)
     plan.tail = _initial_tail(model, subgraph, plan, infos)
     plan.finalize()
     return plan, supported
@@ -208,6 +259,28 @@ def _slot_layout(subgraph: Subgraph, name: str) -> SubgraphPlan:
                         declared=declared, static=list(declared))
 
 
+def _dead_after(operations: list[Operation], plan: SubgraphPlan,
+                owned_inputs: Sequence[int]) -> list[tuple[int, ...]]:
+    """Per step (running ``operations[i]``), the slots that die after it: each value a step
+    computes, and each of ``owned_inputs`` (operand indexes), lives until the last step
+    that reads it (or only through the step that computes it, if none does), unless it
+    is an output of the subgraph. Other inputs belong to the caller (an IF's or a loop's
+    values) and constants to the plan: dropping them would free nothing."""
+    slot_of = plan.slot_of
+    last_use: dict[int, int] = {}
+    for index, operation in enumerate(operations):
+        for operand in (*operation.inputs, *operation.outputs):
+            last_use[slot_of[operand]] = index
+    kept = set(plan.output_slots)
+    dead: list[list[int]] = [[] for _ in operations]
+    for operand in (*owned_inputs, *(o for operation in operations for o in operation.outputs)):
+        slot = slot_of[operand]
+        if slot not in kept and slot in last_use:
+            kept.add(slot)
+            dead[last_use[slot]].append(slot)
+    return [tuple(slots) for slots in dead]
+
+
 def _required_inputs(subgraph: Subgraph,
                      definitions: list[Optional[OperationDef]]) -> frozenset[int]:
     """Positions of the inputs some operation needs a value for (no hasNoValue allowed):
@@ -224,44 +297,48 @@ def _required_inputs(subgraph: Subgraph,
 
 def _operation_step(model: Model, subgraph: Subgraph, op_index: int, definition: OperationDef,
                     plan: SubgraphPlan, infos: list[Optional[OperandInfo]],
-                    where: OperationWhere) -> Step:
-    """The step running one supported operation; records its outputs' static shapes."""
+                    where: OperationWhere) -> tuple[Step, int]:
+    """The step running one supported operation, and the bytes of its results when all
+    its shapes are known ahead (else 0: the step counts them once inferred); records its
+    outputs' static shapes."""
     operation = subgraph.operations[op_index]
     for i in (*operation.inputs, *operation.outputs):
         if infos[i] is None:
             infos[i] = operand_info(model, subgraph, i)
     ctx = operation_context(model, subgraph, op_index, infos)
-    output_shapes, is_static = _propagate_shapes(definition, ctx, operation, subgraph.operands,
-                                                 plan, where)
+    output_shapes, is_static, nbytes = _propagate_shapes(definition, ctx, operation,
+                                                         subgraph.operands, plan, where)
     slot_of = plan.slot_of
-    return make_operation_step(definition, ctx, definition.build(ctx),
+    step = make_operation_step(definition, ctx, definition.build(ctx),
                                tuple(slot_of[i] for i in operation.inputs),
                                tuple(slot_of[o] for o in operation.outputs), output_shapes,
                                subgraph.operands, operation.outputs, is_static, where)
+    return step, nbytes if is_static else 0
 
 
 def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation: Operation,
                       operands: list[Operand], plan: SubgraphPlan,
-                      where: OperationWhere) -> tuple[list[Shape], bool]:
+                      where: OperationWhere) -> tuple[list[Shape], bool, int]:
     """The outputs' shapes known ahead (the declared shape merged with the inferred one,
-    recorded in ``plan.static``), and whether every shape the operation reads and writes
-    is fully known ahead, so that its step need not infer shapes at run time."""
+    recorded in ``plan.static``), whether every shape the operation reads and writes is
+    fully known ahead, so that its step need not infer shapes at run time, and the bytes
+    of the outputs (unknown dimensions counted as 1)."""
     omitted = [operands[i].lifetime == OperandLifeTime.NO_VALUE for i in operation.inputs]
     in_shapes = [None if o else plan.static[i] for i, o in zip(operation.inputs, omitted)]
     inferred = definition.infer_shapes(ctx, in_shapes)
     if len(inferred) != len(operation.outputs):
         raise ValidationError(f"{describe(where)}: shape inference gave {len(inferred)} "
                               f"shapes for {len(operation.outputs)} outputs")
-    output_shapes = []
+    output_shapes, total = [], 0
     for k, (out, found) in enumerate(zip(operation.outputs, inferred)):
         what = f"{describe(where)}, output {k} (operand {out})"
         shape = merge_shapes(plan.declared[out], found, what)
-        check_shape(shape, itemsize(operands[out].type), what)
+        total += check_shape(shape, itemsize(operands[out].type), what)
         plan.static[out] = shape
         output_shapes.append(shape)
     is_static = all(is_fully_known(shape) for shape, o in zip(in_shapes, omitted) if not o) \
         and all(map(is_fully_known, output_shapes))
-    return output_shapes, is_static
+    return output_shapes, is_static, total
 
 
 def _control_flow_supported(operation: Operation, operands: list[Operand],

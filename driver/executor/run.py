@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..errors import DriverError, ExecutionError, ValidationError
+from ..errors import DriverError, ExecutionError, ResourceError, ValidationError
 from ..hal.enums import ErrorStatus, MeasureTiming
 from ..hal.structs import NO_TIMING, Model, OutputShape, Request, Timing
 from ..validation import validate_request
@@ -48,7 +48,20 @@ def run_request(program: MainProgram, request: Request | LaunchedRequest, measur
     """Validate the request, run the plan and fill the output buffers.
 
     ``started_ns`` is when the driver got the call (timeInDriver counts from there). A
-    LaunchedRequest was validated at launch and is run from the driver's own copy."""
+    LaunchedRequest was validated at launch and is run from the driver's own copy.
+
+    The host running out of memory anywhere (reading inputs, in a kernel, writing outputs)
+    fails the execution with RESOURCE_EXHAUSTED_TRANSIENT: unlike a budget exceeded, it
+    depends on what else the host holds, so a retry may succeed."""
+    try:
+        return _run_request(program, request, measure, ctx, started_ns)
+    except MemoryError:
+        return failure(ResourceError("the host ran out of memory during the execution",
+                                     ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
+
+
+def _run_request(program: MainProgram, request: Request | LaunchedRequest, measure: MeasureTiming,
+                 ctx: ExecutionContext, started_ns: int | None) -> ExecutionResult:
     driver_start = perf_counter_ns() if started_ns is None else started_ns
     try:
         if isinstance(request, LaunchedRequest):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional, Sequence
 
-from ..errors import ExecutionError
+from ..errors import ExecutionError, ResourceError
 from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs, OperationType
-from ..limits import check_shape, itemsize
+from ..limits import MEMORY_BUDGET_BYTES, check_shape, itemsize
 from ..operations.registry import Shape
 from .shapes import matches_declared, merge_shapes
 
@@ -19,26 +19,6 @@ monotonic_ns = time.monotonic_ns
 
 #: (position in the value list, declared shape) for each value that needs a run-time check.
 InputCheck = tuple[int, Shape]
-
-
-class ExecutionContext:
-    """Per-execution limits: an absolute deadline (time.monotonic_ns) and the WHILE loop
-    timeout, both in ns. While a loop runs, ``deadline_ns`` is the nearer of the deadline
-    around it and its own, and ``deadline_message`` says which, so that every operation
-    of its condition and body checks both (plan.py checks after each step)."""
-
-    __slots__ = ("deadline_ns", "loop_timeout_ns", "deadline_message")
-
-    def __init__(self, deadline_ns: Optional[int] = None,
-                 loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT) -> None:
-        self.deadline_ns = deadline_ns
-        self.loop_timeout_ns = loop_timeout_ns
-        self.deadline_message = "the execution deadline passed while executing"
-
-    def check_deadline(self) -> None:
-        if self.deadline_ns is not None and monotonic_ns() > self.deadline_ns:
-            raise ExecutionError(self.deadline_message, ErrorStatus.MISSED_DEADLINE_TRANSIENT)
-
 
 #: Where an operation sits, for messages: (subgraph name, operation index, operation type).
 #: Kept as a tuple and spelt out (describe) only when a message needs it.
@@ -52,6 +32,46 @@ def describe(where: OperationWhere) -> str:
     name, op_index, op_type = where
     type_name = _OPERATION_NAMES.get(op_type)
     return f"{name}, operation {op_index} ({type_name if type_name is not None else op_type})"
+
+
+
+class ExecutionContext:
+    """Per-execution limits: an absolute deadline (time.monotonic_ns), the WHILE loop
+    timeout, both in ns, and the memory budget. While a loop runs, ``deadline_ns`` is the
+    nearer of the deadline around it and its own, and ``deadline_message`` says which, so
+    that every operation of its condition and body checks both (plan.py checks after each
+    step). ``held_bytes`` counts the bytes of the values the execution holds: a value is
+    counted by the step that stores it and uncounted by the step after which it dies."""
+
+    __slots__ = ("deadline_ns", "loop_timeout_ns", "deadline_message", "held_bytes",
+                 "budget_bytes")
+
+    def __init__(self, deadline_ns: Optional[int] = None,
+                 loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT) -> None:
+        self.deadline_ns = deadline_ns
+        self.loop_timeout_ns = loop_timeout_ns
+        self.deadline_message = "the execution deadline passed while executing"
+        self.held_bytes = 0
+        self.budget_bytes = MEMORY_BUDGET_BYTES
+
+    def check_deadline(self) -> None:
+        if self.deadline_ns is not None and monotonic_ns() > self.deadline_ns:
+            raise ExecutionError(self.deadline_message, ErrorStatus.MISSED_DEADLINE_TRANSIENT)
+
+    def reserve(self, nbytes: int, where: OperationWhere) -> None:
+        """Count ``nbytes`` the operation at ``where`` is about to allocate, or fail if
+        they would take the execution over its budget."""
+        held = self.held_bytes + nbytes
+        if held > self.budget_bytes:
+            raise over_budget(where, nbytes, self)
+        self.held_bytes = held
+
+
+def over_budget(where: OperationWhere, nbytes: int, ctx: ExecutionContext) -> ResourceError:
+    return ResourceError(f"{describe(where)}: its {nbytes} bytes of results would take the "
+                         f"execution's values to {ctx.held_bytes + nbytes} bytes, over its "
+                         f"budget of {ctx.budget_bytes} bytes",
+                         ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
 
 
 def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
@@ -72,7 +92,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
     def dynamic_step(slots, _ctx):
         args = [slots[i] for i in inputs]
         inferred = infer(ctx, [None if a is None else a.shape for a in args])
-        expected = []
+        expected, reserved = [], 0
         for k, shape in enumerate(inferred):
             planned = output_shapes[k]
             if planned is None:
@@ -81,14 +101,18 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
                 merged = planned
             else:
                 merged = merge_shapes(planned, shape, what(k))
-            check_shape(merged, output_itemsizes[k], what(k))
+            reserved += check_shape(merged, output_itemsizes[k], what(k))
             expected.append(merged)
+        _ctx.reserve(reserved, where)
         for k, value in enumerate(kernel(*args)):
             if not matches_declared(value.shape, expected[k]):
                 raise ExecutionError(f"{describe(where)}, output {k} (operand {outputs[k]}): "
                                      f"computed shape {list(value.shape)} is incompatible "
                                      f"with {list(expected[k])}")
             slots[outputs[k]] = value
+            reserved -= value.nbytes
+        # What inference could not size is counted once computed.
+        _ctx.held_bytes -= reserved
     return dynamic_step
 
 
@@ -224,16 +248,27 @@ def make_if_step(where: str, cond: int, data: tuple[int, ...], outputs: tuple[in
             verify_values(values, checks, f"{where}, {plan.name}")
         _check_present(values, plan.required_inputs, where, plan.name)
         branch = plan.run(values, ctx)
-        _store_outputs(slots, outputs, [branch[i] for i in plan.output_slots],
-                       declared_outputs, where)
+        results = [branch[i] for i in plan.output_slots]
+        _store_outputs(slots, outputs, results, declared_outputs, where)
+        _count_aliases(ctx, results, plan.uncounted_outputs)
     return if_step
+
+
+def _count_aliases(ctx: ExecutionContext, values: list, positions: Sequence[int]) -> None:
+    """Count the values a step stores that no operation computed for it (a subgraph's
+    input or constant passed through as its output): the step's output slots count what
+    they hold, and uncount it when they die."""
+    for position in positions:
+        ctx.held_bytes += values[position].nbytes
 
 
 def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...], m: int,
                     loop_carried: int, cond_plan, body_plan, cond_checks, body_checks,
                     declared_outputs: list[Shape]) -> Callable:
     cond_name, body_name = f"{where}, {cond_plan.name}", f"{where}, {body_plan.name}"
-    run_cond, run_body = cond_plan.run, body_plan.run
+    # run_slots on a fresh list rather than run: one call less per subgraph run.
+    run_cond, run_body = cond_plan.run_slots, body_plan.run_slots
+    cond_tail, body_tail = cond_plan.tail, body_plan.tail
     cond_slot = cond_plan.output_slots[0]
     cond_static = cond_plan.static[cond_plan.output_operands[0]]
     cond_is_one = cond_static is not None and tuple(cond_static) == (1,)
@@ -248,8 +283,15 @@ def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...],
     # condition or body has no operation checks it between iterations instead.
     checks_between_iterations = not (cond_plan.steps and body_plan.steps)
 
+    # The condition's value is counted when computed and dropped once read. The body's
+    # computed outputs are counted by the body; from the second iteration on, the values
+    # they replace were the previous iteration's, and are uncounted.
+    cond_counted = not cond_plan.uncounted_outputs
+    body_counted = [j for j in range(loop_carried) if j not in body_plan.uncounted_outputs]
+
     def while_step(slots, ctx):
         state = [slots[i] for i in data]
+        counted = ()     # positions of state whose value this loop counted
         _check_present(state, required, where)
         outer = ctx.deadline_ns, ctx.deadline_message
         loop_deadline = monotonic_ns() + ctx.loop_timeout_ns
@@ -261,19 +303,33 @@ def make_while_step(where: str, data: tuple[int, ...], outputs: tuple[int, ...],
             while True:
                 if cond_checks:
                     verify_values(state, cond_checks, cond_name)
-                flag = run_cond(state, ctx)[cond_slot]
+                flag = run_cond(state + cond_tail, ctx)[cond_slot]
+                if cond_counted:
+                    ctx.held_bytes -= flag.nbytes
                 if not (flag[0] if cond_is_one else _condition_value(flag, cond_name)):
                     break
                 if checks_between_iterations:
                     ctx.check_deadline()
                 if body_checks:
                     verify_values(state, body_checks, body_name)
-                body = run_body(state, ctx)
+                body = run_body(state + body_tail, ctx)
                 if single_body_slot is not None:
+                    if counted:
+                        ctx.held_bytes -= state[0].nbytes
                     state[0] = body[single_body_slot]
+                    counted = body_counted
                 else:
+                    for j in counted:
+                        ctx.held_bytes -= state[j].nbytes
                     state[:loop_carried] = [body[i] for i in body_slots]
+                    counted = body_counted
         finally:
             ctx.deadline_ns, ctx.deadline_message = outer
         _store_outputs(slots, outputs, state[:m], declared_outputs, where)
+        # The output slots take over the count of the first m values; the other
+        # loop-carried values are dropped here.
+        for j in counted:
+            if j >= m:
+                ctx.held_bytes -= state[j].nbytes
+        _count_aliases(ctx, state, [j for j in range(m) if j not in counted])
     return while_step

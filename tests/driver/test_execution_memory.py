@@ -1,0 +1,236 @@
+"""The memory an execution holds: each value is freed after its last use (in the main
+subgraph, IF branches and WHILE bodies alike), an execution whose values would exceed its
+budget fails with RESOURCE_EXHAUSTED_PERSISTENT before allocating, and the host running out
+of memory anywhere in an execution becomes RESOURCE_EXHAUSTED_TRANSIENT, on every path.
+
+Peak memory is measured with tracemalloc (numpy reports its allocations to it), not RSS,
+so that these tests do not depend on what else the machine runs."""
+from __future__ import annotations
+
+import dataclasses
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from driver.executor import plan as plan_module, run as run_module, steps as steps_module
+from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from hal_client.builder import ModelBuilder, make_request, out_like
+from hal_client.examples import count_condition
+from tests.driver.execution import ALL_PATHS, MS, Path, duration, execute, prepare
+
+F32 = np.float32
+MIB = 1024 * 1024
+ELEMENTS = MIB // 4           # a 1 MiB TENSOR_FLOAT32 value
+paths = pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
+
+
+def chain_model(length: int, dims=(ELEMENTS,)):
+    """main(x) = x doubled ``length`` times, one ADD each."""
+    mb = ModelBuilder()
+    main = mb.main
+    t = main.input(T.TENSOR_FLOAT32, list(dims))
+    for _ in range(length):
+        t = main.add(t, t)
+    main.outputs(t)
+    return mb.build()
+
+
+def wide_model(width: int):
+    """main(x) = (x + x, x + 2x, ...): ``width`` outputs alive together."""
+    mb = ModelBuilder()
+    main = mb.main
+    x = main.input(T.TENSOR_FLOAT32, [ELEMENTS])
+    outputs, t = [], x
+    for _ in range(width):
+        t = main.add(t, x)
+        outputs.append(t)
+    main.outputs(*outputs)
+    return mb.build()
+
+
+def run_chain(prepared, path: Path, x: np.ndarray):
+    io = make_request([x], [out_like(F32, x.shape)])
+    return execute(prepared, io.request, path), io
+
+
+@pytest.fixture(scope="module")
+def chain_40():
+    return prepare(chain_model(40))
+
+
+@paths
+def test_a_chain_holds_a_few_values_at_a_time(chain_40, path):
+    """Forty 1 MiB values computed one from the other: the execution never holds more
+    than a handful of them (holding all of them took 40 MiB)."""
+    x = np.ones(ELEMENTS, F32)
+    io = make_request([x], [out_like(F32, x.shape)])
+    tracemalloc.start()
+    try:
+        outcome = execute(chain_40, io.request, path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert outcome.status == ErrorStatus.NONE, outcome
+    assert peak < 8 * MIB, peak
+    np.testing.assert_array_equal(io.output(0, x.shape), np.full(ELEMENTS, 2.0 ** 40, F32))
+
+
+def looped_y(y: np.ndarray, iterations: int) -> np.ndarray:
+    for _ in range(iterations):
+        y = (y + y) * (y + 1) - y
+    return y
+
+
+@pytest.fixture(scope="module")
+def if_in_loop():
+    """while i < n: (i, y) = (i + 1, y'), then IF(y[0] > 0) y + y else y - 1 on the
+    loop's result, with y read again after the IF."""
+    mb = ModelBuilder()
+    cond = mb.subgraph()
+    i, n, _ = (cond.input(T.TENSOR_FLOAT32, [1]), cond.input(T.TENSOR_FLOAT32, [1]),
+               cond.input(T.TENSOR_FLOAT32, [3]))
+    cond.outputs(cond.compare(Op.LESS, i, n))
+    body = mb.subgraph()
+    i, n, y = (body.input(T.TENSOR_FLOAT32, [1]), body.input(T.TENSOR_FLOAT32, [1]),
+               body.input(T.TENSOR_FLOAT32, [3]))
+    doubled = body.add(y, y)
+    y_plus_1 = body.add(y, body.constant(T.TENSOR_FLOAT32, [1.0]))
+    body.outputs(body.add(i, body.constant(T.TENSOR_FLOAT32, [1.0])), body.copy(n),
+                 body.sub(body.mul(doubled, y_plus_1), y))
+    then, otherwise = mb.subgraph(), mb.subgraph()
+    a = then.input(T.TENSOR_FLOAT32, [3])
+    then.outputs(then.add(then.add(a, a), a))
+    b = otherwise.input(T.TENSOR_FLOAT32, [3])
+    otherwise.outputs(otherwise.sub(b, otherwise.constant(T.TENSOR_FLOAT32, [1.0])))
+    main = mb.main
+    state = [main.input(T.TENSOR_FLOAT32, [1]), main.input(T.TENSOR_FLOAT32, [1]),
+             main.input(T.TENSOR_FLOAT32, [3])]
+    _, _, looped = main.while_(cond, body, state)
+    flag = main.input(T.TENSOR_BOOL8, [1])
+    (branch,) = main.if_(flag, then, otherwise, [looped])
+    main.outputs(main.add(branch, looped))
+    return prepare(mb.build())
+
+
+@paths
+@pytest.mark.parametrize("condition", [True, False])
+def test_values_reused_across_loop_iterations_and_branches_keep_their_results(
+        if_in_loop, path, condition):
+    y0 = np.array([0.5, -1.0, 2.0], F32)
+    io = make_request([np.array([0], F32), np.array([3], F32), y0, np.array([condition])],
+                      [out_like(F32, [3])])
+    outcome = execute(if_in_loop, io.request, path)
+    assert outcome.status == ErrorStatus.NONE, outcome
+    y = looped_y(y0, 3)
+    expected = (3 * y if condition else y - 1) + y
+    np.testing.assert_allclose(io.output(0, [3]), expected, rtol=1e-6)
+
+
+def test_a_plan_drops_each_value_after_its_last_use_and_never_an_output():
+    model = chain_model(3)
+    main = plan_module.compile_model(model).plans[0]
+    slot_of = main.slot_of
+    x, t1, t2, t3 = (slot_of[i] for i in (0, 2, 4, 6))     # ADDs' activation at 1, 3, 5
+    assert main.dead_after == [(x,), (t1,), (t2,)]
+    assert t3 in main.output_slots
+
+
+# --- the budget --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def budget_of_3_mib(monkeypatch):
+    monkeypatch.setattr(steps_module, "MEMORY_BUDGET_BYTES", 3 * MIB)
+
+
+@paths
+def test_a_long_chain_fits_a_budget_of_a_few_values(chain_40, budget_of_3_mib, path):
+    outcome, _ = run_chain(chain_40, path, np.ones(ELEMENTS, F32))
+    assert outcome.status == ErrorStatus.NONE, outcome
+
+
+@pytest.fixture(scope="module")
+def wide_4():
+    return prepare(wide_model(4))
+
+
+@paths
+def test_values_alive_together_over_the_budget_fail_persistently(wide_4, budget_of_3_mib, path):
+    io = make_request([np.ones(ELEMENTS, F32)], [out_like(F32, [ELEMENTS])] * 4)
+    outcome = execute(wide_4, io.request, path)
+    assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, outcome
+
+
+@paths
+def test_dynamic_shapes_count_against_the_budget_once_inferred(budget_of_3_mib, path):
+    """Dimensions left unknown: the steps size their results at run time."""
+    prepared = prepare(chain_model(2, dims=(0,)))
+    small = make_request([np.ones(ELEMENTS // 2, F32)],
+                         [out_like(F32, [ELEMENTS // 2], state_dims=True)])
+    assert execute(prepared, small.request, path).status == ErrorStatus.NONE
+    big = make_request([np.ones(2 * ELEMENTS, F32)],
+                       [out_like(F32, [2 * ELEMENTS], state_dims=True)])
+    assert execute(prepared, big.request, path).status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
+
+
+@paths
+def test_inputs_over_the_budget_fail_persistently(chain_40, monkeypatch, path):
+    monkeypatch.setattr(steps_module, "MEMORY_BUDGET_BYTES", MIB // 2)
+    outcome, _ = run_chain(chain_40, path, np.ones(ELEMENTS, F32))
+    assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, outcome
+
+
+# --- the host out of memory ----------------------------------------------------------------
+
+
+def out_of_memory(*_args):
+    raise MemoryError
+
+
+@paths
+def test_out_of_memory_in_a_kernel_is_transient(monkeypatch, path):
+    """ADD's kernel raises MemoryError (the model's shape is used by no other test, so
+    that it is compiled afresh with the failing kernel)."""
+    lookup = plan_module.lookup
+    failing = dataclasses.replace(lookup(Op.ADD), build=lambda ctx: out_of_memory)
+    monkeypatch.setattr(plan_module, "lookup", lambda operation_type:
+                        failing if operation_type == Op.ADD else lookup(operation_type))
+    prepared = prepare(chain_model(1, dims=(7, 13, 3)))
+    io = make_request([np.ones((7, 13, 3), F32)], [out_like(F32, [7, 13, 3])])
+    outcome = execute(prepared, io.request, path)
+    assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, outcome
+
+
+@paths
+@pytest.mark.parametrize("stage", ["read_inputs", "write_outputs"])
+def test_out_of_memory_reading_inputs_or_writing_outputs_is_transient(
+        chain_40, monkeypatch, path, stage):
+    monkeypatch.setattr(run_module, stage, out_of_memory)
+    outcome, _ = run_chain(chain_40, path, np.ones(ELEMENTS, F32))
+    assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, outcome
+
+
+# --- a heavy loop body and a short loop timeout ----------------------------------------------
+
+
+@paths
+def test_a_heavy_loop_body_stops_at_a_1_ms_loop_timeout(path):
+    """An endless WHILE whose one iteration is 200 ADDs on 1 MiB values: the loop timeout
+    is checked after every operation, and each value is freed after its use, so the loop
+    stops with MISSED_DEADLINE_TRANSIENT however long the body (whose values would take
+    200 MiB if all were held)."""
+    mb = ModelBuilder()
+    cond = count_condition(mb, T.TENSOR_FLOAT32, 0, Op.GREATER_EQUAL)
+    body = mb.subgraph()
+    x = body.input(T.TENSOR_FLOAT32, [1])
+    t = body.add(x, body.constant(T.TENSOR_FLOAT32, np.ones(ELEMENTS, F32)), [ELEMENTS])
+    for _ in range(199):
+        t = body.add(t, t)
+    body.outputs(body.add(x, body.constant(T.TENSOR_FLOAT32, [1.0])))
+    main = mb.main
+    main.outputs(*main.while_(cond, body, [main.input(T.TENSOR_FLOAT32, [1])]))
+    prepared = prepare(mb.build())
+    io = make_request([np.zeros(1, F32)], [out_like(F32, [1])])
+    outcome = execute(prepared, io.request, path, loop_timeout=duration(1 * MS))
+    assert outcome.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT, outcome
