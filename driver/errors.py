@@ -45,10 +45,12 @@ class ResourceError(DriverError):
     status = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
 
 
-def check(condition: object, message: str) -> None:
-    """Raise ValidationError(message) unless condition holds (NN_RET_CHECK in Python)."""
+def check(condition: object, message: str, *args: object) -> None:
+    """Raise ValidationError unless condition holds (NN_RET_CHECK in Python). The message
+    is ``message.format(*args)`` (or ``message`` itself without args), formatted only on
+    failure: a check that passes costs a call, not a string."""
     if not condition:
-        raise ValidationError(message)
+        raise ValidationError(message.format(*args) if args else message)
 
 
 def fail(message: str) -> NoReturn:

@@ -104,13 +104,13 @@ LIFETIME_NAMES = {int(t): t.name for t in OperandLifeTime}
 def check_type_code(type_code: object, base_types: frozenset[int],
                     extension_prefixes: frozenset[int], kind: str, where: str) -> None:
     """A base type of the HAL, or an extension type whose prefix the model declares."""
-    check(is_uint32(type_code), f"{where}: invalid {kind} type {type_code!r}")
+    check(is_uint32(type_code), "{}: invalid {} type {!r}", where, kind, type_code)
     if is_extension_type(type_code):
-        check(extension_prefix(type_code) in extension_prefixes, f"{where}: extension {kind} "
-              f"type {type_code:#x} has prefix {extension_prefix(type_code)}, which "
-              f"extensionNameToPrefix does not list")
+        check(extension_prefix(type_code) in extension_prefixes, "{}: extension {} "
+              "type {:#x} has prefix {}, which extensionNameToPrefix does not list",
+              where, kind, type_code, extension_prefix(type_code))
     else:
-        check(type_code in base_types, f"{where}: invalid {kind} type {type_code}")
+        check(type_code in base_types, "{}: invalid {} type {}", where, kind, type_code)
 
 
 def operand_type_name(type_code: object) -> str:
