@@ -1,6 +1,6 @@
 """The errors the driver raises internally; only the HAL surface turns them into statuses.
 
-Validation reads as a list of one-line checks (``check(cond, message)``). A failed check
+Validation reads as a list of one-line checks (``check(cond, message, *args)``). A failed check
 raises :class:`ValidationError`; a failure detected while running a plan raises
 :class:`ExecutionError` with the status to return. Any other exception is a bug and is
 left to propagate, so that tests and the fuzzer see it.
@@ -54,6 +54,5 @@ def check(condition: object, message: str, *args: object) -> None:
 
 
 def fail(message: str) -> NoReturn:
-    """Raise ValidationError(message): ``if not cond: fail(f"...")`` is ``check`` for hot
-    paths, where the message should only be formatted when the check fails."""
+    """Raise ValidationError(message): for a failure already decided."""
     raise ValidationError(message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check, fail
+from ..errors import check
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -46,5 +46,5 @@ def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
     check(outer.zeroPoint == inner.zeroPoint,
           "{}: zero point {} differs from the caller's {}", what, inner.zeroPoint, outer.zeroPoint)
     outer_params, inner_params = _extra_params(outer), _extra_params(inner)
-    if outer_params != inner_params:
-        fail(f"{what}: extraParams {inner_params} differ from the caller's {outer_params}")
+    check(outer_params == inner_params,
+          "{}: extraParams {} differ from the caller's {}", what, inner_params, outer_params)

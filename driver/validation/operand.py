@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ..errors import check, fail
+from ..errors import check
 from ..fingerprint import MISSING, VALID_PARTS, operand_key
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
@@ -140,8 +140,8 @@ def check_zero_point(operand: Operand, where: str) -> None:
 
 def check_extra_params(operand: Operand, where: str) -> None:
     params, type_code = operand.extraParams, operand.type
-    if not isinstance(params, OperandExtraParams):
-        fail(f"{where}: extraParams {params!r} is not an OperandExtraParams")
+    check(isinstance(params, OperandExtraParams),
+          "{}: extraParams {!r} is not an OperandExtraParams", where, params)
     check(params.channelQuant is None or params.extension is None,
           "{}: extraParams sets both channelQuant and extension", where)
     name = operand_type_name(type_code)
@@ -159,8 +159,8 @@ def check_extra_params(operand: Operand, where: str) -> None:
 
 
 def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: str) -> None:
-    if not isinstance(channel_quant, SymmPerChannelQuantParams):
-        fail(f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
+    check(isinstance(channel_quant, SymmPerChannelQuantParams),
+          "{}: channelQuant {!r} is not a SymmPerChannelQuantParams", where, channel_quant)
     channel_dim = channel_quant.channelDim
     check(is_uint32(channel_dim) and channel_dim < len(dims),
           "{}: channelQuant.channelDim {!r} is not a dimension index "
@@ -180,8 +180,8 @@ def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: s
 
 def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     location, lifetime = operand.location, operand.lifetime
-    if not isinstance(location, DataLocation):
-        fail(f"{where}: location {location!r} is not a DataLocation")
+    check(isinstance(location, DataLocation),
+          "{}: location {!r} is not a DataLocation", where, location)
     pool, offset, length = location.poolIndex, location.offset, location.length
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
           "{}: location fields {!r} are not uint32", where, (pool, offset, length))
