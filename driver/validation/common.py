@@ -40,24 +40,27 @@ _PREFIX_SHIFT = int(ExtensionTypeEncoding.LOW_BITS_TYPE)
 
 # --- value ranges -----------------------------------------------------------------------
 
+# An exact int (or float) is tested first: the ABC's isinstance costs several times more,
+# and these run on every field of every operand.
+
 def is_int(value: object) -> bool:
     """An integer (numpy integers included) that is not a bool: True is no dimension."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, numbers.Integral)
+                                  and not isinstance(value, bool))
 
 
 def is_uint32(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
-        and 0 <= value <= UINT32_MAX
+    return is_int(value) and 0 <= value <= UINT32_MAX
 
 
 def is_int32(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
-        and INT32_MIN <= value <= INT32_MAX
+    return is_int(value) and INT32_MIN <= value <= INT32_MAX
 
 
 def is_float32(value: object) -> bool:
     """A finite number a HAL ``float`` field can hold."""
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return ((type(value) is float or isinstance(value, numbers.Real)
+             and not isinstance(value, bool))
             and -FLOAT32_MAX <= value <= FLOAT32_MAX)     # False for NaN and infinities
 
 
