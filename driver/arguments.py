@@ -14,7 +14,7 @@ from .hal.structs import OptionalTimeoutDuration, OptionalTimePoint
 def _enum_value(enum_type, value, name: str):
     check(isinstance(value, int) and not isinstance(value, bool)
           and value in enum_type._value2member_map_,
-          f"{name} {value!r} is not a valid {enum_type.__name__}")
+          "{} {!r} is not a valid {}", name, value, enum_type.__name__)
     return enum_type(value)
 
 
@@ -32,14 +32,14 @@ def priority(value) -> Priority:
 
 def _uint64(value, name: str) -> int:
     check(isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= UINT64_MAX,
-          f"{name} {value!r} is not a uint64")
+          "{} {!r} is not a uint64", name, value)
     return value
 
 
 def deadline(value) -> Optional[int]:
     """An OptionalTimePoint as an absolute time.monotonic_ns(), or None."""
     check(isinstance(value, OptionalTimePoint),
-          f"deadline must be an OptionalTimePoint, got {type(value).__name__}")
+          "deadline must be an OptionalTimePoint, got {}", type(value).__name__)
     if value.nanosecondsSinceEpoch is None:
         return None
     return _uint64(value.nanosecondsSinceEpoch, "deadline")
@@ -51,7 +51,7 @@ def deadline_passed(deadline_ns: Optional[int]) -> bool:
 
 def duration(value, name: str) -> Optional[int]:
     check(isinstance(value, OptionalTimeoutDuration),
-          f"{name} must be an OptionalTimeoutDuration, got {type(value).__name__}")
+          "{} must be an OptionalTimeoutDuration, got {}", name, type(value).__name__)
     if value.nanoseconds is None:
         return None
     return _uint64(value.nanoseconds, name)
@@ -62,33 +62,33 @@ def loop_timeout(value) -> int:
     nanoseconds = duration(value, "loopTimeoutDuration")
     if nanoseconds is None:
         return LoopTimeoutDurationNs.DEFAULT
-    check(nanoseconds <= LoopTimeoutDurationNs.MAXIMUM, f"loopTimeoutDuration {nanoseconds} "
-          f"ns exceeds the maximum of {int(LoopTimeoutDurationNs.MAXIMUM)} ns")
+    check(nanoseconds <= LoopTimeoutDurationNs.MAXIMUM, "loopTimeoutDuration {} "
+          "ns exceeds the maximum of {} ns", nanoseconds, int(LoopTimeoutDurationNs.MAXIMUM))
     return nanoseconds
 
 
 def cache_token(token) -> bytes:
     check(isinstance(token, (bytes, bytearray)) and len(token) == Constant.BYTE_SIZE_OF_CACHE_TOKEN,
-          f"token must be {int(Constant.BYTE_SIZE_OF_CACHE_TOKEN)} bytes")
+          "token must be {} bytes", int(Constant.BYTE_SIZE_OF_CACHE_TOKEN))
     return bytes(token)
 
 
 def cache_handles(handles, name: str) -> list:
-    check(isinstance(handles, (list, tuple)), f"{name} must be a list of handles")
-    check(len(handles) <= Constant.MAX_NUMBER_OF_CACHE_FILES, f"{name} has {len(handles)} "
-          f"handles, more than {int(Constant.MAX_NUMBER_OF_CACHE_FILES)}")
+    check(isinstance(handles, (list, tuple)), "{} must be a list of handles", name)
+    check(len(handles) <= Constant.MAX_NUMBER_OF_CACHE_FILES, "{} has {} "
+          "handles, more than {}", name, len(handles), int(Constant.MAX_NUMBER_OF_CACHE_FILES))
     return list(handles)
 
 
 def callback(value, method: str, name: str = "callback"):
     check(value is not None and callable(getattr(value, method, None)),
-          f"{name} must implement {method}")
+          "{} must implement {}", name, method)
     return value
 
 
 def check_type(value, expected: type, name: str):
     check(isinstance(value, expected),
-          f"{name} must be a {expected.__name__}, got {type(value).__name__}")
+          "{} must be a {}, got {}", name, expected.__name__, type(value).__name__)
     return value
 
 
@@ -96,5 +96,5 @@ def sync_fences(fences) -> list:
     from .sync_fence import SyncFence
     check(isinstance(fences, (list, tuple)), "waitFor must be a list of sync fences")
     for i, fence in enumerate(fences):
-        check(isinstance(fence, SyncFence), f"waitFor[{i}] is not a sync fence")
+        check(isinstance(fence, SyncFence), "waitFor[{}] is not a sync fence", i)
     return list(fences)

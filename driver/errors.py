@@ -1,6 +1,6 @@
 """The errors the driver raises internally; only the HAL surface turns them into statuses.
 
-Validation reads as a list of one-line checks (``check(cond, message)``). A failed check
+Validation reads as a list of one-line checks (``check(cond, message, *args)``). A failed check
 raises :class:`ValidationError`; a failure detected while running a plan raises
 :class:`ExecutionError` with the status to return. Any other exception is a bug and is
 left to propagate, so that tests and the fuzzer see it.
@@ -45,13 +45,14 @@ class ResourceError(DriverError):
     status = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
 
 
-def check(condition: object, message: str) -> None:
-    """Raise ValidationError(message) unless condition holds (NN_RET_CHECK in Python)."""
+def check(condition: object, message: str, *args: object) -> None:
+    """Raise ValidationError unless condition holds (NN_RET_CHECK in Python). The message
+    is ``message.format(*args)`` (or ``message`` itself without args), formatted only on
+    failure: a check that passes costs a call, not a string."""
     if not condition:
-        raise ValidationError(message)
+        raise ValidationError(message.format(*args) if args else message)
 
 
 def fail(message: str) -> NoReturn:
-    """Raise ValidationError(message): ``if not cond: fail(f"...")`` is ``check`` for hot
-    paths, where the message should only be formatted when the check fails."""
+    """Raise ValidationError(message): for a failure already decided."""
     raise ValidationError(message)

@@ -8,9 +8,8 @@ Only the HAL surface turns that error into a status.
 
 ``check_compatible(outer, inner, what)`` is the subgraph-boundary rule of IF and WHILE.
 
-Each rule is one ``check(condition, message)``; the few whose message holds the repr of a
-HAL structure are written ``if not condition: fail(message)``, so that repr is built only
-for a failure. Parts found valid (operands, subgraph structures, request arguments) are
+Each rule is one ``check(condition, message, *args)``, its message formatted only for a
+failure (driver/errors.py). Parts found valid (operands, subgraph structures, request arguments) are
 remembered by content (driver.fingerprint.VALID_PARTS), and so are whole verdicts
 (driver.fingerprint.MODEL_MEMO).
 """

@@ -40,24 +40,27 @@ _PREFIX_SHIFT = int(ExtensionTypeEncoding.LOW_BITS_TYPE)
 
 # --- value ranges -----------------------------------------------------------------------
 
+# An exact int (or float) is tested first: the ABC's isinstance costs several times more,
+# and these run on every field of every operand.
+
 def is_int(value: object) -> bool:
     """An integer (numpy integers included) that is not a bool: True is no dimension."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, numbers.Integral)
+                                  and not isinstance(value, bool))
 
 
 def is_uint32(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
-        and 0 <= value <= UINT32_MAX
+    return is_int(value) and 0 <= value <= UINT32_MAX
 
 
 def is_int32(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) \
-        and INT32_MIN <= value <= INT32_MAX
+    return is_int(value) and INT32_MIN <= value <= INT32_MAX
 
 
 def is_float32(value: object) -> bool:
     """A finite number a HAL ``float`` field can hold."""
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return ((type(value) is float or isinstance(value, numbers.Real)
+             and not isinstance(value, bool))
             and -FLOAT32_MAX <= value <= FLOAT32_MAX)     # False for NaN and infinities
 
 
@@ -104,13 +107,13 @@ LIFETIME_NAMES = {int(t): t.name for t in OperandLifeTime}
 def check_type_code(type_code: object, base_types: frozenset[int],
                     extension_prefixes: frozenset[int], kind: str, where: str) -> None:
     """A base type of the HAL, or an extension type whose prefix the model declares."""
-    check(is_uint32(type_code), f"{where}: invalid {kind} type {type_code!r}")
+    check(is_uint32(type_code), "{}: invalid {} type {!r}", where, kind, type_code)
     if is_extension_type(type_code):
-        check(extension_prefix(type_code) in extension_prefixes, f"{where}: extension {kind} "
-              f"type {type_code:#x} has prefix {extension_prefix(type_code)}, which "
-              f"extensionNameToPrefix does not list")
+        check(extension_prefix(type_code) in extension_prefixes, "{}: extension {} "
+              "type {:#x} has prefix {}, which extensionNameToPrefix does not list",
+              where, kind, type_code, extension_prefix(type_code))
     else:
-        check(type_code in base_types, f"{where}: invalid {kind} type {type_code}")
+        check(type_code in base_types, "{}: invalid {} type {}", where, kind, type_code)
 
 
 def operand_type_name(type_code: object) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import check, fail
+from ..errors import check
 from ..hal.structs import Operand, OperandExtraParams
 from ..operations.registry import OperandInfo
 from .common import operand_type_name
@@ -36,14 +36,15 @@ def check_compatible(outer: Operand | OperandInfo, inner: Operand | OperandInfo,
                      what: str) -> None:
     """Raise ValidationError naming ``what`` unless ``inner`` (a subgraph's operand) is
     compatible with ``outer`` (the operand its caller passes or receives)."""
-    check(outer.type == inner.type, f"{what}: type {operand_type_name(inner.type)} differs "
-          f"from the caller's {operand_type_name(outer.type)}")
-    check(dimensions_compatible(outer.dimensions, inner.dimensions), f"{what}: dimensions "
-          f"{list(inner.dimensions)} are incompatible with the caller's {list(outer.dimensions)}")
+    check(outer.type == inner.type, "{}: type {} differs from the caller's {}",
+          what, operand_type_name(inner.type), operand_type_name(outer.type))
+    check(dimensions_compatible(outer.dimensions, inner.dimensions), "{}: dimensions "
+          "{} are incompatible with the caller's {}",
+          what, list(inner.dimensions), list(outer.dimensions))
     check(outer.scale == inner.scale,
-          f"{what}: scale {inner.scale} differs from the caller's {outer.scale}")
+          "{}: scale {} differs from the caller's {}", what, inner.scale, outer.scale)
     check(outer.zeroPoint == inner.zeroPoint,
-          f"{what}: zero point {inner.zeroPoint} differs from the caller's {outer.zeroPoint}")
+          "{}: zero point {} differs from the caller's {}", what, inner.zeroPoint, outer.zeroPoint)
     outer_params, inner_params = _extra_params(outer), _extra_params(inner)
-    if outer_params != inner_params:
-        fail(f"{what}: extraParams {inner_params} differ from the caller's {outer_params}")
+    check(outer_params == inner_params,
+          "{}: extraParams {} differ from the caller's {}", what, inner_params, outer_params)

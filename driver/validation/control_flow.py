@@ -23,31 +23,32 @@ WHILE_CONDITION, WHILE_BODY, WHILE_FIRST_INPUT = 0, 1, 2
 def check_condition_operand(operand: Operand, what: str) -> None:
     """A condition is a TENSOR_BOOL8 of shape exactly [1] (no unknown dimension)."""
     check(operand.type == T.TENSOR_BOOL8,
-          f"{what} has type {operand_type_name(operand.type)}, expected TENSOR_BOOL8")
+          "{} has type {}, expected TENSOR_BOOL8", what, operand_type_name(operand.type))
     check(list(operand.dimensions) == [1],
-          f"{what} has dimensions {list(operand.dimensions)}, expected [1]")
+          "{} has dimensions {}, expected [1]", what, list(operand.dimensions))
 
 
 def _referenced(model: Model, subgraph: Subgraph, operand_index: int,
                 what: str) -> tuple[int, Subgraph]:
     operand = subgraph.operands[operand_index]
-    check(operand.type == T.SUBGRAPH, f"{what} (operand {operand_index}) has type "
-          f"{operand_type_name(operand.type)}, expected SUBGRAPH")
+    check(operand.type == T.SUBGRAPH, "{} (operand {}) has type "
+          "{}, expected SUBGRAPH", what, operand_index, operand_type_name(operand.type))
     index = operand.location.offset
     return index, model.referenced[index]
 
 
 def check_known_size(operand: Operand, what: str) -> None:
     check(is_extension_type(operand.type) or byte_size(operand.type, operand.dimensions) is not None,
-          f"{what}: {operand_type_name(operand.type)} of dimensions {list(operand.dimensions)} "
-          f"has no known size, which WHILE requires")
+          "{}: {} of dimensions {} has no known size, which WHILE requires",
+          what, operand_type_name(operand.type), list(operand.dimensions))
 
 
 def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str) -> None:
     """IF(condition, then, else, inputs...) -> outputs; each branch takes the inputs and
     produces the outputs, compatibly."""
-    check(len(operation.inputs) >= 3, f"{where}: needs at least 3 inputs, has {len(operation.inputs)}")
-    check(len(operation.outputs) >= 1, f"{where}: needs at least 1 output")
+    check(len(operation.inputs) >= 3, "{}: needs at least 3 inputs, has {}",
+          where, len(operation.inputs))
+    check(len(operation.outputs) >= 1, "{}: needs at least 1 output", where)
     condition = operation.inputs[IF_CONDITION]
     check_condition_operand(subgraph.operands[condition],
                             f"{where}: condition (operand {condition})")
@@ -56,10 +57,11 @@ def check_if(model: Model, subgraph: Subgraph, operation: Operation, where: str)
         branch_index, branch = _referenced(model, subgraph, operation.inputs[position],
                                            f"{where}: {branch_name} branch")
         branch_where = f"{where}: {branch_name} branch (referenced subgraph {branch_index})"
-        check(len(branch.inputIndexes) == len(data_inputs), f"{branch_where} has "
-              f"{len(branch.inputIndexes)} inputs, the IF passes {len(data_inputs)}")
-        check(len(branch.outputIndexes) == len(operation.outputs), f"{branch_where} has "
-              f"{len(branch.outputIndexes)} outputs, the IF has {len(operation.outputs)}")
+        check(len(branch.inputIndexes) == len(data_inputs), "{} has {} inputs, the IF passes {}",
+              branch_where, len(branch.inputIndexes), len(data_inputs))
+        check(len(branch.outputIndexes) == len(operation.outputs), "{} has "
+              "{} outputs, the IF has {}",
+              branch_where, len(branch.outputIndexes), len(operation.outputs))
         for i, (outer, inner) in enumerate(zip(data_inputs, branch.inputIndexes)):
             check_compatible(subgraph.operands[outer], branch.operands[inner],
                              f"{branch_where} input {i} (operand {inner}, IF operand {outer})")
@@ -76,8 +78,8 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     m+k+n inputs and yields m+k outputs, its first m+k outputs feeding its first m+k
     inputs on the next iteration."""
     inputs, outputs, operands = operation.inputs, operation.outputs, subgraph.operands
-    check(len(inputs) >= 3, f"{where}: needs at least 3 inputs, has {len(inputs)}")
-    check(len(outputs) >= 1, f"{where}: needs at least 1 output")
+    check(len(inputs) >= 3, "{}: needs at least 3 inputs, has {}", where, len(inputs))
+    check(len(outputs) >= 1, "{}: needs at least 1 output", where)
     loop_inputs = inputs[WHILE_FIRST_INPUT:]
 
     def check_pair(outer: Operand, inner: Operand, sized: tuple[Operand, ...], what: str) -> None:
@@ -88,10 +90,10 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
 
     cond_index, cond = _referenced(model, subgraph, inputs[WHILE_CONDITION], f"{where}: condition")
     cond_where = f"{where}: condition (referenced subgraph {cond_index})"
-    check(len(cond.inputIndexes) == len(loop_inputs), f"{cond_where} has "
-          f"{len(cond.inputIndexes)} inputs, the WHILE passes {len(loop_inputs)}")
+    check(len(cond.inputIndexes) == len(loop_inputs), "{} has "
+          "{} inputs, the WHILE passes {}", cond_where, len(cond.inputIndexes), len(loop_inputs))
     check(len(cond.outputIndexes) == 1,
-          f"{cond_where} has {len(cond.outputIndexes)} outputs, expected 1")
+          "{} has {} outputs, expected 1", cond_where, len(cond.outputIndexes))
     for i, (outer, inner) in enumerate(zip(loop_inputs, cond.inputIndexes)):
         outer_operand, inner_operand = operands[outer], cond.operands[inner]
         check_pair(outer_operand, inner_operand, (inner_operand, outer_operand),
@@ -103,12 +105,12 @@ def check_while(model: Model, subgraph: Subgraph, operation: Operation, where: s
     body_index, body = _referenced(model, subgraph, inputs[WHILE_BODY], f"{where}: body")
     body_where = f"{where}: body (referenced subgraph {body_index})"
     body_inputs, body_outputs = body.inputIndexes, body.outputIndexes
-    check(len(body_inputs) == len(loop_inputs), f"{body_where} has {len(body_inputs)} inputs, "
-          f"the WHILE passes {len(loop_inputs)}")
-    check(len(body_outputs) >= len(outputs), f"{body_where} has {len(body_outputs)} outputs, "
-          f"fewer than the WHILE's {len(outputs)}")
-    check(len(body_inputs) >= len(body_outputs), f"{body_where} has more outputs "
-          f"({len(body_outputs)}) than inputs ({len(body_inputs)})")
+    check(len(body_inputs) == len(loop_inputs), "{} has {} inputs, "
+          "the WHILE passes {}", body_where, len(body_inputs), len(loop_inputs))
+    check(len(body_outputs) >= len(outputs), "{} has {} outputs, "
+          "fewer than the WHILE's {}", body_where, len(body_outputs), len(outputs))
+    check(len(body_inputs) >= len(body_outputs), "{} has more outputs "
+          "({}) than inputs ({})", body_where, len(body_outputs), len(body_inputs))
     for i, (outer, inner) in enumerate(zip(loop_inputs, body_inputs)):
         outer_operand, inner_operand = operands[outer], body.operands[inner]
         check_pair(outer_operand, inner_operand, (inner_operand, outer_operand),

@@ -13,11 +13,12 @@ from .common import (BASE_OPERATION_TYPES, LIFETIME_NAMES, VALUE_KNOWN_LIFETIMES
 
 
 def check_not_empty(subgraph: Subgraph, label: str) -> None:
-    check(isinstance(subgraph, Subgraph), f"{label}: {type(subgraph).__name__} is not a Subgraph")
+    check(isinstance(subgraph, Subgraph), "{}: {} is not a Subgraph",
+          label, type(subgraph).__name__)
     for name in ("operands", "operations", "inputIndexes", "outputIndexes"):
-        check(isinstance(getattr(subgraph, name), list), f"{label}: {name} is not a list")
-    check(len(subgraph.operands) > 0, f"{label}: has no operands")
-    check(len(subgraph.operations) > 0, f"{label}: has no operations")
+        check(isinstance(getattr(subgraph, name), list), "{}: {} is not a list", label, name)
+    check(len(subgraph.operands) > 0, "{}: has no operands", label)
+    check(len(subgraph.operations) > 0, "{}: has no operations", label)
 
 
 def check_io_indexes(subgraph: Subgraph, label: str) -> None:
@@ -26,18 +27,19 @@ def check_io_indexes(subgraph: Subgraph, label: str) -> None:
     lifetimes = [operand.lifetime for operand in subgraph.operands]
     for what, indexes, lifetime in (("input", subgraph.inputIndexes, L.SUBGRAPH_INPUT),
                                     ("output", subgraph.outputIndexes, L.SUBGRAPH_OUTPUT)):
-        check(is_uint32_list(indexes), f"{label}: {what}Indexes {indexes!r} are not uint32")
+        check(is_uint32_list(indexes), "{}: {}Indexes {!r} are not uint32", label, what, indexes)
         seen: set[int] = set()
         for position, index in enumerate(indexes):
-            check(index < len(lifetimes), f"{label}: {what} {position} names operand {index}, "
-                  f"out of range ({len(lifetimes)} operands)")
-            check(lifetimes[index] == lifetime, f"{label}: {what} {position} (operand {index}) "
-                  f"has lifetime {LIFETIME_NAMES[lifetimes[index]]}, expected {lifetime.name}")
-            check(index not in seen, f"{label}: operand {index} is listed as {what} twice")
+            check(index < len(lifetimes), "{}: {} {} names operand {}, "
+                  "out of range ({} operands)", label, what, position, index, len(lifetimes))
+            check(lifetimes[index] == lifetime, "{}: {} {} (operand {}) "
+                  "has lifetime {}, expected {}",
+                  label, what, position, index, LIFETIME_NAMES[lifetimes[index]], lifetime.name)
+            check(index not in seen, "{}: operand {} is listed as {} twice", label, index, what)
             seen.add(index)
         missing = {index for index, other in enumerate(lifetimes) if other == lifetime} - seen
-        check(not missing, f"{label}, operand {min(missing, default=None)}: {lifetime.name} "
-              f"operand missing from {what}Indexes")
+        check(not missing, "{}, operand {}: {} operand missing from {}Indexes",
+              label, min(missing, default=None), lifetime.name, what)
 
 
 def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:
@@ -51,18 +53,19 @@ def check_operation(operation: Operation, op_index: int, operands: list,
     the model declares, operand indexes in range, outputs of writable lifetimes. A valid
     type the driver does not implement is not an error."""
     check(isinstance(operation, Operation),
-          f"{label}, operation {op_index}: {type(operation).__name__} is not an Operation")
+          "{}, operation {}: {} is not an Operation", label, op_index, type(operation).__name__)
     where = f"{label}, {operation_label(op_index, operation.type)}"
     check_type_code(operation.type, BASE_OPERATION_TYPES, extension_prefixes, "operation", where)
     for what, indexes in (("input", operation.inputs), ("output", operation.outputs)):
-        check(is_uint32_list(indexes), f"{where}: {what}s {indexes!r} are not uint32")
+        check(is_uint32_list(indexes), "{}: {}s {!r} are not uint32", where, what, indexes)
         for position, index in enumerate(indexes):
-            check(index < len(operands), f"{where}: {what} {position} names operand {index}, "
-                  f"out of range ({len(operands)} operands)")
+            check(index < len(operands), "{}: {} {} names operand {}, "
+                  "out of range ({} operands)", where, what, position, index, len(operands))
     for position, index in enumerate(operation.outputs):
         lifetime = operands[index].lifetime
-        check(lifetime in WRITTEN_LIFETIMES, f"{where}: output {position} (operand {index}) "
-              f"has lifetime {LIFETIME_NAMES[lifetime]} and cannot be written")
+        check(lifetime in WRITTEN_LIFETIMES, "{}: output {} (operand {}) "
+              "has lifetime {} and cannot be written",
+              where, position, index, LIFETIME_NAMES[lifetime])
 
 
 def check_data_flow(subgraph: Subgraph, label: str) -> None:
@@ -75,16 +78,16 @@ def check_data_flow(subgraph: Subgraph, label: str) -> None:
     for op_index, operation in enumerate(subgraph.operations):
         where = f"{label}, {operation_label(op_index, operation.type)}"
         for position, index in enumerate(operation.inputs):
-            check(known[index], f"{where}: input {position} (operand {index}) is read before "
-                  f"it is written")
+            check(known[index], "{}: input {} (operand {}) is read before "
+                  "it is written", where, position, index)
             consumers[index] += 1
         for position, index in enumerate(operation.outputs):
-            check(not known[index], f"{where}: output {position} (operand {index}) was "
-                  f"already written")
+            check(not known[index], "{}: output {} (operand {}) was "
+                  "already written", where, position, index)
             known[index] = True
     for index, operand in enumerate(operands):
-        check(operand.numberOfConsumers == consumers[index], f"{label}, operand {index}: "
-              f"numberOfConsumers is {operand.numberOfConsumers}, but {consumers[index]} "
-              f"operation inputs read it")
+        check(operand.numberOfConsumers == consumers[index], "{}, operand {}: "
+              "numberOfConsumers is {}, but {} "
+              "operation inputs read it", label, index, operand.numberOfConsumers, consumers[index])
     unwritten = known.index(False) if False in known else None
-    check(unwritten is None, f"{label}, operand {unwritten}: no operation writes it")
+    check(unwritten is None, "{}, operand {}: no operation writes it", label, unwritten)

@@ -73,12 +73,13 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
     """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
     the checks that depend on them alone). Returns the OperandInfo views made for the
     operations' signature checks."""
-    check(isinstance(model, Model), f"model: {type(model).__name__} is not a Model")
-    check(isinstance(model.relaxComputationFloat32toFloat16, bool), f"model: "
-          f"relaxComputationFloat32toFloat16 {model.relaxComputationFloat32toFloat16!r} is not a bool")
+    check(isinstance(model, Model), "model: {} is not a Model", type(model).__name__)
+    check(isinstance(model.relaxComputationFloat32toFloat16, bool), "model: "
+          "relaxComputationFloat32toFloat16 {!r} is not a bool",
+          model.relaxComputationFloat32toFloat16)
     prefixes = check_extension_table(model.extensionNameToPrefix)
     check(isinstance(model.operandValues, (bytes, bytearray, memoryview)),
-          f"model: operandValues is a {type(model.operandValues).__name__}, not bytes")
+          "model: operandValues is a {}, not bytes", type(model.operandValues).__name__)
     check_pools(model.pools)
     check(isinstance(model.referenced, list), "model: referenced is not a list")
 
@@ -120,13 +121,13 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
     for i, entry in enumerate(table):
         where = f"model: extensionNameToPrefix[{i}]"
         check(isinstance(entry, ExtensionNameAndPrefix),
-              f"{where}: {type(entry).__name__} is not an ExtensionNameAndPrefix")
+              "{}: {} is not an ExtensionNameAndPrefix", where, type(entry).__name__)
         check(isinstance(entry.name, str) and _EXTENSION_NAME.match(entry.name) is not None,
-              f"{where}: invalid extension name {entry.name!r}")
+              "{}: invalid extension name {!r}", where, entry.name)
         check(is_int(entry.prefix) and 0 <= entry.prefix <= UINT16_MAX,
-              f"{where}: prefix {entry.prefix!r} is not a uint16")
-        check(entry.name not in names, f"{where}: extension name {entry.name!r} listed twice")
-        check(entry.prefix not in prefixes, f"{where}: prefix {entry.prefix} listed twice")
+              "{}: prefix {!r} is not a uint16", where, entry.prefix)
+        check(entry.name not in names, "{}: extension name {!r} listed twice", where, entry.name)
+        check(entry.prefix not in prefixes, "{}: prefix {} listed twice", where, entry.prefix)
         names.add(entry.name)
         prefixes.add(entry.prefix)
     return frozenset(prefixes)
@@ -134,10 +135,10 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
 
 def check_memory(memory: object, where: str) -> None:
     """An open, non-empty shared-memory pool of a known kind."""
-    check(isinstance(memory, Memory), f"{where}: {type(memory).__name__} is not a Memory")
-    check(not memory.closed, f"{where}: memory is closed")
-    check(memory.name in POOL_NAMES, f"{where}: unsupported memory type {memory.name!r}")
-    check(memory.size > 0, f"{where}: memory has size 0")
+    check(isinstance(memory, Memory), "{}: {} is not a Memory", where, type(memory).__name__)
+    check(not memory.closed, "{}: memory is closed", where)
+    check(memory.name in POOL_NAMES, "{}: unsupported memory type {!r}", where, memory.name)
+    check(memory.size > 0, "{}: memory has size 0", where)
 
 
 def check_pools(pools: list) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ..errors import check, fail
+from ..errors import check
 from ..fingerprint import MISSING, VALID_PARTS, operand_key
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
@@ -74,13 +74,13 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
     if key is not None and VALID_PARTS.get((key, storage.extension_prefixes)) is not MISSING:
         check_location_bounds(operand, storage, where)
         return
-    check(isinstance(operand, Operand), f"{where}: {type(operand).__name__} is not an Operand")
+    check(isinstance(operand, Operand), "{}: {} is not an Operand", where, type(operand).__name__)
     check_type_code(operand.type, BASE_OPERAND_TYPES, storage.extension_prefixes, "operand",
                     where)
     check(is_uint32(operand.numberOfConsumers),
-          f"{where}: numberOfConsumers {operand.numberOfConsumers!r} is not a uint32")
+          "{}: numberOfConsumers {!r} is not a uint32", where, operand.numberOfConsumers)
     check(is_int(operand.lifetime) and operand.lifetime in LIFETIMES,
-          f"{where}: invalid lifetime {operand.lifetime!r}")
+          "{}: invalid lifetime {!r}", where, operand.lifetime)
     check_dimensions(operand, where)
     check_scale(operand, where)
     check_zero_point(operand, where)
@@ -92,113 +92,116 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
 
 def check_dimensions(operand: Operand, where: str) -> None:
     dims, type_code = operand.dimensions, operand.type
-    check(is_uint32_list(dims), f"{where}: dimensions {dims!r} are not a list of uint32")
+    check(is_uint32_list(dims), "{}: dimensions {!r} are not a list of uint32", where, dims)
     if is_extension_type(type_code):
         return   # whether an extension type is a tensor is not known here
     name = operand_type_name(type_code)
     if is_scalar_type(type_code):
-        check(len(dims) == 0, f"{where}: scalar {name} has dimensions {list(dims)}")
+        check(len(dims) == 0, "{}: scalar {} has dimensions {}", where, name, list(dims))
         return
     if operand.lifetime in CONSTANT_LIFETIMES:
-        check(len(dims) > 0, f"{where}: constant {name} tensor has unknown rank")
+        check(len(dims) > 0, "{}: constant {} tensor has unknown rank", where, name)
         check(all(d > 0 for d in dims),
-              f"{where}: constant {name} tensor has unknown dimensions {list(dims)}")
+              "{}: constant {} tensor has unknown dimensions {}", where, name, list(dims))
     size = byte_size(type_code, dims, unknown_dimension=1)
-    check(size is None or size <= MAX_BYTE_SIZE, f"{where}: {name} tensor of dimensions "
-          f"{list(dims)} needs more than {MAX_BYTE_SIZE} bytes")
+    check(size is None or size <= MAX_BYTE_SIZE, "{}: {} tensor of dimensions "
+          "{} needs more than {} bytes", where, name, list(dims), MAX_BYTE_SIZE)
 
 
 def check_scale(operand: Operand, where: str) -> None:
     scale, type_code = operand.scale, operand.type
-    check(is_float32(scale), f"{where}: scale {scale!r} is not a finite float32")
+    check(is_float32(scale), "{}: scale {!r} is not a finite float32", where, scale)
     name = operand_type_name(type_code)
     if type_code in _NO_SCALE_TYPES or is_extension_type(type_code):
-        check(scale == 0, f"{where}: {name} operand has non-zero scale {scale}")
+        check(scale == 0, "{}: {} operand has non-zero scale {}", where, name, scale)
     elif type_code == T.TENSOR_INT32:
         # TENSOR_INT32 carries a scale when it is a quantized bias.
-        check(scale >= 0, f"{where}: TENSOR_INT32 operand has negative scale {scale}")
+        check(scale >= 0, "{}: TENSOR_INT32 operand has negative scale {}", where, scale)
     elif type_code in _POSITIVE_SCALE_TYPES:
-        check(scale > 0, f"{where}: {name} operand has non-positive scale {scale}")
+        check(scale > 0, "{}: {} operand has non-positive scale {}", where, name, scale)
         check(scale >= SMALLEST_POSITIVE_SCALE,
-              f"{where}: {name} operand has scale {scale}, which is 0 as a float32")
+              "{}: {} operand has scale {}, which is 0 as a float32", where, name, scale)
 
 
 def check_zero_point(operand: Operand, where: str) -> None:
     zero_point, type_code = operand.zeroPoint, operand.type
-    check(is_int32(zero_point), f"{where}: zeroPoint {zero_point!r} is not an int32")
+    check(is_int32(zero_point), "{}: zeroPoint {!r} is not an int32", where, zero_point)
     if type_code in _OEM_TYPES:
         return   # OEM data is opaque: any quantization is the vendor's business
     name = operand_type_name(type_code)
     if type_code in _ZERO_POINT_RANGES:
         low, high = _ZERO_POINT_RANGES[type_code]
         check(low <= zero_point <= high,
-              f"{where}: {name} operand has zeroPoint {zero_point} outside [{low}, {high}]")
+              "{}: {} operand has zeroPoint {} outside [{}, {}]",
+              where, name, zero_point, low, high)
     else:
-        check(zero_point == 0, f"{where}: {name} operand has non-zero zeroPoint {zero_point}")
+        check(zero_point == 0, "{}: {} operand has non-zero zeroPoint {}", where, name, zero_point)
 
 
 def check_extra_params(operand: Operand, where: str) -> None:
     params, type_code = operand.extraParams, operand.type
-    if not isinstance(params, OperandExtraParams):
-        fail(f"{where}: extraParams {params!r} is not an OperandExtraParams")
+    check(isinstance(params, OperandExtraParams),
+          "{}: extraParams {!r} is not an OperandExtraParams", where, params)
     check(params.channelQuant is None or params.extension is None,
-          f"{where}: extraParams sets both channelQuant and extension")
+          "{}: extraParams sets both channelQuant and extension", where)
     name = operand_type_name(type_code)
     if type_code == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         check(params.channelQuant is not None,
-              f"{where}: TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant")
+              "{}: TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant", where)
         check_channel_quant(params.channelQuant, operand.dimensions, where)
     elif is_extension_type(type_code):
-        check(params.channelQuant is None, f"{where}: extension operand has channelQuant")
+        check(params.channelQuant is None, "{}: extension operand has channelQuant", where)
         check(params.extension is None or isinstance(params.extension, (bytes, bytearray)),
-              f"{where}: extension parameters are not bytes")
+              "{}: extension parameters are not bytes", where)
     else:
-        check(params.channelQuant is None, f"{where}: {name} operand has channelQuant")
-        check(params.extension is None, f"{where}: {name} operand has extension parameters")
+        check(params.channelQuant is None, "{}: {} operand has channelQuant", where, name)
+        check(params.extension is None, "{}: {} operand has extension parameters", where, name)
 
 
 def check_channel_quant(channel_quant: SymmPerChannelQuantParams, dims, where: str) -> None:
-    if not isinstance(channel_quant, SymmPerChannelQuantParams):
-        fail(f"{where}: channelQuant {channel_quant!r} is not a SymmPerChannelQuantParams")
+    check(isinstance(channel_quant, SymmPerChannelQuantParams),
+          "{}: channelQuant {!r} is not a SymmPerChannelQuantParams", where, channel_quant)
     channel_dim = channel_quant.channelDim
     check(is_uint32(channel_dim) and channel_dim < len(dims),
-          f"{where}: channelQuant.channelDim {channel_dim!r} is not a dimension index "
-          f"of rank {len(dims)}")
+          "{}: channelQuant.channelDim {!r} is not a dimension index "
+          "of rank {}", where, channel_dim, len(dims))
     channels = dims[channel_dim]
-    check(channels != 0, f"{where}: channel dimension {channel_dim} is unknown")
+    check(channels != 0, "{}: channel dimension {} is unknown", where, channel_dim)
     scales = channel_quant.scales
     check(isinstance(scales, (list, tuple)),
-          f"{where}: channelQuant.scales {scales!r} is not a list")
+          "{}: channelQuant.scales {!r} is not a list", where, scales)
     check(len(scales) == channels,
-          f"{where}: channelQuant has {len(scales)} scales for {channels} channels")
+          "{}: channelQuant has {} scales for {} channels", where, len(scales), channels)
     for i, scale in enumerate(scales):
         check(is_float32(scale) and scale >= SMALLEST_POSITIVE_SCALE,
-              f"{where}: channelQuant.scales[{i}] = {scale!r} is not a positive finite float32")
+              "{}: channelQuant.scales[{}] = {!r} is not a positive finite float32",
+              where, i, scale)
 
 
 def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     location, lifetime = operand.location, operand.lifetime
-    if not isinstance(location, DataLocation):
-        fail(f"{where}: location {location!r} is not a DataLocation")
+    check(isinstance(location, DataLocation),
+          "{}: location {!r} is not a DataLocation", where, location)
     pool, offset, length = location.poolIndex, location.offset, location.length
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
-          f"{where}: location fields {(pool, offset, length)!r} are not uint32")
+          "{}: location fields {!r} are not uint32", where, (pool, offset, length))
     name = _LIFETIME_NAMES[lifetime]
-    check((operand.type == T.SUBGRAPH) == (lifetime == L.SUBGRAPH), f"{where}: operand of type "
-          f"{operand_type_name(operand.type)} cannot have lifetime {name}")
+    check((operand.type == T.SUBGRAPH) == (lifetime == L.SUBGRAPH), "{}: operand of type "
+          "{} cannot have lifetime {}", where, operand_type_name(operand.type), name)
     if lifetime in (L.CONSTANT_COPY, L.SUBGRAPH):
-        check(pool == 0, f"{where}: {name} with non-zero poolIndex {pool}")
+        check(pool == 0, "{}: {} with non-zero poolIndex {}", where, name, pool)
     check_location_bounds(operand, storage, where)
     if lifetime == L.SUBGRAPH:
-        check(length == 0, f"{where}: SUBGRAPH with non-zero length {length}")
+        check(length == 0, "{}: SUBGRAPH with non-zero length {}", where, length)
     elif lifetime not in _STORED_LIFETIMES:
         check(pool == 0 and offset == 0 and length == 0,
-              f"{where}: {name} operand has location (poolIndex {pool}, offset {offset}, "
-              f"length {length}), expected all zero")
+              "{}: {} operand has location (poolIndex {}, offset {}, "
+              "length {}), expected all zero", where, name, pool, offset, length)
     if lifetime in CONSTANT_LIFETIMES and not is_extension_type(operand.type):
         expected = byte_size(operand.type, operand.dimensions)
-        check(length == expected, f"{where}: constant {operand_type_name(operand.type)} of "
-              f"dimensions {list(operand.dimensions)} needs {expected} bytes, location gives {length}")
+        check(length == expected, "{}: constant {} of "
+              "dimensions {} needs {} bytes, location gives {}",
+              where, operand_type_name(operand.type), list(operand.dimensions), expected, length)
 
 
 #: Lifetimes whose location points somewhere (the others have an all-zero location).
@@ -213,14 +216,15 @@ def check_location_bounds(operand: Operand, storage: ModelStorage, where: str) -
         return      # most operands: an all-zero location
     pool, offset, end = location.poolIndex, location.offset, location.offset + location.length
     if lifetime == L.CONSTANT_COPY:
-        check(end <= storage.operand_values_size, f"{where}: CONSTANT_COPY bytes [{offset}, "
-              f"{end}) outside operandValues of {storage.operand_values_size} bytes")
+        check(end <= storage.operand_values_size, "{}: CONSTANT_COPY bytes [{}, "
+              "{}) outside operandValues of {} bytes",
+              where, offset, end, storage.operand_values_size)
     elif lifetime == L.CONSTANT_REFERENCE:
         pool_sizes = storage.pool_sizes
-        check(pool < len(pool_sizes), f"{where}: CONSTANT_REFERENCE poolIndex {pool} out of "
-              f"range ({len(pool_sizes)} pools)")
-        check(end <= pool_sizes[pool], f"{where}: CONSTANT_REFERENCE bytes [{offset}, {end}) "
-              f"outside pool {pool} of {pool_sizes[pool]} bytes")
+        check(pool < len(pool_sizes), "{}: CONSTANT_REFERENCE poolIndex {} out of "
+              "range ({} pools)", where, pool, len(pool_sizes))
+        check(end <= pool_sizes[pool], "{}: CONSTANT_REFERENCE bytes [{}, {}) "
+              "outside pool {} of {} bytes", where, offset, end, pool, pool_sizes[pool])
     else:
-        check(offset < storage.referenced_count, f"{where}: subgraph reference {offset} out "
-              f"of range ({storage.referenced_count} referenced subgraphs)")
+        check(offset < storage.referenced_count, "{}: subgraph reference {} out "
+              "of range ({} referenced subgraphs)", where, offset, storage.referenced_count)

@@ -39,7 +39,7 @@ def validate_request(request: Request, model: Model, *,
 
 
 def _validate_request(request: Request, model: Model, allow_unspecified_output: bool) -> None:
-    check(isinstance(request, Request), f"request: {type(request).__name__} is not a Request")
+    check(isinstance(request, Request), "request: {} is not a Request", type(request).__name__)
     pool_sizes = check_request_pools(request.pools)
     main = model.main
     check_arguments(request.inputs, main.inputIndexes, main.operands, pool_sizes,
@@ -53,20 +53,21 @@ def check_request_pools(pools: list) -> list[int]:
     check(isinstance(pools, list), "request: pools is not a list")
     for i, pool in enumerate(pools):
         where = f"request pool {i}"
-        check(isinstance(pool, MemoryPool), f"{where}: {type(pool).__name__} is not a MemoryPool")
+        check(isinstance(pool, MemoryPool), "{}: {} is not a MemoryPool",
+              where, type(pool).__name__)
         check((pool.hidlMemory is None) != (pool.token is None),
-              f"{where}: exactly one of hidlMemory and token must be set")
-        check(pool.token is None, f"{where}: memory-domain token {pool.token!r} names no "
-              f"buffer (this driver allocates none)")
+              "{}: exactly one of hidlMemory and token must be set", where)
+        check(pool.token is None, "{}: memory-domain token {!r} names no "
+              "buffer (this driver allocates none)", where, pool.token)
         check_memory(pool.hidlMemory, where)
     return [pool.hidlMemory.size for pool in pools]
 
 
 def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: list[Operand],
                     pool_sizes: list[int], kind: str, *, allow_unspecified: bool) -> None:
-    check(isinstance(arguments, list), f"request: {kind}s is not a list")
+    check(isinstance(arguments, list), "request: {}s is not a list", kind)
     check(len(arguments) == len(operand_indexes),
-          f"request: {len(arguments)} {kind}s given, the model has {len(operand_indexes)}")
+          "request: {} {}s given, the model has {}", len(arguments), kind, len(operand_indexes))
     for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
         # An argument of content found valid before (VALID_PARTS) passes again.
         key = (argument_key(argument, operands[index], pool_sizes), kind, allow_unspecified)
@@ -74,7 +75,7 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
             continue
         where = f"request {kind} {position} (operand {index})"
         check(isinstance(argument, RequestArgument),
-              f"{where}: {type(argument).__name__} is not a RequestArgument")
+              "{}: {} is not a RequestArgument", where, type(argument).__name__)
         check_argument(argument, operands[index], pool_sizes, where,
                        is_input=kind == "input", allow_unspecified=allow_unspecified)
         if key[0] is not None:
@@ -84,24 +85,25 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
 def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],
                    where: str, *, is_input: bool, allow_unspecified: bool) -> None:
     location, dims = argument.location, argument.dimensions
-    check(isinstance(argument.hasNoValue, bool), f"{where}: hasNoValue is not a bool")
-    check(isinstance(location, DataLocation), f"{where}: location is not a DataLocation")
+    check(isinstance(argument.hasNoValue, bool), "{}: hasNoValue is not a bool", where)
+    check(isinstance(location, DataLocation), "{}: location is not a DataLocation", where)
     pool, offset, length = location.poolIndex, location.offset, location.length
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
-          f"{where}: location fields {(pool, offset, length)!r} are not uint32")
-    check(is_uint32_list(dims), f"{where}: dimensions {dims!r} are not a list of uint32")
+          "{}: location fields {!r} are not uint32", where, (pool, offset, length))
+    check(is_uint32_list(dims), "{}: dimensions {!r} are not a list of uint32", where, dims)
     if argument.hasNoValue:
         check(pool == 0 and offset == 0 and length == 0 and len(dims) == 0,
-              f"{where}: has no value, yet a location or dimensions")
+              "{}: has no value, yet a location or dimensions", where)
         return
-    check(pool < len(pool_sizes), f"{where}: poolIndex {pool} out of range ({len(pool_sizes)} pools)")
-    check(offset + length <= pool_sizes[pool], f"{where}: bytes [{offset}, {offset + length})"
-          f" outside pool {pool} of {pool_sizes[pool]} bytes")
+    check(pool < len(pool_sizes), "{}: poolIndex {} out of range ({} pools)",
+          where, pool, len(pool_sizes))
+    check(offset + length <= pool_sizes[pool], "{}: bytes [{}, {})"
+          " outside pool {} of {} bytes", where, offset, offset + length, pool, pool_sizes[pool])
     shape = check_dimensions(dims, operand, where, allow_unspecified)
     if is_input and shape is not None:
         expected = byte_size(operand.type, shape)
         check(expected is None or length == expected,
-              f"{where}: length {length} differs from the {expected} bytes of its data")
+              "{}: length {} differs from the {} bytes of its data", where, length, expected)
 
 
 def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
@@ -112,22 +114,22 @@ def check_dimensions(dims: Sequence[int], operand: Operand, where: str,
     if is_extension_type(operand.type):
         return None
     if is_scalar_type(operand.type):
-        check(len(dims) == 0, f"{where}: scalar operand given dimensions {list(dims)}")
+        check(len(dims) == 0, "{}: scalar operand given dimensions {}", where, list(dims))
         return []
     if len(dims) == 0:
         shape = model_dims
         check(allow_unspecified or len(model_dims) > 0,
-              f"{where}: the model's rank is unknown and the request does not give it")
+              "{}: the model's rank is unknown and the request does not give it", where)
     else:
         check(len(model_dims) == 0 or len(dims) == len(model_dims),
-              f"{where}: rank {len(dims)} differs from the model's {len(model_dims)}")
+              "{}: rank {} differs from the model's {}", where, len(dims), len(model_dims))
         for axis, (given, declared) in enumerate(zip(dims, model_dims)):
             check(declared == 0 or given == declared,
-                  f"{where}: dimension {axis} is {given}, the model's is {declared}")
+                  "{}: dimension {} is {}, the model's is {}", where, axis, given, declared)
         shape = list(dims)
     check(allow_unspecified or all(d > 0 for d in shape),
-          f"{where}: dimensions {shape} are not fully specified")
+          "{}: dimensions {} are not fully specified", where, shape)
     size = byte_size(operand.type, shape, unknown_dimension=1)
     check(size is None or size <= MAX_BYTE_SIZE,
-          f"{where}: dimensions {shape} need more than {MAX_BYTE_SIZE} bytes")
+          "{}: dimensions {} need more than {} bytes", where, shape, MAX_BYTE_SIZE)
     return shape
