@@ -17,8 +17,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from driver.hal.enums import OperandType as T, OperationType as Op
-from driver.hal.structs import Model
+from driver.hal.callbacks import PreparedModelCallback
+from driver.hal.enums import (Constant, ErrorStatus, ExecutionPreference, OperandType as T,
+                              OperationType as Op, Priority)
+from driver.hal.structs import Model, OptionalTimePoint
 
 from .builder import (ModelBuilder, OperandSpec, RequestIO, SubgraphBuilder, make_request,
                       out_like)
@@ -67,3 +69,16 @@ def int32_request(inputs: Sequence[np.ndarray], output_shapes: Sequence[Sequence
     first; ``.request`` is the Request, ``.output(k, shape)`` reads output k back."""
     return make_request(inputs, [out_like(np.int32, shape) for shape in output_shapes],
                         state_input_dims=False, one_pool=True)
+
+
+def prepared_on(device, model: Model,
+                preference: ExecutionPreference = ExecutionPreference.SUSTAINED_SPEED):
+    """``model`` prepared on ``device`` (an IDevice), as the README shows it; raises
+    RuntimeError unless preparation succeeds."""
+    callback = PreparedModelCallback()
+    device.prepareModel_1_3(model, preference, Priority.MEDIUM, OptionalTimePoint(), [], [],
+                            bytes(Constant.BYTE_SIZE_OF_CACHE_TOKEN), callback)
+    status, prepared = callback.wait()
+    if status != ErrorStatus.NONE or prepared is None:
+        raise RuntimeError(f"prepareModel_1_3 failed: {status!r}")
+    return prepared

@@ -17,18 +17,8 @@ import time
 import numpy as np
 
 from driver import SampleDriver
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,
-                        OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
-from hal_client.examples import counter_loop_model, int32_request
-
-
-def prepare(model):
-    callback = PreparedModelCallback()
-    SampleDriver().prepareModel_1_3(model, ExecutionPreference.SUSTAINED_SPEED, Priority.MEDIUM,
-                                    OptionalTimePoint(), [], [], bytes(32), callback)
-    status, prepared = callback.wait()
-    assert status == ErrorStatus.NONE, status
-    return prepared
+from driver.hal import ErrorStatus, MeasureTiming, OptionalTimeoutDuration, OptionalTimePoint
+from hal_client.examples import counter_loop_model, int32_request, prepared_on
 
 
 def driver_loop_seconds(prepared, iterations: int) -> float:
@@ -60,7 +50,7 @@ def main() -> int:
     parser.add_argument("-r", "--repeats", type=int, default=7)
     args = parser.parse_args()
 
-    prepared = prepare(counter_loop_model())
+    prepared = prepared_on(SampleDriver(), counter_loop_model())
     driver_loop_seconds(prepared, 100)              # warm up
     python_loop_seconds(100)
     driver_runs = [driver_loop_seconds(prepared, args.iterations) for _ in range(args.repeats)]

@@ -20,23 +20,13 @@ import time
 import numpy as np
 
 from driver import SampleDriver
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming, OperandType as T,
-                        OperationType as Op, OptionalTimeoutDuration, OptionalTimePoint,
-                        PreparedModelCallback, Priority)
+from driver.hal import (ErrorStatus, MeasureTiming, OperandType as T, OperationType as Op,
+                        OptionalTimeoutDuration, OptionalTimePoint)
 from hal_client.builder import ModelBuilder, make_request, out_like
-from hal_client.examples import count_condition
+from hal_client.examples import count_condition, prepared_on
 
 ELEMENTS = 8 * 1024 * 1024          # float32: 32 MiB per value
 MIB = 1024 * 1024
-
-
-def prepare(model):
-    callback = PreparedModelCallback()
-    SampleDriver().prepareModel_1_3(model, ExecutionPreference.SUSTAINED_SPEED, Priority.MEDIUM,
-                                    OptionalTimePoint(), [], [], bytes(32), callback)
-    status, prepared = callback.wait()
-    assert status == ErrorStatus.NONE, status
-    return prepared
 
 
 def add_chain_model(length: int):
@@ -77,7 +67,7 @@ def chain_peak_rss(length: int) -> None:
     """Child process: prints 'before_kib peak_kib status' for one chain execution: the RSS
     before it and the peak during it (VmHWM, reset first so that building the model and
     the request does not count)."""
-    prepared = prepare(add_chain_model(length))
+    prepared = prepared_on(SampleDriver(), add_chain_model(length))
     io = make_request([np.ones(ELEMENTS, np.float32)], [out_like(np.float32, [ELEMENTS])])
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
@@ -106,7 +96,7 @@ def measure_chain(length: int) -> None:
 
 
 def measure_loop_stop(operations: int, repeats: int) -> None:
-    prepared = prepare(heavy_loop_model(operations))
+    prepared = prepared_on(SampleDriver(), heavy_loop_model(operations))
     io = make_request([np.zeros(1, np.float32)], [out_like(np.float32, [1])])
     stops, statuses = [], set()
     for _ in range(repeats):
