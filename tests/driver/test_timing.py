@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver.hal.enums import UINT64_MAX, ErrorStatus, MeasureTiming, OperandType as T, OperationType as Op
+from driver.hal.enums import UINT64_MAX, ErrorStatus, MeasureTiming, OperandType as T
 from hal_client.builder import ModelBuilder, make_request, out_like
+from hal_client.examples import count_condition
 from tests.driver.execution import ALL_PATHS, MS, Path, assert_no_timing, duration, execute, prepare
 from tests.models import infinite_loop_model
 
@@ -18,9 +19,7 @@ SLACK_US = 1_000
 def busy_loop_model():
     """while i < n: i = i + 1, on TENSOR_INT32 [1]: enough iterations to take measurable time."""
     mb = ModelBuilder()
-    cond = mb.subgraph()
-    i, n = cond.input(T.TENSOR_INT32, [1]), cond.input(T.TENSOR_INT32, [1])
-    cond.outputs(cond.compare(Op.LESS, i, n))
+    cond = count_condition(mb)
     body = mb.subgraph()
     i, n = body.input(T.TENSOR_INT32, [1]), body.input(T.TENSOR_INT32, [1])
     # The bound is carried as state (k = 1) rather than passed as input-only (n = 1).
