@@ -25,7 +25,7 @@ from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import OperandInfo, definitions
-from driver.operations.signatures import Range, concrete_types
+from driver.operations.signatures import ExampleOperand, Range, concrete_types
 from hal_client.builder import (ModelBuilder, OperandSpec, SubgraphBuilder, make_request,
                                 out_bytes, out_for)
 from hal_client.examples import count_condition
@@ -307,26 +307,13 @@ def repeated_in_while(operation: int, n: int) -> FuzzCase:
 
 # --- one operation per seed -----------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Arg:
-    """One input of a single-operation seed: fed by the request (``value`` literal values,
-    else generated ones), a constant (``constant`` values) or omitted."""
-    type: int
-    dims: Sequence[int] = ()
-    constant: object = None
-    value: object = None
-    scale: float = 0.0
-    zero_point: int = 0
-    channel_quant: Optional[SymmPerChannelQuantParams] = None
-    omitted: bool = False
-
-    def info(self, index: int) -> OperandInfo:
-        """The operand as the driver's operations see it."""
-        lifetime = (L.NO_VALUE if self.omitted else L.SUBGRAPH_INPUT if self.constant is None
-                    else L.CONSTANT_COPY)
-        value = None if self.constant is None else literal(self.type, self.constant)
-        return OperandInfo(index, self.type, tuple(self.dims), self.scale, self.zero_point,
-                           lifetime, value, self.channel_quant)
+def operand_info(arg: ExampleOperand, index: int) -> OperandInfo:
+    """An input of a single-operation seed as the driver's operations see it."""
+    lifetime = (L.NO_VALUE if arg.omitted else L.SUBGRAPH_INPUT if arg.constant is None
+                else L.CONSTANT_COPY)
+    value = None if arg.constant is None else literal(arg.type, arg.constant)
+    return OperandInfo(index, arg.type, tuple(arg.dims), arg.scale, arg.zero_point,
+                       lifetime, value, arg.channel_quant)
 
 
 @dataclass(frozen=True)
@@ -334,7 +321,7 @@ class OperationSeed:
     """A model of one operation: its inputs, its outputs' specs, the execution path, and
     the seed of the generated values of its first input (the next inputs count on)."""
     operation: int
-    args: Sequence[Arg]
+    args: Sequence[ExampleOperand]
     outputs: Sequence[OperandSpec]
     path: ExecutionPath = ExecutionPath.SYNC
     first_seed: int = 20
@@ -342,20 +329,26 @@ class OperationSeed:
     def add_to(self, g: SubgraphBuilder) -> list[np.ndarray]:
         """Add the operation to ``g`` (its fed arguments become inputs of ``g``, its
         results outputs of ``g``); returns the values the request feeds."""
+        inputs, fed = self.add_inputs(g)
+        g.outputs(*g.operation(self.operation, inputs, self.outputs))
+        return fed
+
+    def add_inputs(self, g: SubgraphBuilder) -> tuple[list[int], list[np.ndarray]]:
+        """The operation's inputs in ``g`` (fed ones become inputs of ``g``), and the
+        values the request feeds."""
         inputs, fed = [], []
         for k, arg in enumerate(self.args):
-            quant = dict(scale=arg.scale, zero_point=arg.zero_point)
+            quant = dict(scale=arg.scale, zero_point=arg.zero_point,
+                         extra=arg.channel_quant and OperandExtraParams(channelQuant=arg.channel_quant))
             if arg.omitted:
                 inputs.append(g.omitted(arg.type, arg.dims))
             elif arg.constant is not None:
                 inputs.append(g.constant(arg.type, arg.constant, arg.dims, **quant))
             else:
-                extra = arg.channel_quant and OperandExtraParams(channelQuant=arg.channel_quant)
-                inputs.append(g.input(arg.type, arg.dims, extra=extra, **quant))
+                inputs.append(g.input(arg.type, arg.dims, **quant))
                 fed.append(generated(arg.type, arg.dims, self.first_seed + k) if arg.value is None
                            else literal(arg.type, arg.value))
-        g.outputs(*g.operation(self.operation, inputs, self.outputs))
-        return fed
+        return inputs, fed
 
     def case(self) -> FuzzCase:
         mb = ModelBuilder()
@@ -372,6 +365,25 @@ class OperationSeed:
         inputs = [g.input(*then.spec(i)) for i in then.input_indexes]
         g.outputs(*g.if_(cond, then, otherwise, inputs))
         return case(mb, [literal(B8, [condition]), *fed], self.path)
+
+    def in_while(self, n: int) -> FuzzCase:
+        """The operation in a WHILE body run ``n`` times: its fed inputs are input-only
+        operands of the loop, its results are carried (their first values fed too)."""
+        mb = ModelBuilder()
+        body = mb.subgraph()
+        i, count = body.input(*INT32_1), body.input(*INT32_1)
+        for output in self.outputs:
+            body.input(*output)
+        inputs, fed = self.add_inputs(body)
+        body.outputs(body.add(i, body.constant(I32, [1])), body.copy(count),
+                     *body.operation(self.operation, inputs, self.outputs))
+        loop_values = [body.spec(k) for k in body.input_indexes[2:]]
+        cond = count_condition(mb, I32, others=loop_values)
+        g = mb.main
+        loop_inputs = [g.constant(I32, [0]), g.input(*INT32_1), *(g.input(*v) for v in loop_values)]
+        g.outputs(*g.while_(cond, body, loop_inputs)[2:])
+        first = [generated(t, dims, 40 + k) for k, (t, dims, *_) in enumerate(self.outputs)]
+        return case(mb, [literal(I32, [n]), *first, *fed], self.path)
 
 
 # --- one model per operation, from the driver's signatures -----------------------------------
@@ -408,6 +420,11 @@ def operation_seeds() -> dict[str, OperationSeed]:
                             _short(t) for t in in_types + out_types if t in TENSOR_TYPES)])
                         name += "_omitted" if omit else ""
                         seeds[name if name not in seeds else f"{name}_{inputs}_inputs"] = seed
+        for k, example in enumerate(definition.examples):
+            seed = _inferred_seed(definition.type, example.inputs, example.outputs,
+                                  _PATHS[len(seeds) % len(_PATHS)])
+            if seed is not None:      # tests/fuzz check that every example makes a seed
+                seeds[f"{definition.type.name.lower()}_example_{k}"] = seed
     return seeds
 
 
@@ -436,29 +453,39 @@ def _operation_seed(operation: int, operands, out_operands, in_types, out_types,
                in enumerate(zip(operands, in_types))]
     for args in itertools.islice(itertools.product(*choices), _MAX_TRIES):
         scale, zero_point = args[0].scale, args[0].zero_point
-        outputs = []
-        for operand, t in zip(out_operands, out_types):
-            outputs.append(operand.fixed_quantization(t) or (
-                (scale, zero_point) if t == in_types[0] else _QUANTIZATION.get(t, (0.0, 0))))
-        infos = [arg.info(k) for k, arg in enumerate(args)]
-        out_infos = [OperandInfo(len(args) + k, t, (), *quant, L.SUBGRAPH_OUTPUT, None)
-                     for k, (t, quant) in enumerate(zip(out_types, outputs))]
-        shapes = output_shapes(operation, infos, out_infos)
-        if shapes is not None and all(s is not None and 0 not in s for s in shapes):
-            return OperationSeed(operation, list(args), [
-                (t, list(s), *quant) for t, s, quant in zip(out_types, shapes, outputs)], path)
+        outputs = [(t, *(operand.fixed_quantization(t) or (
+                        (scale, zero_point) if t == in_types[0] else _QUANTIZATION.get(t, (0.0, 0)))))
+                   for operand, t in zip(out_operands, out_types)]
+        seed = _inferred_seed(operation, args, outputs, path)
+        if seed is not None:
+            return seed
     return None
 
 
+def _inferred_seed(operation: int, args: Sequence[ExampleOperand],
+                   outputs: Sequence[tuple[int, float, int]], path: ExecutionPath
+                   ) -> Optional[OperationSeed]:
+    """The seed of these inputs and outputs' (type, scale, zero point), its output shapes
+    inferred, if the driver's validation and shape inference accept it."""
+    infos = [operand_info(arg, k) for k, arg in enumerate(args)]
+    out_infos = [OperandInfo(len(args) + k, t, (), scale, zero_point, L.SUBGRAPH_OUTPUT, None)
+                 for k, (t, scale, zero_point) in enumerate(outputs)]
+    shapes = output_shapes(operation, infos, out_infos)
+    if shapes is None or not all(s is not None and 0 not in s for s in shapes):
+        return None
+    return OperationSeed(operation, list(args), [
+        (t, list(shape), scale, zero_point) for (t, scale, zero_point), shape in zip(outputs, shapes)], path)
+
+
 def _arg_choices(operand, operand_type: int, k: int, dims: list[int], first_type: int,
-                 omit: bool) -> list[Arg]:
+                 omit: bool) -> list[ExampleOperand]:
     """The candidates for input ``k``: a scalar from its allowed values, a parameter tensor
     of small constants, or a request-fed tensor of input 0's shape (later inputs also
     broadcast from its last dimension)."""
     if operand.optional and omit:
-        return [Arg(operand_type, omitted=True)]
+        return [ExampleOperand(operand_type, omitted=True)]
     if operand_type not in TENSOR_TYPES:
-        return [Arg(operand_type, constant=v) for v in _scalar_choices(operand, operand_type)]
+        return [ExampleOperand(operand_type, constant=v) for v in _scalar_choices(operand, operand_type)]
     scale, zero_point = _QUANTIZATION.get(operand_type, (0.0, 0))
     low, high = operand.rank or (0, None)
     shapes = [s for s in ([dims[-1:]] if k else []) + [dims, [len(dims)], [1], [len(dims), 2]]
@@ -466,12 +493,12 @@ def _arg_choices(operand, operand_type: int, k: int, dims: list[int], first_type
     if operand_type == I32 and operand.name:
         quants = [(0.0, 0)] + ([(_QUANTIZATION[first_type][0] ** 2, 0)]
                                if first_type in _QUANTIZATION else [])
-        return [Arg(I32, s, constant=np.reshape(v, s), scale=sc, zero_point=zp)
+        return [ExampleOperand(I32, s, constant=np.reshape(v, s), scale=sc, zero_point=zp)
                 for s in shapes for v in _int_tensor_choices(int(np.prod(s)), dims)
                 for sc, zp in quants]
     channel_quant = (SymmPerChannelQuantParams([0.5] * dims[0], 0)
                      if operand_type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL else None)
-    return [Arg(operand_type, s, scale=scale, zero_point=zero_point, channel_quant=channel_quant)
+    return [ExampleOperand(operand_type, s, scale=scale, zero_point=zero_point, channel_quant=channel_quant)
             for s in shapes]
 
 
@@ -494,8 +521,8 @@ def _scalar_choices(operand, operand_type: int) -> list:
 # --- the seed set ----------------------------------------------------------------------------
 
 def _wrapped_seeds(operations: dict[str, OperationSeed]) -> dict[str, Seed]:
-    """Operations of the plain seeds again (their first float32 model), inside IF branches
-    and WHILE bodies."""
+    """Operations of the plain seeds again (their first float32 model, and each operation's
+    first declared example), inside IF branches and WHILE bodies."""
     seeds: dict[str, Seed] = {}
     for k, operation in enumerate((Op.CONCATENATION, Op.RESHAPE, Op.SOFTMAX, Op.REDUCE_SUM,
                                    Op.GATHER, Op.SPLIT, Op.SELECT, Op.CAST, Op.QUANTIZE,
@@ -507,6 +534,10 @@ def _wrapped_seeds(operations: dict[str, OperationSeed]) -> dict[str, Seed]:
                                    Op.FLOOR)):
         seeds[f"while_{operation.name.lower()}_{k + 1}"] = (
             lambda o=operation, n=k + 1: repeated_in_while(o, n))
+    for k, (name, seed) in enumerate((name, seed) for name, seed in operations.items()
+                                     if name.endswith("_example_0")):
+        seeds[f"if_{name}"] = lambda s=seed, c=bool(k % 2): s.in_if(c)
+        seeds[f"while_{name}"] = lambda s=seed, n=k % 3 + 1: s.in_while(n)
     return seeds
 
 
@@ -540,8 +571,8 @@ SEEDS: dict[str, Seed] = {
     "dynamic_output_shape": dynamic_output_shape,
     "two_pools_and_omitted_dims": two_pools_and_omitted_dims,
     "add_float16_const": OperationSeed(
-        Op.ADD, [Arg(F16, [2, 2]), Arg(F16, [2, 2], constant=generated(F16, [2, 2], 8)),
-                 Arg(T.INT32, constant=0)], [(F16, [2, 2])], ExecutionPath.BURST).case,
+        Op.ADD, [ExampleOperand(F16, [2, 2]), ExampleOperand(F16, [2, 2], constant=generated(F16, [2, 2], 8)),
+                 ExampleOperand(T.INT32, constant=0)], [(F16, [2, 2])], ExecutionPath.BURST).case,
     **{name: seed.case for name, seed in _OPERATIONS.items()},
 }
 

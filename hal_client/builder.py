@@ -93,7 +93,8 @@ class SubgraphBuilder:
         return self._operand(operand_type, dims, L.TEMPORARY_VARIABLE, scale, zero_point)
 
     def constant(self, operand_type: int, value, dims: Optional[Dims] = None, *,
-                 in_pool: bool = False, scale: float = 0.0, zero_point: int = 0) -> int:
+                 in_pool: bool = False, scale: float = 0.0, zero_point: int = 0,
+                 extra: Optional[OperandExtraParams] = None) -> int:
         """A CONSTANT_COPY in operandValues, or with ``in_pool`` a CONSTANT_REFERENCE in
         the model's memory pool. ``dims`` (default: the value's shape) may leave some
         dimensions unknown (0); the value is stored as given."""
@@ -107,7 +108,7 @@ class SubgraphBuilder:
             location, lifetime = self._model.place_in_pool(data), L.CONSTANT_REFERENCE
         else:
             location, lifetime = self._model.place_value(data), L.CONSTANT_COPY
-        return self._operand(operand_type, shape, lifetime, scale, zero_point, location)
+        return self._operand(operand_type, shape, lifetime, scale, zero_point, location, extra)
 
     def int32(self, value: int) -> int:
         """An INT32 scalar constant (activations, axes)."""

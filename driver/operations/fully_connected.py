@@ -17,7 +17,7 @@ from ..hal.enums import OperandType as T, OperationType
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
                      check_quant_params, merge_dims, quantized_activation_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
-from .signatures import Signature, same_as, tensor
+from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
 INPUT, WEIGHTS, BIAS, FUSED = range(4)
 #: Float inputs take a bias of their type; quantized inputs a TENSOR_INT32 bias.
@@ -28,6 +28,14 @@ SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(2, 4)),
                                         same_as(INPUT, rank=(1, 1), name="bias")),
                                        (QUANT8_ASYMM_TENSORS,
                                         tensor((T.TENSOR_INT32,), rank=(1, 1), name="bias"))))
+
+#: A quantized layer of 3 units over 4 features, with constant weights and bias.
+EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM, (2, 4), scale=0.5, zero_point=128),
+                            ExampleOperand(T.TENSOR_QUANT8_ASYMM, (3, 4), scale=0.25, zero_point=120,
+                                           constant=[[100, 130, 120, 90]] * 3),
+                            ExampleOperand(T.TENSOR_INT32, (3,), scale=0.125, constant=[8, -8, 0]),
+                            ExampleOperand(T.INT32, constant=1)),
+                    outputs=((T.TENSOR_QUANT8_ASYMM, 1.0, 100),)),)
 
 #: The reference's tolerance between the bias scale and input_scale * weights_scale.
 BIAS_SCALE_RELATIVE_TOLERANCE = 1e-6
@@ -134,4 +142,5 @@ def _build_quantized(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, infer_shapes, build, check_fully_connected))
+register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, infer_shapes, build,
+                      check_fully_connected, EXAMPLES))

@@ -33,7 +33,9 @@ Adding an operation
     kernel, write a module named after it. Declare its signatures (``tensor``, ``scalar``,
     ``same_as``, ``repeated``, ``Range`` from signatures.py), write ``infer`` and ``build``,
     the one-line ``check`` for what the table cannot say, and register it:
-    ``register(OperationDef(OperationType.X, SIGNATURES, infer, build, check))``.
+    ``register(OperationDef(OperationType.X, SIGNATURES, infer, build, check))``. Where its
+    signatures alone rarely make a valid model (shapes that must fit one another), declare
+    a few ``Example`` instances too (``examples=EXAMPLES``): the seed models use them.
     Modules whose names start with "_" are not loaded.
 
 Signatures as data, for other users
@@ -89,7 +91,7 @@ import numpy as np
 
 from ..hal.enums import OperandLifeTime, OperandType, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from .signatures import Signature, SignatureTable
+from .signatures import Example, Signature, SignatureTable
 
 Shape = Optional[tuple[int, ...]]   # None: unknown rank; 0 in a dimension: unknown size
 Kernel = Callable[..., tuple]
@@ -149,6 +151,8 @@ class OperationDef:
     infer: Infer
     build: Callable[[OperationContext], Kernel]
     check: Optional[Check] = None
+    #: Small valid instances for the generators of seed models (see signatures.Example).
+    examples: tuple[Example, ...] = ()
     # Made from the above at registration:
     table: SignatureTable = field(init=False, repr=False, compare=False)
     validate: Check = field(init=False, repr=False, compare=False)

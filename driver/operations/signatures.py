@@ -8,7 +8,8 @@ per type family, an optional trailing input present or absent). Three users read
 validation of a model (:class:`SignatureTable`, compiled once per operation), shape
 inference (the rank ranges), and generators of well-typed operations and their near misses,
 which pick concrete types with :func:`concrete_types`, ranks from ``Operand.rank`` and
-scalar values from ``Operand.values``.
+scalar values from ``Operand.values``; where those rarely fit together, an operation also
+declares a few :class:`Example` instances.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from ..errors import fail
 from ..hal.enums import OperandLifeTime, OperandType
+from ..hal.structs import SymmPerChannelQuantParams
 
 #: The rank of a tensor lies in [low, high]; high None: no upper bound.
 RankRange = tuple[int, Optional[int]]
@@ -136,6 +138,30 @@ class Signature:
         """The operand of each position for these counts (repeats expanded), or None."""
         inputs, outputs = _expand(self.inputs, input_count), _expand(self.outputs, output_count)
         return None if inputs is None or outputs is None else (inputs, outputs)
+
+
+@dataclass(frozen=True)
+class ExampleOperand:
+    """One input of an :class:`Example`: fed by the request (``value``: its literal values;
+    None: values a generator makes), a constant (``constant``: its values) or omitted."""
+    type: OperandType
+    dims: Sequence[int] = ()
+    constant: object = None
+    value: object = None
+    scale: float = 0.0
+    zero_point: int = 0
+    channel_quant: Optional[SymmPerChannelQuantParams] = None
+    omitted: bool = False
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small valid instance of an operation, declared beside its signatures for the
+    generators of seed models where the signatures alone rarely give one (a filter whose
+    shape must fit its input's): its inputs, and each output's (type, scale, zero point).
+    Output shapes are inferred."""
+    inputs: tuple[ExampleOperand, ...]
+    outputs: tuple[tuple[OperandType, float, int], ...]
 
 
 def concrete_types(signature: Signature, input_count: Optional[int] = None,

@@ -64,6 +64,18 @@ def test_every_registered_operation_has_generated_seeds():
             assert variants[definition.type, signature.counts()[0][0]], definition.type.name
 
 
+def test_every_declared_example_makes_a_seed_and_wrapped_seeds():
+    """Each Example an operation declares is valid: it becomes a seed (run above), and the
+    first is also run inside IF branches and a WHILE body."""
+    seeds = operation_seeds()
+    for definition in definitions():
+        for k in range(len(definition.examples)):
+            name = f"{definition.type.name.lower()}_example_{k}"
+            assert name in seeds, f"{definition.type.name}: example {k} is not valid"
+            if k == 0:
+                assert {f"if_{name}", f"while_{name}"} <= CONTROL_FLOW_SEEDS.keys()
+
+
 def test_growing_loop_output_has_the_grown_shape(device):
     outcome = harness.run_case(codec.lower(SPECS["while_growing_concatenation"]), device)
     assert [list(shape.dimensions) for shape in outcome.first.shapes] == [[1], [1, 4]]
