@@ -52,7 +52,9 @@ def check_mean(ctx: OperationContext) -> None:
 
 
 def reduced_axes(ctx: OperationContext, axes: Sequence[int], rank: int) -> tuple[int, ...]:
-    return tuple(sorted({normalize_axis(ctx, int(a), rank) for a in axes}))
+    """The distinct axes, normalized; an axis may be listed more than once (each distinct
+    value is checked once, in order of first appearance)."""
+    return tuple(sorted({normalize_axis(ctx, int(a), rank) for a in dict.fromkeys(axes)}))
 
 
 def reduced_shape(shape: Sequence[int], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
