@@ -81,6 +81,11 @@ class ModelFingerprint:
     def __repr__(self) -> str:
         return f"ModelFingerprint({self._hash:#x})"
 
+    def operand_keys(self, subgraph: int) -> tuple[Optional[tuple], ...]:
+        """A key of each operand of subgraph ``subgraph`` (0: main), made while
+        fingerprinting: its ``operand_key``, followed by its extraParams when it has any."""
+        return self.content[1][subgraph]
+
 
 class _NotFingerprintable(Exception):
     """A field of a type the fingerprint does not describe: full validation instead."""
@@ -150,18 +155,20 @@ def _extension_table(table: list) -> tuple:
 
 
 def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple:
-    """The fields of every subgraph, main first: one row of fields per subgraph, operand
-    and operation, the contents of their int lists (dimensions, inputs and outputs)
-    concatenated into one tuple (each row holds the lengths that split it back), the
-    scales' bits, the classes of any enum field holding a plain int, and the rare
-    non-empty extraParams, each keyed by its operand's position in the whole model.
-    ``kept_bytes`` (operandValues' and the pools') counts towards the limit with the
-    extraParams' bytes."""
+    """The fields of every subgraph, main first: one row of fields per subgraph and
+    operation, each operand's ``operand_key`` per subgraph (with its extraParams, if any,
+    appended), the contents of the operations' and subgraphs' int lists concatenated
+    into one tuple (each row holds the lengths that split it back), the scales' bits, the
+    classes of any enum field holding a plain int, and the non-empty extraParams, each
+    keyed by its operand's position in the whole model. ``kept_bytes`` (operandValues'
+    and the pools') counts towards the limit with the extraParams' bytes."""
     subgraph_rows: list = []
-    operand_rows: list = []
+    operand_keys: list = []             # per subgraph, a tuple of operand keys
     operation_rows: list = []
     scales: list = []
     indexes: list = []
+    dimension_values: list = []
+    operand_count = 0
     odd_operand_classes: list = []
     odd_operation_classes: list = []
     extra_params: list = []
@@ -174,6 +181,7 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
                 type(outputs)) != _SUBGRAPH_FIELD_CLASSES:
             raise _NotFingerprintable
         subgraph_rows.append((len(operands), len(operations), len(inputs), len(outputs)))
+        keys: list = []
         for operand in operands:
             dimensions, location, extra = operand.dimensions, operand.location, operand.extraParams
             if (type(operand), type(dimensions), type(location), type(extra)) != _OPERAND_CLASSES:
@@ -187,13 +195,21 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
                 if classes not in _OPERAND_FIELD_CLASS_VARIANTS:
                     raise _NotFingerprintable
                 # An enum member equals its value: the classes tell the two apart.
-                odd_operand_classes.append((len(operand_rows), classes))
-            operand_rows.append((operand_type, lifetime, consumers, zero_point, pool, offset,
-                                 length, len(dimensions)))
+                odd_operand_classes.append((operand_count, classes))
+            dimension_values += dimensions
             scales.append(scale)
-            indexes += dimensions
+            # A NaN equals nothing, not even itself: in the key it is a marker (its bits
+            # are in the scales' bits), so that equal contents have equal keys. Enum
+            # members become plain ints (their classes are kept apart above): memo keys
+            # of ints alone are left alone by the garbage collector.
+            key = (int(operand_type), int(lifetime), scale if scale == scale else _NAN,
+                   consumers, zero_point, pool, offset, length, *dimensions)
             if extra.channelQuant is not None or extra.extension is not None:
-                extra_params.append(_extra_params(len(operand_rows) - 1, extra))
+                extra_params.append(_extra_params(operand_count, extra))
+                key += extra_params[-1][1:]     # its quantization and extension data
+            keys.append(key)
+            operand_count += 1
+        operand_keys.append(tuple(keys))
         for operation in operations:
             operation_type, operation_inputs, operation_outputs = (
                 operation.type, operation.inputs, operation.outputs)
@@ -209,20 +225,24 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
             indexes += operation_outputs
         indexes += inputs
         indexes += outputs
-    # Four counts per subgraph, six integer fields per operand (with the length of its
-    # dimensions), two lengths per operation, and the contents of the int lists.
-    integer_fields = (4 * len(subgraph_rows) + 6 * len(operand_rows)
+    # Four counts per subgraph, six integer fields per operand and its dimensions, two
+    # lengths per operation, and the contents of the other int lists.
+    integer_fields = (4 * len(subgraph_rows) + 6 * operand_count + len(dimension_values)
                       + 2 * len(operation_rows) + len(indexes))
     if integer_fields > MAX_FINGERPRINTED_INTS:
         raise _NotFingerprintable
     _require_classes(indexes, _INT)
+    _require_classes(dimension_values, _INT)
     if extra_params:
         kept_bytes += sum(map(_extra_params_size, extra_params))
         if kept_bytes > MAX_FINGERPRINTED_BYTES:
             raise _NotFingerprintable
-    return (tuple(subgraph_rows), tuple(operand_rows), tuple(operation_rows), tuple(indexes),
+    return (tuple(subgraph_rows), tuple(operand_keys), tuple(operation_rows), tuple(indexes),
             _float_bits(scales), tuple(odd_operand_classes), tuple(odd_operation_classes),
             tuple(extra_params))
+
+
+_NAN = "NaN"
 
 
 def _float_bits(values: list) -> bytes:
@@ -257,7 +277,8 @@ def _extra_params_size(entry: tuple) -> int:
 def operand_key(operand: object) -> Optional[tuple]:
     """The content of one operand, every field its validation reads, as a hashable value;
     None for an operand with a field of an unexpected class (as for model_fingerprint) or
-    with extraParams (rare: such operands are checked in full every time)."""
+    with extraParams (rare: such operands are checked in full every time). A fingerprint
+    holds the keys of its model's operands (ModelFingerprint.operand_keys)."""
     try:
         location, extra, dimensions = operand.location, operand.extraParams, operand.dimensions
         if (type(operand) is not Operand or type(location) is not DataLocation
@@ -272,7 +293,8 @@ def operand_key(operand: object) -> Optional[tuple]:
     if tuple(map(type, key[:8])) not in _OPERAND_KEY_CLASSES or not _INT.issuperset(
             map(type, dimensions)):
         return None
-    return key
+    # Enum members as plain ints, as in a fingerprint's keys.
+    return (int(key[0]), int(key[1])) + key[2:]
 
 
 def structure_key(subgraph: object) -> Optional[tuple]:
@@ -296,7 +318,10 @@ def structure_key(subgraph: object) -> Optional[tuple]:
     if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))
             and _LIFETIME_CLASSES.issuperset(map(type, lifetimes))):
         return None
-    return lifetimes, consumers, tuple(rows), tuple(inputs), tuple(outputs)
+    # Enum members as plain ints (see operand_key).
+    return (tuple(map(int, lifetimes)), consumers,
+            tuple((int(t), row_inputs, row_outputs) for t, row_inputs, row_outputs in rows),
+            tuple(inputs), tuple(outputs))
 
 
 _LIFETIME_CLASSES = frozenset({OperandLifeTime, int})
@@ -316,7 +341,7 @@ def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> O
     if not _INT.issuperset(map(type, (pool, offset, length, *dimensions))):
         return None
     pool_size = pool_sizes[pool] if 0 <= pool < len(pool_sizes) else None
-    return (argument.hasNoValue, pool, offset, length, pool_size, operand.type,
+    return (argument.hasNoValue, pool, offset, length, pool_size, int(operand.type),
             tuple(operand.dimensions), *dimensions)
 
 
@@ -414,7 +439,8 @@ class ContentMemo(Generic[V]):
 #: model, or a fuzz harness validating the model itself first, do the work once.
 MODEL_MEMO: ContentMemo = ContentMemo(64)
 #: Parts of models and requests found valid, by content: operands (``(operand_key(operand),
-#: extension prefixes)``), subgraph structures (``(structure_key(subgraph), extension
+#: extension prefixes)``), the operand lists of subgraphs (``(their operand keys, the
+#: model's storage)``), subgraph structures (``(structure_key(subgraph), extension
 #: prefixes)``) and request arguments (``(argument_key(...), checking flags)``).
 #: Fuzz inputs, and a client's successive models, share most of their parts: a part of
 #: remembered content needs only its checks that depend on the rest of the model.

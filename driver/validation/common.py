@@ -105,7 +105,7 @@ LIFETIME_NAMES = {int(t): t.name for t in OperandLifeTime}
 
 
 def check_type_code(type_code: object, base_types: frozenset[int],
-                    extension_prefixes: frozenset[int], kind: str, where: str) -> None:
+                    extension_prefixes: tuple[int, ...], kind: str, where: str) -> None:
     """A base type of the HAL, or an extension type whose prefix the model declares."""
     check(is_uint32(type_code), "{}: invalid {} type {!r}", where, kind, type_code)
     if is_extension_type(type_code):

@@ -42,13 +42,13 @@ def check_io_indexes(subgraph: Subgraph, label: str) -> None:
               label, min(missing, default=None), lifetime.name, what)
 
 
-def check_operations(subgraph: Subgraph, extension_prefixes: frozenset[int], label: str) -> None:
+def check_operations(subgraph: Subgraph, extension_prefixes: tuple[int, ...], label: str) -> None:
     for op_index, operation in enumerate(subgraph.operations):
         check_operation(operation, op_index, subgraph.operands, extension_prefixes, label)
 
 
 def check_operation(operation: Operation, op_index: int, operands: list,
-                    extension_prefixes: frozenset[int], label: str) -> None:
+                    extension_prefixes: tuple[int, ...], label: str) -> None:
     """A base type of the HAL (OEM_OPERATION included) or an extension type whose prefix
     the model declares, operand indexes in range, outputs of writable lifetimes. A valid
     type the driver does not implement is not an error."""

@@ -31,7 +31,7 @@ from ..operations.registry import OperandInfo, lookup
 from .common import POOL_NAMES, UINT16_MAX, is_int, operation_label, subgraph_label
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
-from .operand import check_operand, storage_of
+from .operand import ModelStorage, check_operand, storage_of
 from .structure import raise_for_missing_field
 
 #: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
@@ -63,16 +63,18 @@ def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFinger
         if fingerprint is None:
             return check_model(model, allow_unknown_size_while)
         return MODEL_MEMO.remember((fingerprint, "verdict", allow_unknown_size_while),
-                                   lambda: check_model(model, allow_unknown_size_while))
+                                   lambda: check_model(model, allow_unknown_size_while, fingerprint))
     except AttributeError:
         raise_for_missing_field(model, "model")
         raise
 
 
-def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
+def check_model(model: Model, allow_unknown_size_while: bool = True,
+                fingerprint: Optional[ModelFingerprint] = None) -> ModelInfos:
     """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
-    the checks that depend on them alone). Returns the OperandInfo views made for the
-    operations' signature checks."""
+    the checks that depend on them alone; the model's ``fingerprint``, when it has one,
+    gives the operands' keys). Returns the OperandInfo views made for the operations'
+    signature checks."""
     check(isinstance(model, Model), "model: {} is not a Model", type(model).__name__)
     check(isinstance(model.relaxComputationFloat32toFloat16, bool), "model: "
           "relaxComputationFloat32toFloat16 {!r} is not a bool",
@@ -88,13 +90,13 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
     # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
     # its lists, operations and data flow: they read nothing else.
     unknown_structures = []
-    for label, subgraph in subgraphs:
+    for number, (label, subgraph) in enumerate(subgraphs):
         key = (structure_key(subgraph), prefixes)
         known_structure = VALID_PARTS.get(key) is not MISSING
         if not known_structure:
             check_not_empty(subgraph, label)
-        for index, operand in enumerate(subgraph.operands):
-            check_operand(operand, storage, f"{label}, operand {index}")
+        check_operands(subgraph, storage, label,
+                       None if fingerprint is None else fingerprint.operand_keys(number))
         if not known_structure:
             check_io_indexes(subgraph, label)
             unknown_structures.append((label, subgraph, key))
@@ -108,13 +110,30 @@ def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInf
                  for label, subgraph in subgraphs)
 
 
+def check_operands(subgraph: Subgraph, storage: ModelStorage, label: str,
+                   keys: Optional[tuple[tuple, ...]]) -> None:
+    """Every operand of a subgraph. With their content ``keys``, a list of operands found
+    valid before in a model of the same storage (VALID_PARTS) passes at once: the bounds
+    of their locations depend on nothing else."""
+    list_key = None if keys is None else (keys, tuple(storage))
+    if list_key is not None and VALID_PARTS.get(list_key) is not MISSING:
+        return
+    for index, operand in enumerate(subgraph.operands):
+        check_operand(operand, storage, f"{label}, operand {index}",
+                      None if keys is None else keys[index])
+    if list_key is not None:
+        VALID_PARTS.put(list_key, True)
+
+
 def labelled_subgraphs(model: Model) -> list[tuple[str, Subgraph]]:
     return [(subgraph_label(None), model.main)] + [
         (subgraph_label(i), subgraph) for i, subgraph in enumerate(model.referenced)]
 
 
-def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]:
-    """Names well formed and unique, prefixes uint16 and unique; returns the prefixes."""
+def check_extension_table(table: list[ExtensionNameAndPrefix]) -> tuple[int, ...]:
+    """Names well formed and unique, prefixes uint16 and unique; returns the prefixes,
+    sorted (a tuple of ints: memo keys holding it are left alone by the garbage
+    collector, which tracks every frozenset)."""
     check(isinstance(table, list), "model: extensionNameToPrefix is not a list")
     names: set[str] = set()
     prefixes: set[int] = set()
@@ -130,7 +149,7 @@ def check_extension_table(table: list[ExtensionNameAndPrefix]) -> frozenset[int]
         check(entry.prefix not in prefixes, "{}: prefix {} listed twice", where, entry.prefix)
         names.add(entry.name)
         prefixes.add(entry.prefix)
-    return frozenset(prefixes)
+    return tuple(sorted(prefixes))
 
 
 def check_memory(memory: object, where: str) -> None:

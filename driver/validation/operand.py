@@ -15,7 +15,7 @@ never crash on what a client sends:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from ..errors import check
 from ..fingerprint import MISSING, VALID_PARTS, operand_key
@@ -55,22 +55,26 @@ class ModelStorage(NamedTuple):
     operand_values_size: int
     pool_sizes: tuple[int, ...]
     referenced_count: int
-    extension_prefixes: frozenset[int]
+    extension_prefixes: tuple[int, ...]
 
 
 _LIFETIME_NAMES = {int(t): t.name for t in L}
 
 
-def storage_of(model: Model, extension_prefixes: frozenset[int]) -> ModelStorage:
+def storage_of(model: Model, extension_prefixes: tuple[int, ...]) -> ModelStorage:
     """Assumes the pools were checked (each a Memory)."""
     return ModelStorage(len(model.operandValues), tuple(pool.size for pool in model.pools),
                         len(model.referenced), extension_prefixes)
 
 
-def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
+def check_operand(operand: Operand, storage: ModelStorage, where: str,
+                  key: Optional[tuple] = None) -> None:
     """An operand of content found valid before (VALID_PARTS) needs only the bounds of its
-    location checked, the one rule that depends on the rest of the model."""
-    key = operand_key(operand)
+    location checked, the one rule that depends on the rest of the model. ``key``: its
+    content key when the caller has it (from the model's fingerprint), else its
+    ``operand_key`` is made here."""
+    if key is None:
+        key = operand_key(operand)
     if key is not None and VALID_PARTS.get((key, storage.extension_prefixes)) is not MISSING:
         check_location_bounds(operand, storage, where)
         return
