@@ -12,9 +12,12 @@ align_corners (and more than one output pixel) (in - 1) / (out - 1); with
 half_pixel_centers at (y + 0.5) * scale, less 0.5 for bilinear. Nearest neighbour takes
 the pixel at the floor of that (rounded half away from zero with align_corners) clamped to
 the input. Bilinear weighs the pixels at its floor and ceiling (clamped to the input) by
-the distance, in single precision as the reference does, float16 inputs too; quantized
-results are truncated toward zero (the reference's cast), and keep the input's
-quantization. Both gather by index arrays made once per geometry.
+the distance, in single precision as the reference does, float16 inputs too. Quantized
+results keep the input's quantization and are rounded down: the reference casts to the
+stored type, which for its non-negative TENSOR_QUANT8_ASYMM values is the floor; signed
+values take the floor too (the cast would truncate negative ones toward zero), so that
+both types agree up to their offset of 128. Both gather by index arrays made once per
+geometry.
 """
 from __future__ import annotations
 
@@ -25,8 +28,9 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
+from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range
+from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
@@ -115,27 +119,26 @@ def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     return np.float32(in_size) / np.float32(out_size)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def nearest_indexes(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
     """The input position each output position copies."""
     positions = np.arange(out_size, dtype=np.float32)
     if half_pixel_centers:
         positions += np.float32(0.5)
     scaled = positions * _scale(in_size, out_size, align_corners)
-    if align_corners:   # roundf: halves away from zero (the values are not negative)
-        scaled = np.floor(scaled + np.float32(0.5))
-    return np.clip(np.floor(scaled).astype(np.int64), 0, in_size - 1)
+    chosen = round_half_away(scaled) if align_corners else np.floor(scaled)
+    return np.clip(chosen, 0, in_size - 1).astype(np.intp)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def bilinear_plan(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(lower positions, upper positions, lower weights, upper weights), in single precision."""
     positions = np.arange(out_size, dtype=np.float32)
     scale = _scale(in_size, out_size, align_corners)
     sampled = (positions + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel_centers else positions * scale
-    lower = np.clip(np.floor(sampled), 0, in_size - 1).astype(np.int64)
-    upper = np.clip(np.ceil(sampled), 0, in_size - 1).astype(np.int64)
+    lower = np.clip(np.floor(sampled), 0, in_size - 1).astype(np.intp)
+    upper = np.clip(np.ceil(sampled), 0, in_size - 1).astype(np.intp)
     upper_weight = sampled - lower.astype(np.float32)
     return lower, upper, np.float32(1) - upper_weight, upper_weight
 
@@ -167,7 +170,7 @@ def build_bilinear(ctx: OperationContext) -> Kernel:
     if operand_type in QUANT8_ASYMM_TENSORS:
         low, high = quant_range(operand_type)
         return _kernel(ctx, lambda x, *geometry: np.clip(
-            np.trunc(bilinear(x, *geometry)), low, high).astype(x.dtype))
+            np.floor(bilinear(x, *geometry)), low, high).astype(x.dtype))
     return _kernel(ctx, lambda x, *geometry: bilinear(x, *geometry).astype(x.dtype, copy=False))
 
 
@@ -178,7 +181,9 @@ def _kernel(ctx: OperationContext, interpolate) -> Kernel:
             flag(ctx, i, inputs) for i in (LAYOUT_FLAG, ALIGN_CORNERS, HALF_PIXEL_CENTERS))
         check_flags(ctx, align_corners, half_pixel_centers)
         nhwc = to_nhwc(x, nchw)
-        _, out_height, out_width, _ = resized_shape(ctx, nhwc.shape, width, height, actual=True)
+        out = resized_shape(ctx, nhwc.shape, width, height, actual=True)
+        check_shape(out, x.itemsize, f"{ctx.name}, output 0")
+        _, out_height, out_width, _ = out
         return (from_nhwc(interpolate(nhwc, out_height, out_width, align_corners, half_pixel_centers), nchw),)
     return kernel
 

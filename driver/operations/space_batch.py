@@ -25,7 +25,7 @@ from .common import QUANT8_ASYMM_TENSORS, check_same_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
-INPUT, BLOCK_SHAPE = 0, 1
+INPUT, BLOCK_SHAPE, PADDINGS_INPUT = range(3)   # then the layout, when present
 TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 DATA = tensor(TYPES, rank=(4, 4))
 BLOCK = tensor((T.TENSOR_INT32,), rank=(1, 1), name="block_shape")
@@ -97,14 +97,15 @@ def space_to_batch_shape(ctx, shape, block, paddings) -> tuple[int, ...]:
 
 
 def _parameters(ctx: OperationContext, inputs: Optional[Sequence] = None):
-    """(block, paddings or None, nchw), from constants, or from ``inputs`` at run time;
-    None when one is only known at run time."""
-    is_space_to_batch = ctx.type == OperationType.SPACE_TO_BATCH_ND
-    values = [ctx.inputs[i].value if inputs is None else inputs[i] for i in (1, 2)[:1 + is_space_to_batch]]
-    nchw = flag(ctx, 2 + is_space_to_batch, inputs)
+    """(block, paddings (None for BATCH_TO_SPACE_ND), nchw), checked: from constants, or
+    from ``inputs`` at run time; None when one is only known at run time."""
+    pads = ctx.type == OperationType.SPACE_TO_BATCH_ND
+    positions = (BLOCK_SHAPE, PADDINGS_INPUT) if pads else (BLOCK_SHAPE,)
+    values = [ctx.inputs[i].value if inputs is None else inputs[i] for i in positions]
+    nchw = flag(ctx, len(positions) + 1, inputs)
     if any(v is None for v in values) or nchw is None:
         return None
-    return (block_of(ctx, values[0]), paddings_of(ctx, values[1]) if is_space_to_batch else None, nchw)
+    return block_of(ctx, values[0]), paddings_of(ctx, values[1]) if pads else None, nchw
 
 
 def inferrer(output_shape):
