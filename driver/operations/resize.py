@@ -58,7 +58,8 @@ def signatures(fewest_flags: int) -> tuple[Signature, ...]:
 def _example(operand_type: T, size_type: T, width, height, flags: Sequence[bool]) -> Example:
     scale, zero_point = (0.25, 5) if operand_type in QUANT8_ASYMM_TENSORS else (0.0, 0)
     return Example(inputs=(ExampleOperand(operand_type, (1, 2, 3, 2), scale=scale, zero_point=zero_point),
-                           ExampleOperand(size_type, constant=width), ExampleOperand(size_type, constant=height),
+                           ExampleOperand(size_type, constant=width),
+                           ExampleOperand(size_type, constant=height),
                            *(ExampleOperand(T.BOOL, constant=f) for f in flags)),
                    outputs=((operand_type, scale, zero_point),))
 
@@ -95,7 +96,8 @@ def output_size(ctx: OperationContext, i: int, in_size: int, parameter, actual: 
     return int(size)
 
 
-def resized_shape(ctx: OperationContext, shape: Sequence[int], width, height, actual: bool) -> tuple[int, ...]:
+def resized_shape(ctx: OperationContext, shape: Sequence[int], width, height,
+                  actual: bool) -> tuple[int, ...]:
     """The NHWC output of an NHWC input."""
     batches, in_height, in_width, channels = shape
     check(not actual or (in_height and in_width and channels),
@@ -136,7 +138,10 @@ def bilinear_plan(in_size: int, out_size: int, align_corners: bool, half_pixel_c
     """(lower positions, upper positions, lower weights, upper weights), in single precision."""
     positions = np.arange(out_size, dtype=np.float32)
     scale = _scale(in_size, out_size, align_corners)
-    sampled = (positions + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel_centers else positions * scale
+    if half_pixel_centers:
+        sampled = (positions + np.float32(0.5)) * scale - np.float32(0.5)
+    else:
+        sampled = positions * scale
     lower = np.clip(np.floor(sampled), 0, in_size - 1).astype(np.intp)
     upper = np.clip(np.ceil(sampled), 0, in_size - 1).astype(np.intp)
     upper_weight = sampled - lower.astype(np.float32)
@@ -150,15 +155,18 @@ def nearest(x: np.ndarray, out_height: int, out_width: int, align_corners: bool,
 
 
 def bilinear(x: np.ndarray, out_height: int, out_width: int, align_corners: bool, half_pixel_centers: bool):
-    top, bottom, top_weight, bottom_weight = bilinear_plan(x.shape[1], out_height, align_corners, half_pixel_centers)
-    left, right, left_weight, right_weight = bilinear_plan(x.shape[2], out_width, align_corners, half_pixel_centers)
+    flags = (align_corners, half_pixel_centers)
+    top, bottom, top_weight, bottom_weight = bilinear_plan(x.shape[1], out_height, *flags)
+    left, right, left_weight, right_weight = bilinear_plan(x.shape[2], out_width, *flags)
     top_weight, bottom_weight = top_weight[:, None, None], bottom_weight[:, None, None]
     left_weight, right_weight = left_weight[:, None], right_weight[:, None]
     real = x.astype(np.float32)
     upper, lower = real[:, top], real[:, bottom]
     # The reference's order of operations: each term (pixel * y weight) * x weight, summed in turn.
-    return (upper[:, :, left] * top_weight * left_weight + lower[:, :, left] * bottom_weight * left_weight
-            + upper[:, :, right] * top_weight * right_weight + lower[:, :, right] * bottom_weight * right_weight)
+    return (upper[:, :, left] * top_weight * left_weight
+            + lower[:, :, left] * bottom_weight * left_weight
+            + upper[:, :, right] * top_weight * right_weight
+            + lower[:, :, right] * bottom_weight * right_weight)
 
 
 def build_nearest(ctx: OperationContext) -> Kernel:

@@ -62,7 +62,8 @@ def check_quantization(ctx: OperationContext) -> None:
 
 
 def block_of(ctx: OperationContext, block: np.ndarray) -> tuple[int, int]:
-    check(block.shape == (2,), f"{ctx.name}: input 1 (block_shape) has shape {list(block.shape)}, expected [2]")
+    check(block.shape == (2,),
+          f"{ctx.name}: input 1 (block_shape) has shape {list(block.shape)}, expected [2]")
     height, width = (int(b) for b in block)
     check(height >= 1 and width >= 1, f"{ctx.name}: input 1 (block_shape) {[height, width]} must be >= 1")
     return height, width
@@ -71,7 +72,8 @@ def block_of(ctx: OperationContext, block: np.ndarray) -> tuple[int, int]:
 def paddings_of(ctx: OperationContext, paddings: np.ndarray) -> tuple[int, int, int, int]:
     check(paddings.shape == (2, 2),
           f"{ctx.name}: input 2 (paddings) has shape {list(paddings.shape)}, expected [2, 2]")
-    check(bool(np.all(paddings >= 0)), f"{ctx.name}: input 2 (paddings) {paddings.tolist()} has a negative count")
+    check(bool(np.all(paddings >= 0)),
+          f"{ctx.name}: input 2 (paddings) {paddings.tolist()} has a negative count")
     return tuple(int(p) for p in paddings.reshape(-1))
 
 

@@ -75,8 +75,8 @@ def plan(ctx: OperationContext, shape: Sequence[int], vectors: Sequence[np.ndarr
         if shrink_axis_mask >> axis & 1:
             check(stride > 0, f"{ctx.name}: shrink_axis_mask removes dimension {axis}, whose stride "
                               f"{stride} is not positive")
-            check(size == 1 or not (dim or actual), f"{ctx.name}: shrink_axis_mask removes "
-                                                    f"dimension {axis}, whose slice has {size} elements, not 1")
+            check(size == 1 or not (dim or actual), f"{ctx.name}: shrink_axis_mask removes dimension "
+                                                    f"{axis}, whose slice has {size} elements, not 1")
         else:
             out.append(size if dim or actual else 0)
         index.append(axis_slice)

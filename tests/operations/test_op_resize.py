@@ -10,7 +10,7 @@ from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from tests.driver.execution import ALL_PATHS
 from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
-from tests.operations.test_op_space import data, on_device, out
+from tests.operations.test_op_space import data, on_device, out, refused_by_the_device
 
 F32, F16, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 BILINEAR, NEAREST = Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR
@@ -72,12 +72,13 @@ def test_quantized_bilinear_rounds_down_alike_for_both_types(operand_type, pixel
 
 @pytest.mark.parametrize("operation", [BILINEAR, NEAREST])
 def test_run_time_sizes_and_flags(operation):
-    inputs = [data(F32, [1, 1, 2, 1]), scalar(T.INT32), scalar(T.INT32), scalar(T.BOOL), scalar(T.BOOL), scalar(T.BOOL)]
+    inputs = [data(F32, [1, 1, 2, 1]), scalar(T.INT32), scalar(T.INT32), *[scalar(T.BOOL)] * 3]
     got = run1(operation, inputs, [out(F32)], [ROW, 3, 1, False, True, False])
     np.testing.assert_array_equal(got.reshape(-1), [0, 2, 4] if operation == BILINEAR else [0, 4, 4])
     kernel = definition(operation).build(context(operation, inputs, [out(F32)]))
     flags = [np.bool_(False)] * 3
-    with pytest.raises(ValidationError, match=f"{operation.name}\\): input 1 \\(output width\\) 0 .*not positive"):
+    with pytest.raises(ValidationError,
+                       match=f"{operation.name}\\): input 1 \\(output width\\) 0 .*not positive"):
         kernel(ROW, np.int32(0), np.int32(1), *flags)
     with pytest.raises(ValidationError, match="align_corners.*half_pixel_centers.*both true"):
         kernel(ROW, np.int32(2), np.int32(1), np.bool_(False), np.bool_(True), np.bool_(True))
@@ -97,7 +98,8 @@ def test_resize_rejections():
     rejects(BILINEAR, [x, size, const(T.FLOAT32, 0.0)], [out(F32)], "input 2.*FLOAT32, expected INT32")
     rejects(BILINEAR, [x, const(T.FLOAT32, 0.25), const(T.FLOAT32, 1.0)], [out(F32)],
             "input 1 \\(output width\\) 0.25 makes an output size of 0.0")
-    rejects(BILINEAR, [x, const(T.FLOAT32, -1.0), const(T.FLOAT32, 1.0)], [out(F32)], "output width -1.0 must be positive")
+    rejects(BILINEAR, [x, const(T.FLOAT32, -1.0), const(T.FLOAT32, 1.0)], [out(F32)],
+            "output width -1.0 must be positive")
     rejects(BILINEAR, [data(F16, [1, 2, 2, 1]), const(T.FLOAT32, 1.0), const(T.FLOAT32, 1.0)], [out(F16)],
             "input 1.*FLOAT32, expected INT32 or FLOAT16")
     rejects(BILINEAR, [x, size, size, const(T.BOOL, False), const(T.BOOL, True), const(T.BOOL, True)],
@@ -121,7 +123,17 @@ def test_on_the_device(operation, operand_type, path):
     if operand_type == F32:
         parameters[:2] = [(T.INT32, 4), (T.INT32, 2)]
     got = on_device(operation, x, operand_type, parameters, [1, 1, 2, 4], path)
-    rows = [[10, 13, 16, 20], [30, 33, 36, 40]] if operation == BILINEAR else [[10, 10, 20, 20], [30, 30, 40, 40]]
+    rows = ([[10, 13, 16, 20], [30, 33, 36, 40]] if operation == BILINEAR
+            else [[10, 10, 20, 20], [30, 30, 40, 40]])
     if operand_type == F32:
         rows = [[10, 10 + 10 / 3, 10 + 20 / 3, 20], [30, 30 + 10 / 3, 30 + 20 / 3, 40]]
     np.testing.assert_allclose(got[0, 0], rows, rtol=1e-6)
+
+
+@pytest.mark.parametrize("operation, parameters", [
+    (BILINEAR, [(T.INT32, 2), (T.INT32, 2), (T.BOOL, False), (T.BOOL, True), (T.BOOL, True)]),
+    (NEAREST, [(T.FLOAT32, 0.1), (T.FLOAT32, 1.0), (T.BOOL, False)]),
+    (BILINEAR, [(T.INT32, 2), (T.INT32, -2)]),
+])
+def test_invalid_instances_are_refused_by_the_device(operation, parameters):
+    refused_by_the_device(operation, [1, 2, 2, 1], F32, parameters)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from driver import SampleDriver
 from driver.errors import ValidationError
-from driver.hal.enums import OperandType as T, OperationType as Op
+from driver.hal import Model
+from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.operations.common import STORAGE_DTYPE
 from hal_client.builder import ModelBuilder, make_request, out_like
-from tests.driver.execution import ALL_PATHS, execute, prepare
-from tests.operations.helpers import const, definition, context, omitted, output, rejects, run1, scalar, tensor
+from tests.driver.execution import ALL_PATHS, execute, prepare, prepare_status
+from tests.operations.helpers import (const, context, definition, omitted, output, rejects, run1, scalar,
+                                      tensor)
 
 F32, F16, Q8, QS8, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
                           T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
@@ -38,26 +41,42 @@ def out(operand_type, dims=()):
     return output(operand_type, dims, *quant(operand_type))
 
 
-def on_device(operation, x: np.ndarray, operand_type, parameters, out_dims, path) -> np.ndarray:
-    """``operation`` of a request-fed ``x`` and constant ``parameters`` ((type, value) pairs),
-    prepared on the driver and run on ``path``."""
+def one_operation_model(operation, x_dims, operand_type, parameters, out_dims) -> Model:
+    """``operation`` of a request-fed input and constant ``parameters`` ((type, value) pairs)."""
     mb = ModelBuilder()
     main = mb.main
     scale, zero_point = quant(operand_type)
-    inputs = [main.input(operand_type, list(x.shape), scale, zero_point)]
+    inputs = [main.input(operand_type, list(x_dims), scale, zero_point)]
     inputs += [main.constant(t, v) for t, v in parameters]
     main.outputs(*main.operation(operation, inputs, [(operand_type, list(out_dims), scale, zero_point)]))
+    return mb.build()
+
+
+def on_device(operation, x: np.ndarray, operand_type, parameters, out_dims, path) -> np.ndarray:
+    """``operation`` of a request-fed ``x`` and constant ``parameters``, prepared on the
+    driver and run on ``path``."""
     io = make_request([x], [out_like(STORAGE_DTYPE[operand_type], out_dims)])
-    outcome = execute(prepare(mb.build()), io.request, path)
-    assert outcome.status == 0, outcome
+    outcome = execute(prepare(one_operation_model(operation, x.shape, operand_type, parameters, out_dims)),
+                      io.request, path)
+    assert outcome.status == ErrorStatus.NONE, outcome
     return io.output(0, out_dims)
+
+
+def refused_by_the_device(operation, x_dims, operand_type, parameters) -> None:
+    """The device finds the model invalid: INVALID_ARGUMENT from getSupportedOperations_1_3
+    and prepareModel_1_3."""
+    model = one_operation_model(operation, x_dims, operand_type, parameters, [])
+    device = SampleDriver()
+    assert device.getSupportedOperations_1_3(model) == (ErrorStatus.INVALID_ARGUMENT, [])
+    assert prepare_status(device, model)[0] == ErrorStatus.INVALID_ARGUMENT
 
 
 # --- DEPTH_TO_SPACE and SPACE_TO_DEPTH ------------------------------------------------------------
 
 def test_depth_to_space_block_order_nhwc_and_nchw():
     x = np.arange(8, dtype=np.float32)
-    got = run1(Op.DEPTH_TO_SPACE, [data(F32, [1, 1, 1, 8]), const(T.INT32, 2)], [out(F32)], [x.reshape(1, 1, 1, 8)])
+    got = run1(Op.DEPTH_TO_SPACE, [data(F32, [1, 1, 1, 8]), const(T.INT32, 2)], [out(F32)],
+               [x.reshape(1, 1, 1, 8)])
     np.testing.assert_array_equal(got.reshape(2, 2, 2), [[[0, 1], [2, 3]], [[4, 5], [6, 7]]])
     got = run1(Op.DEPTH_TO_SPACE, [data(F32, [1, 8, 1, 1]), const(T.INT32, 2), const(T.BOOL, True)],
                [out(F32)], [x.reshape(1, 8, 1, 1)])
@@ -69,7 +88,8 @@ def test_depth_to_space_block_order_nhwc_and_nchw():
 def test_space_to_depth_inverts_depth_to_space(operand_type, nchw):
     x = values(operand_type, (2, 3, 4, 9) if not nchw else (2, 9, 3, 4))
     layout = [const(T.BOOL, nchw)]
-    deep = run1(Op.DEPTH_TO_SPACE, [data(operand_type, x.shape), const(T.INT32, 3), *layout], [out(operand_type)], [x])
+    deep = run1(Op.DEPTH_TO_SPACE, [data(operand_type, x.shape), const(T.INT32, 3), *layout],
+                [out(operand_type)], [x])
     assert deep.shape == ((2, 9, 12, 1) if not nchw else (2, 1, 9, 12))
     back = run1(Op.SPACE_TO_DEPTH, [data(operand_type, deep.shape), const(T.INT32, 3), *layout],
                 [out(operand_type)], [deep])
@@ -92,7 +112,8 @@ def test_space_to_depth_with_run_time_block_size():
 def test_space_depth_rejections(operation):
     good = [data(Q8, [1, 2, 2, 4]), const(T.INT32, 2)]
     rejects(operation, good[:1], [out(Q8)], f"{operation.name}.*expected 2 or 3 inputs")
-    rejects(operation, [good[0], const(T.INT32, 0)], [out(Q8)], f"{operation.name}.*block_size 0 must be >= 1")
+    rejects(operation, [good[0], const(T.INT32, 0)], [out(Q8)],
+            f"{operation.name}.*block_size 0 must be >= 1")
     rejects(operation, [good[0], const(T.FLOAT32, 2.0)], [out(Q8)], "input 1.*FLOAT32, expected INT32")
     rejects(operation, [*good, const(T.INT32, 1)], [out(Q8)], "input 2 \\(layout.*expected BOOL")
     rejects(operation, [data(Q8, [2, 2, 4]), good[1]], [out(Q8)], "input 0.*rank 3 < 4")
@@ -116,8 +137,8 @@ def test_space_to_batch_moves_blocks_to_batches():
 @pytest.mark.parametrize("operand_type, fill", [(Q8, 128), (QS8, 0), (F32, 0)])
 def test_space_to_batch_pads_with_the_logical_zero(operand_type, fill):
     x = np.array([[[[5], [6]]]], STORAGE_DTYPE[operand_type])     # NHWC [1, 1, 2, 1]
-    got = run1(Op.SPACE_TO_BATCH_ND, [data(operand_type, x.shape), const(I32, [2, 1]), const(I32, [[1, 0], [0, 0]])],
-               [out(operand_type)], [x])
+    got = run1(Op.SPACE_TO_BATCH_ND, [data(operand_type, x.shape), const(I32, [2, 1]),
+                                      const(I32, [[1, 0], [0, 0]])], [out(operand_type)], [x])
     np.testing.assert_array_equal(got[..., 0], [[[fill, fill]], [[5, 6]]])
 
 
@@ -157,8 +178,8 @@ def test_space_batch_rejections():
     rejects(Op.SPACE_TO_BATCH_ND, [x, const(I32, [3, 1]), pads], [out(F32)], "padded height 2")
     rejects(Op.SPACE_TO_BATCH_ND, [data(Q8, [1, 2, 2, 1]), const(I32, [2, 2]), pads],
             [output(Q8, (), 0.25, 128)], "output 0.*scale 0.25")
-    kernel = definition(Op.SPACE_TO_BATCH_ND).build(context(Op.SPACE_TO_BATCH_ND, [x, tensor(I32, [2]),
-                                                                                  tensor(I32, [2, 2])], [out(F32)]))
+    inputs = [x, tensor(I32, [2]), tensor(I32, [2, 2])]
+    kernel = definition(Op.SPACE_TO_BATCH_ND).build(context(Op.SPACE_TO_BATCH_ND, inputs, [out(F32)]))
     with pytest.raises(ValidationError, match="block_shape\\) \\[-1, 1\\] must be >= 1"):
         kernel(np.zeros((4, 2, 2, 1), np.float32), np.array([-1, 1], np.int32), np.zeros((2, 2), np.int32))
 
@@ -217,16 +238,20 @@ def test_strided_slice_run_time_values():
 
 
 def test_strided_slice_rejections():
-    def instance(begin=(0, 0), end=(2, 3), strides=(1, 1), shrink=0, x=data(F32, [2, 3]), output_operand=out(F32)):
+    def instance(begin=(0, 0), end=(2, 3), strides=(1, 1), shrink=0, x=data(F32, [2, 3]),
+                 output_operand=out(F32)):
         return ([x, *(const(I32, v, [len(v)]) for v in (begin, end, strides)), const(T.INT32, 0),
                  const(T.INT32, 0), const(T.INT32, shrink)], [output_operand])
-    rejects(Op.STRIDED_SLICE, *instance(strides=(1, 0)), "STRIDED_SLICE\\): input 3 \\(strides\\) has a 0 stride")
+    rejects(Op.STRIDED_SLICE, *instance(strides=(1, 0)),
+            "STRIDED_SLICE\\): input 3 \\(strides\\) has a 0 stride")
     rejects(Op.STRIDED_SLICE, *instance(shrink=1), "shrink_axis_mask.*dimension 0.*2 elements, not 1")
     rejects(Op.STRIDED_SLICE, *instance(begin=(1, 0), end=(0, 3), strides=(-1, 1), shrink=1),
             "stride -1 is not positive")
-    rejects(Op.STRIDED_SLICE, *instance(begin=(0, 0, 0)), "input 1 \\(begin\\) has 3 elements for an input of rank 2")
+    rejects(Op.STRIDED_SLICE, *instance(begin=(0, 0, 0)),
+            "input 1 \\(begin\\) has 3 elements for an input of rank 2")
     rejects(Op.STRIDED_SLICE, *instance(x=data(F32, [1, 1, 1, 1, 2])), "rank 5 > 4")
-    rejects(Op.STRIDED_SLICE, *instance(x=data(I32, [2, 3]), output_operand=output(I32)), "input 0.*TENSOR_INT32")
+    rejects(Op.STRIDED_SLICE, *instance(x=data(I32, [2, 3]), output_operand=output(I32)),
+            "input 0.*TENSOR_INT32")
     rejects(Op.STRIDED_SLICE, *instance(x=data(QS8, [2, 3]), output_operand=output(QS8, (), 0.5, 1)),
             "output 0.*zero point 1")
     good_inputs, good_outputs = instance()
@@ -241,8 +266,8 @@ def test_strided_slice_rejections():
     (F32, T.FLOAT32, 9.5), (F16, T.FLOAT16, -2.25), (Q8, T.INT32, 200), (QS8, T.INT32, -100)])
 def test_pad_v2_fills_with_its_value(operand_type, value_type, value):
     x = np.array([[1, 2]], STORAGE_DTYPE[operand_type])
-    got = run1(Op.PAD_V2, [data(operand_type, [1, 2]), const(I32, [[1, 0], [0, 1]]), const(value_type, value)],
-               [out(operand_type)], [x])
+    inputs = [data(operand_type, [1, 2]), const(I32, [[1, 0], [0, 1]]), const(value_type, value)]
+    got = run1(Op.PAD_V2, inputs, [out(operand_type)], [x])
     np.testing.assert_array_equal(got, np.array([[value] * 3, [1, 2, value]], got.dtype))
 
 
@@ -270,10 +295,12 @@ def test_pad_v2_rejections():
 # --- CHANNEL_SHUFFLE ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("groups, axis, expected", [
-    (2, 1, [0, 3, 1, 4, 2, 5]), (3, -1, [0, 2, 4, 1, 3, 5]), (1, 1, [0, 1, 2, 3, 4, 5]), (6, 1, [0, 1, 2, 3, 4, 5])])
+    (2, 1, [0, 3, 1, 4, 2, 5]), (3, -1, [0, 2, 4, 1, 3, 5]), (1, 1, [0, 1, 2, 3, 4, 5]),
+    (6, 1, [0, 1, 2, 3, 4, 5])])
 def test_channel_shuffle_interleaves_groups(groups, axis, expected):
     x = np.stack([np.arange(6), np.arange(6) + 10]).astype(np.float32)
-    got = run1(Op.CHANNEL_SHUFFLE, [data(F32, [2, 6]), const(T.INT32, groups), const(T.INT32, axis)], [out(F32)], [x])
+    got = run1(Op.CHANNEL_SHUFFLE, [data(F32, [2, 6]), const(T.INT32, groups), const(T.INT32, axis)],
+               [out(F32)], [x])
     np.testing.assert_array_equal(got, x[:, expected])
 
 
@@ -289,14 +316,14 @@ def test_channel_shuffle_rejections():
     x = data(F32, [2, 6])
     rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, 0), const(T.INT32, 1)], [out(F32)],
             "CHANNEL_SHUFFLE\\): input 1.*num_groups 0 must be >= 1")
-    rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, 4), const(T.INT32, 1)], [out(F32)], "num_groups\\) 4 does not divide")
-    rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, 2), const(T.INT32, 2)], [out(F32)], "axis 2 is out of range")
-    rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, 2), const(T.INT32, -3)], [out(F32)], "axis -3 is out of range")
+    for groups, axis, message in ((4, 1, "num_groups\\) 4 does not divide"), (2, 2, "axis 2 is out of range"),
+                                  (2, -3, "axis -3 is out of range")):
+        rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, groups), const(T.INT32, axis)], [out(F32)], message)
     rejects(Op.CHANNEL_SHUFFLE, [x, const(T.INT32, 2)], [out(F32)], "expected 3 inputs")
     rejects(Op.CHANNEL_SHUFFLE, [data(Q8, [2, 6]), const(T.INT32, 2), const(T.INT32, 1)],
             [output(Q8, (), 0.5, 0)], "output 0.*zero point 0")
-    kernel = definition(Op.CHANNEL_SHUFFLE).build(context(Op.CHANNEL_SHUFFLE, [x, scalar(T.INT32), scalar(T.INT32)],
-                                                          [out(F32)]))
+    inputs = [x, scalar(T.INT32), scalar(T.INT32)]
+    kernel = definition(Op.CHANNEL_SHUFFLE).build(context(Op.CHANNEL_SHUFFLE, inputs, [out(F32)]))
     with pytest.raises(ValidationError, match="num_groups 0 must be >= 1"):
         kernel(np.zeros((2, 6), np.float32), np.int32(0), np.int32(1))
 
@@ -313,11 +340,13 @@ DEVICE_CASES = {
     "depth_to_space": (Op.DEPTH_TO_SPACE, SQUARE.reshape(1, 1, 1, 16), [(T.INT32, 4)], [1, 4, 4, 1], SQUARE),
     "space_to_depth": (Op.SPACE_TO_DEPTH, SQUARE, [(T.INT32, 4)], [1, 1, 1, 16], SQUARE.reshape(1, 1, 1, 16)),
     "batch_to_space_nchw": (Op.BATCH_TO_SPACE_ND, SQUARE.reshape(4, 1, 2, 2), [(I32, [2, 2]), (T.BOOL, True)],
-                            [1, 1, 4, 4], SQUARE.reshape(2, 2, 2, 2).transpose(2, 0, 3, 1).reshape(1, 1, 4, 4)),
+                            [1, 1, 4, 4],
+                            SQUARE.reshape(2, 2, 2, 2).transpose(2, 0, 3, 1).reshape(1, 1, 4, 4)),
     "space_to_batch": (Op.SPACE_TO_BATCH_ND, SQUARE, [(I32, [1, 4]), (I32, [[0, 0], [0, 0]])], [4, 4, 1, 1],
                        SQUARE.transpose(2, 1, 0, 3).reshape(4, 4, 1, 1)),
-    "strided_slice": (Op.STRIDED_SLICE, SQUARE, [(I32, [0, 3, 0, 0]), (I32, [1, 0, 4, 1]), (I32, [1, -2, 3, 1]),
-                                                 (T.INT32, 0), (T.INT32, 0), (T.INT32, 9)], [2, 2],
+    "strided_slice": (Op.STRIDED_SLICE, SQUARE, [(I32, [0, 3, 0, 0]), (I32, [1, 0, 4, 1]),
+                                                 (I32, [1, -2, 3, 1]), (T.INT32, 0), (T.INT32, 0),
+                                                 (T.INT32, 9)], [2, 2],
                       SQUARE[0, 3:0:-2, 0:4:3, 0]),
     "pad_v2": (Op.PAD_V2, SQUARE, [(I32, [[0, 0], [1, 0], [0, 0], [0, 0]]), (T.FLOAT32, 7.0)], [1, 5, 4, 1],
                np.pad(SQUARE, [(0, 0), (1, 0), (0, 0), (0, 0)], constant_values=7.0)),
@@ -331,3 +360,16 @@ DEVICE_CASES = {
 def test_on_the_device(case, path):
     operation, x, parameters, out_dims, expected = DEVICE_CASES[case]
     np.testing.assert_array_equal(on_device(operation, x, F32, parameters, out_dims, path), expected)
+
+
+@pytest.mark.parametrize("operation, x_dims, operand_type, parameters", [
+    (Op.DEPTH_TO_SPACE, [1, 1, 1, 4], F32, [(T.INT32, 0)]),
+    (Op.SPACE_TO_DEPTH, [1, 3, 3, 1], Q8, [(T.INT32, 2), (T.BOOL, False)]),
+    (Op.BATCH_TO_SPACE_ND, [3, 1, 1, 1], QS8, [(I32, [2, 1])]),
+    (Op.SPACE_TO_BATCH_ND, [1, 2, 2, 1], F16, [(I32, [1, 1]), (I32, [[0, 0], [-1, 0]])]),
+    (Op.STRIDED_SLICE, [2], F32, [(I32, [0]), (I32, [2]), (I32, [0]), *[(T.INT32, 0)] * 3]),
+    (Op.PAD_V2, [2], Q8, [(I32, [[0, 1]]), (T.INT32, 300)]),
+    (Op.CHANNEL_SHUFFLE, [2, 6], F32, [(T.INT32, 4), (T.INT32, -1)]),
+])
+def test_invalid_instances_are_refused_by_the_device(operation, x_dims, operand_type, parameters):
+    refused_by_the_device(operation, x_dims, operand_type, parameters)
