@@ -11,6 +11,9 @@ import enum
 
 import numpy as np
 
+from ..hal.enums import OperandType
+from .signatures import scalar
+
 
 class PaddingScheme(enum.IntEnum):
     """The implicit padding code of the HAL's 2-D operations (ANEURALNETWORKS_PADDING_*)."""
@@ -90,3 +93,20 @@ def windows(x: np.ndarray, filter_height: int, filter_width: int, stride_height:
         x, (effective_filter_size(filter_height, dilation_height),
             effective_filter_size(filter_width, dilation_width)), axis=(1, 2))
     return view[:, ::stride_height, ::stride_width, :, ::dilation_height, ::dilation_width]
+
+
+#: The optional layout input of the 2-D operations (HAL 1.2 on): true for NCHW, false (or
+#: no such input) for NHWC.
+LAYOUT = scalar(OperandType.BOOL, name="layout")
+
+
+def flag(ctx, i: int, inputs=None) -> bool | None:
+    """Boolean input ``i`` (the layout, RESIZE's align_corners ...): False when the operation
+    has no input ``i``; its constant value; else None at prepare time (``inputs`` None) and
+    the value given at run time."""
+    if i >= len(ctx.inputs):
+        return False
+    value = ctx.scalar(i)
+    if value is None and inputs is not None:
+        value = inputs[i].item()
+    return None if value is None else bool(value)
