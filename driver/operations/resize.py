@@ -13,11 +13,10 @@ half_pixel_centers at (y + 0.5) * scale, less 0.5 for bilinear. Nearest neighbou
 the pixel at the floor of that (rounded half away from zero with align_corners) clamped to
 the input. Bilinear weighs the pixels at its floor and ceiling (clamped to the input) by
 the distance, in single precision as the reference does, float16 inputs too. Quantized
-results keep the input's quantization and are rounded down: the reference casts to the
-stored type, which for its non-negative TENSOR_QUANT8_ASYMM values is the floor; signed
-values take the floor too (the cast would truncate negative ones toward zero), so that
-both types agree up to their offset of 128. Both gather by index arrays made once per
-geometry.
+results keep the input's quantization and are cast to the stored type as the reference
+casts them: truncated toward zero (the floor for TENSOR_QUANT8_ASYMM's non-negative
+values; negative TENSOR_QUANT8_ASYMM_SIGNED values round up, so the two types may differ
+by one beyond their offset of 128). Both gather by index arrays made once per geometry.
 """
 from __future__ import annotations
 
@@ -178,7 +177,7 @@ def build_bilinear(ctx: OperationContext) -> Kernel:
     if operand_type in QUANT8_ASYMM_TENSORS:
         low, high = quant_range(operand_type)
         return _kernel(ctx, lambda x, *geometry: np.clip(
-            np.floor(bilinear(x, *geometry)), low, high).astype(x.dtype))
+            np.trunc(bilinear(x, *geometry)), low, high).astype(x.dtype))
     return _kernel(ctx, lambda x, *geometry: bilinear(x, *geometry).astype(x.dtype, copy=False))
 
 

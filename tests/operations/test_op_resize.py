@@ -62,10 +62,10 @@ def test_float16_scales_and_computation():
 
 
 @pytest.mark.parametrize("operand_type, pixels, expected", [
-    (Q8, [125, 128], [125, 126, 128, 128]),      # 126.5 rounds down
-    (QS8, [-3, 0], [-3, -2, 0, 0]),              # -1.5 too: the floor, not toward zero
+    (Q8, [125, 128], [125, 126, 128, 128]),      # 126.5 is cast down
+    (QS8, [-3, 0], [-3, -1, 0, 0]),              # -1.5 is cast toward zero, as the reference casts
 ])
-def test_quantized_bilinear_rounds_down_alike_for_both_types(operand_type, pixels, expected):
+def test_quantized_bilinear_casts_toward_zero_as_the_reference(operand_type, pixels, expected):
     x = np.array(pixels, np.uint8 if operand_type == Q8 else np.int8).reshape(1, 1, 2, 1)
     np.testing.assert_array_equal(resize(BILINEAR, x, 4, 1, (), operand_type).reshape(-1), expected)
 
