@@ -28,28 +28,28 @@ def lookup_shape(lookups: Shape, values: Shape) -> Shape:
     return None if values is None else (lookups[0] if lookups else 0,) + tuple(values[1:])
 
 
-def check_output_quantization(ctx: OperationContext, values: int) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[values], "output 0",
-                            f"input {values} (values)")
+def check_output_quantization(ctx: OperationContext, values_input: int) -> None:
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[values_input], "output 0",
+                            f"input {values_input} (values)")
 
 
 # --- EMBEDDING_LOOKUP ------------------------------------------------------------------------
 
-VALUES = 1
+EMBEDDING_VALUES = 1
 EMBEDDING_SIGNATURES = (Signature(
     inputs=(LOOKUPS, tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
                              T.TENSOR_QUANT8_ASYMM_SIGNED), rank=(2, None), name="values")),
-    outputs=(same_as(VALUES),)),)
+    outputs=(same_as(EMBEDDING_VALUES),)),)
 
 
 def check_rows(ctx: OperationContext, lookups: np.ndarray, rows: int) -> None:
     check(lookups.size == 0 or (int(lookups.min()) >= 0 and int(lookups.max()) < rows),
-          "{}: input 0 (lookups) must lie in [0, {}), has {}", ctx.name, rows, lookups)
+          "{}: input 0 (lookups) must lie in [0, {})", ctx.name, rows)
 
 
 def check_embedding(ctx: OperationContext) -> None:
-    check_output_quantization(ctx, VALUES)
-    lookups, rows = ctx.inputs[0].value, ctx.inputs[VALUES].dimensions[:1]
+    check_output_quantization(ctx, EMBEDDING_VALUES)
+    lookups, rows = ctx.inputs[0].value, ctx.inputs[EMBEDDING_VALUES].dimensions[:1]
     if lookups is not None and rows and rows[0]:
         check_rows(ctx, lookups, rows[0])
 
@@ -74,22 +74,21 @@ register(OperationDef(Op.EMBEDDING_LOOKUP, EMBEDDING_SIGNATURES,
 
 # --- HASHTABLE_LOOKUP ------------------------------------------------------------------------
 
-KEYS, TABLE = 1, 2
+KEYS, HASHTABLE_VALUES = 1, 2
 HITS = replace(tensor((T.TENSOR_QUANT8_ASYMM,), name="hits"),
                quantization=((T.TENSOR_QUANT8_ASYMM, 1.0, 0),))
 HASHTABLE_SIGNATURES = (Signature(
     inputs=(LOOKUPS, tensor((T.TENSOR_INT32,), rank=(1, 1), name="keys"),
             tensor((T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM), rank=(1, None), name="values")),
-    outputs=(same_as(TABLE), HITS)),)
+    outputs=(same_as(HASHTABLE_VALUES), HITS)),)
 
 
 def check_keys(ctx: OperationContext, keys: np.ndarray) -> None:
-    check(np.all(keys[1:] > keys[:-1]), "{}: input 1 (keys) must be strictly increasing, is {}",
-          ctx.name, keys)
+    check(np.all(keys[1:] > keys[:-1]), "{}: input 1 (keys) must be strictly increasing", ctx.name)
 
 
 def check_hashtable(ctx: OperationContext) -> None:
-    check_output_quantization(ctx, TABLE)
+    check_output_quantization(ctx, HASHTABLE_VALUES)
     keys = ctx.inputs[KEYS].value
     if keys is not None:
         check_keys(ctx, keys)

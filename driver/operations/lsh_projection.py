@@ -26,7 +26,6 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import merge_dims
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, scalar, tensor
 
@@ -184,6 +183,11 @@ def check_bits(ctx: OperationContext, kind: int, num_hash: int, num_bits: int) -
               ctx.name, num_hash, num_bits)
 
 
+def check_weight_rows(ctx: OperationContext, input_rows: int, weight_rows: int) -> None:
+    check(input_rows == weight_rows, "{}: input 2 (weight) has {} rows, input 1 (input) {}",
+          ctx.name, weight_rows, input_rows)
+
+
 def check_lsh(ctx: OperationContext) -> None:
     kind, hash_dims = ctx.scalar(TYPE), ctx.inputs[HASH].dimensions
     if kind is not None and len(hash_dims) == 2 and hash_dims[1]:
@@ -192,8 +196,8 @@ def check_lsh(ctx: OperationContext) -> None:
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     hash_shape, inp, weight, _ = shapes
-    if inp is not None and weight is not None:
-        merge_dims(ctx, inp[0], weight[0], "input 1 (input) and input 2 (weight) rows")
+    if inp is not None and weight is not None and inp[0] and weight[0]:
+        check_weight_rows(ctx, inp[0], weight[0])
     kind = ctx.scalar(TYPE)
     if hash_shape is None or kind is None:
         return [(0,)]
@@ -204,7 +208,8 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 def sign_bits(seeds: np.ndarray, x: np.ndarray, weight: Optional[np.ndarray]) -> np.ndarray:
     """One bit per seed: the sign of the weighted sum of the rows' fingerprints."""
     rows = x.shape[0]
-    row_bytes = np.frombuffer(np.ascontiguousarray(x).tobytes(), np.uint8).reshape(rows, x[:1].nbytes)
+    row_size = x[:1].nbytes         # one row's bytes (0 when there is none)
+    row_bytes = np.frombuffer(np.ascontiguousarray(x).tobytes(), np.uint8).reshape(rows, row_size)
     seed_bytes = seeds.astype("<f4").reshape(-1, 1).view(np.uint8)
     keys = np.concatenate([np.repeat(seed_bytes, rows, axis=0),
                            np.tile(row_bytes, (seed_bytes.shape[0], 1))], axis=1)
@@ -223,8 +228,7 @@ def build(ctx: OperationContext) -> Kernel:
         num_hash, num_bits = hash_.shape
         check_bits(ctx, kind, num_hash, num_bits)
         if weight is not None:
-            check(weight.shape[0] == x.shape[0], "{}: input 2 (weight) has {} rows, input 1 (input) {}",
-                  ctx.name, weight.shape[0], x.shape[0])
+            check_weight_rows(ctx, x.shape[0], weight.shape[0])
         bits = sign_bits(hash_, x, weight).reshape(num_hash, num_bits)
         if kind == LshProjectionType.DENSE:
             return (bits.reshape(-1).astype(np.int32),)

@@ -22,7 +22,6 @@ NHWC or NCHW tensor; computed in single precision.
 from __future__ import annotations
 
 from functools import partial
-from typing import Sequence
 
 import numpy as np
 
@@ -31,32 +30,16 @@ from ._fixed_point import (inv_sqrt_quantized_multiplier, multiply_by_quantized_
                            multiply_by_quantized_multiplier_smaller_than_one, wrap_int32)
 from .activations import TANH_QUANTIZATION
 from .common import QUANT8_ASYMM_TENSORS, check_quant_params, normalize_axis, quant_range, same_shape
-from .registry import Kernel, OperationContext, OperationDef, Shape, register
+from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
+from .softmax import AXIS_OPERAND, axis_of, infer_shapes
 
 INPUT = 0
-AXIS_OPERAND = scalar(T.INT32, name="axis")
 #: The floor of an L2 norm (the reference's epsilon).
 L2_NORM_FLOOR = np.float32(1e-6)
 #: The HAL fixes L2_NORMALIZATION's quantized output as it fixes TANH's: values in
 #: [-1, 127/128] at scale 1/128.
 L2_QUANTIZATION = TANH_QUANTIZATION
-
-
-def axis_of(ctx: OperationContext, position: int, inputs=None) -> int | None:
-    """The optional axis at ``position``: -1 when the operation leaves it out, its value
-    (None at validation when it is only known at run time)."""
-    if len(ctx.inputs) <= position:
-        return -1
-    return ctx.scalar(position) if inputs is None else int(inputs[position])
-
-
-def infer_with_axis(ctx: OperationContext, shapes: Sequence[Shape], position: int) -> list[Shape]:
-    """The output has the input's shape; an axis known now must lie within its rank."""
-    axis = axis_of(ctx, position)
-    if shapes[INPUT] is not None and axis is not None:
-        normalize_axis(ctx, axis, len(shapes[INPUT]))
-    return [shapes[INPUT]]
 
 
 def with_optional_axis(inputs: tuple, outputs: tuple) -> tuple[Signature, Signature]:
@@ -104,21 +87,22 @@ def build_l2(ctx: OperationContext) -> Kernel:
 
     def kernel(*inputs):
         x = inputs[INPUT]
-        axis = normalize_axis(ctx, axis_of(ctx, L2_AXIS, inputs), x.ndim)
+        axis = normalize_axis(ctx, axis_of(ctx, inputs, L2_AXIS), x.ndim)
         if inp.type in QUANT8_ASYMM_TENSORS:
             return (l2_normalize_quantized(x, axis, inp.zeroPoint, inp.type),)
         return (l2_normalize_float(x, axis),)
     return kernel
 
 
-#: A signed tensor along a middle axis (the other integer kernel), and NCHW-like float16.
+#: A signed tensor along a middle axis (the other integer kernel), and float16 along axis 1
+#: (the channels of an NCHW tensor).
 L2_EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 3, 2), scale=0.5, zero_point=-2),
                                ExampleOperand(T.INT32, constant=1)),
                        outputs=((T.TENSOR_QUANT8_ASYMM_SIGNED, 1.0 / 128, 0),)),
                Example(inputs=(ExampleOperand(T.TENSOR_FLOAT16, (1, 3, 2, 2)), ExampleOperand(T.INT32, constant=-3)),
                        outputs=((T.TENSOR_FLOAT16, 0.0, 0),)))
 
-register(OperationDef(Op.L2_NORMALIZATION, L2_SIGNATURES, partial(infer_with_axis, position=L2_AXIS),
+register(OperationDef(Op.L2_NORMALIZATION, L2_SIGNATURES, partial(infer_shapes, position=L2_AXIS),
                       build_l2, check_l2, L2_EXAMPLES))
 
 
@@ -152,7 +136,7 @@ def build_lrn(ctx: OperationContext) -> Kernel:
         x = inputs[INPUT]
         radius = int(inputs[RADIUS])
         RADIUS_OPERAND.check_value(ctx, RADIUS, radius)
-        axis = normalize_axis(ctx, axis_of(ctx, LRN_AXIS, inputs), x.ndim)
+        axis = normalize_axis(ctx, axis_of(ctx, inputs, LRN_AXIS), x.ndim)
         if x.size == 0:
             return (x.copy(),)
         bias, alpha, beta = (np.float32(inputs[i]) for i in (BIAS, ALPHA, BETA))
@@ -169,12 +153,11 @@ LRN_EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_FLOAT16, (2, 3, 4)), Exa
                         outputs=((T.TENSOR_FLOAT16, 0.0, 0),)),)
 
 register(OperationDef(Op.LOCAL_RESPONSE_NORMALIZATION, LRN_SIGNATURES,
-                      partial(infer_with_axis, position=LRN_AXIS), build_lrn, None, LRN_EXAMPLES))
+                      partial(infer_shapes, position=LRN_AXIS), build_lrn, None, LRN_EXAMPLES))
 
 
 # --- INSTANCE_NORMALIZATION ----------------------------------------------------------------------
 
-GAMMA, OFFSET, EPSILON, LAYOUT = range(1, 5)
 INSTANCE_SIGNATURES = tuple(
     Signature(inputs=(tensor((tensor_type,), rank=(4, 4)), float_scalar(tensor_type, "gamma"),
                       float_scalar(tensor_type, "beta"), float_scalar(tensor_type, "epsilon"),

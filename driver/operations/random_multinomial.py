@@ -107,8 +107,7 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-#: A row with a non-finite logit, fixed seeds (seeds are a request input in the seeds'
-#: generated models, whose values rarely fit the [2] shape).
+#: A class of probability 0 (a -inf logit), and negative seeds (sign-extended).
 EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_FLOAT32, (2, 3), value=[[0.5, -np.inf, 1.0], [2.0, 0.0, 1.0]]),
                             ExampleOperand(T.INT32, constant=4), ExampleOperand(T.TENSOR_INT32, (2,), constant=[37, -42])),
                     outputs=((T.TENSOR_INT32, 0.0, 0),)),)

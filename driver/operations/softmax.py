@@ -42,13 +42,19 @@ def check_quantization(ctx: OperationContext) -> None:
     check_quant_params(ctx, ctx.inputs[INPUT], "input 0")
 
 
-def axis_of(ctx: OperationContext, inputs) -> int | None:
-    return -1 if len(ctx.inputs) == 2 else (ctx.scalar(AXIS) if inputs is None else int(inputs[AXIS]))
+def axis_of(ctx: OperationContext, inputs, position: int = AXIS) -> int | None:
+    """The axis input at ``position``: -1 when the operation leaves it out, else its value
+    (with ``inputs`` None, the constant's, or None when only known at run time). The
+    normalizations share this rule."""
+    if len(ctx.inputs) <= position:
+        return -1
+    return ctx.scalar(position) if inputs is None else int(inputs[position])
 
 
-def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
+def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape], position: int = AXIS) -> list[Shape]:
+    """The input's shape; an axis known now must lie within its rank."""
     inp = shapes[INPUT]
-    axis = axis_of(ctx, None)
+    axis = axis_of(ctx, None, position)
     if inp is not None and axis is not None:
         normalize_axis(ctx, axis, len(inp))
     return [inp]
