@@ -17,7 +17,8 @@ precision, its parameters converted, as the reference does.
 
 INSTANCE_NORMALIZATION: ``(x - mean) * gamma / sqrt(var + epsilon) + beta``, with the
 mean and (biased) variance of each batch and channel over the spatial dimensions of a 4-D
-NHWC or NCHW tensor; computed in single precision.
+NHWC or NCHW tensor; computed in single precision, float16 too (the reference computes
+float16 in half precision throughout).
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ zero point 0 (unsigned) or -128 (signed).
 
 LOG_SOFTMAX: ``(x - max(x)) * beta - log(sum(exp((x - max(x)) * beta)))`` on float tensors
 of any rank (axis: a required INT32 input). As in the reference, the shifted logits and
-the result are computed in the tensor's own type, the exponentials and their sum in double
-precision.
+the result are computed in the tensor's own type and the exponentials in double precision;
+their sum is kept in double precision too (the reference rounds it to the tensor's type
+after each addition).
 """
 from __future__ import annotations
 
