@@ -205,20 +205,35 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     return [(num_hash * num_bits,) if kind == LshProjectionType.DENSE else (num_hash,)]
 
 
+#: How many key bytes are hashed at once: many seeds over large rows are hashed a batch of
+#: seeds at a time, so that the keys (each seed before each row) never take more memory.
+KEY_BYTES_PER_BATCH = 1 << 22
+
+
 def sign_bits(seeds: np.ndarray, x: np.ndarray, weight: Optional[np.ndarray]) -> np.ndarray:
     """One bit per seed: the sign of the weighted sum of the rows' fingerprints."""
     rows = x.shape[0]
     row_size = x[:1].nbytes         # one row's bytes (0 when there is none)
     row_bytes = np.frombuffer(np.ascontiguousarray(x).tobytes(), np.uint8).reshape(rows, row_size)
     seed_bytes = seeds.astype("<f4").reshape(-1, 1).view(np.uint8)
-    keys = np.concatenate([np.repeat(seed_bytes, rows, axis=0),
-                           np.tile(row_bytes, (seed_bytes.shape[0], 1))], axis=1)
-    signed = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(seed_bytes.shape[0], rows)
-    if weight is not None:
-        signed = signed * weight.astype(np.float64)
+    weights = None if weight is None else weight.astype(np.float64)
+    batch = max(1, KEY_BYTES_PER_BATCH // max(1, rows * (4 + row_size)))
+    scores = [weighted_sums(seed_bytes[start:start + batch], row_bytes, weights)
+              for start in range(0, seed_bytes.shape[0], batch)]
+    return (np.concatenate(scores or [np.zeros(0)]) > 0).astype(np.int64)
+
+
+def weighted_sums(seed_bytes: np.ndarray, row_bytes: np.ndarray, weights: Optional[np.ndarray]) -> np.ndarray:
+    """Per seed, the sum over rows of weight * Fingerprint64(seed + row) read as signed."""
+    seeds, rows = seed_bytes.shape[0], row_bytes.shape[0]
+    if rows == 0:
+        return np.zeros(seeds)
+    keys = np.concatenate([np.repeat(seed_bytes, rows, axis=0), np.tile(row_bytes, (seeds, 1))], axis=1)
+    signed = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(seeds, rows)
+    if weights is not None:
+        signed = signed * weights
     # The reference adds row after row: cumsum keeps that order (np.sum would not).
-    scores = np.cumsum(signed, axis=1)[:, -1] if rows else np.zeros(seed_bytes.shape[0])
-    return (scores > 0).astype(np.int64)
+    return np.cumsum(signed, axis=1)[:, -1]
 
 
 def build(ctx: OperationContext) -> Kernel:

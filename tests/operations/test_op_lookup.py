@@ -9,6 +9,7 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.operations import lsh_projection
 from driver.operations.lsh_projection import fingerprint64
 from driver.operations.random_multinomial import philox_4x32_10, uniform_doubles
 from tests.operations.helpers import (OMITTED, const, context, definition, omitted, output, rejects, run, run1,
@@ -157,6 +158,16 @@ def test_lsh_projection_float16_and_weight_optional_for_every_type():
     sparse = run1(Op.LSH_PROJECTION, [const(F32, HASH), tensor(I32, [3, 2]), tensor(F32, [3]), const(T.INT32, 3)],
                   [output(I32)], [ROWS, np.ones(3, np.float32)])
     assert sparse.tolist() == (dense[:, 0] * 2 + dense[:, 1] + 4 * np.arange(4)).tolist()
+
+
+def test_lsh_projection_hashes_seeds_in_batches_alike(monkeypatch):
+    inputs = [tensor(F32, [40, 3]), tensor(I32, [5, 7]), tensor(F32, [5]), const(T.INT32, 2)]
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=(40, 3)).astype(np.float32), rng.integers(-99, 99, (5, 7)).astype(np.int32),
+              rng.normal(size=5).astype(np.float32)]
+    whole = run1(Op.LSH_PROJECTION, inputs, [output(I32)], values)
+    monkeypatch.setattr(lsh_projection, "KEY_BYTES_PER_BATCH", 64)     # two seeds at a time
+    assert run1(Op.LSH_PROJECTION, inputs, [output(I32)], values).tolist() == whole.tolist()
 
 
 def test_lsh_projection_rejections():
