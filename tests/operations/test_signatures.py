@@ -30,7 +30,8 @@ def test_definitions_cover_every_supported_operation():
     assert [d.type for d in found] == sorted(supported_types())
     assert all(d.signatures for d in found)
     optional = {d.type: d.optional_inputs for d in found if d.optional_inputs}
-    assert optional == {Op.SQUEEZE: frozenset({1}), Op.TRANSPOSE: frozenset({1})}
+    assert optional == {Op.SQUEEZE: frozenset({1}), Op.TRANSPOSE: frozenset({1}),
+                        Op.LSH_PROJECTION: frozenset({2})}
 
 
 @pytest.mark.parametrize("definition", definitions(), ids=lambda d: d.type.name)
