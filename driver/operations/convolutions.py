@@ -23,7 +23,6 @@ TRANSPOSE_CONV_2D (transpose_conv.py) shares the operand forms and the kernel's 
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -113,13 +112,9 @@ def signatures(forms: Sequence[Form]) -> tuple[Signature, ...]:
                  for form in forms for family in TENSORS)
 
 
-def form_of(ctx: OperationContext, forms: tuple[Form, ...]) -> Form:
+def form_of(ctx: OperationContext, forms: Sequence[Form]) -> Form:
     """The form of a validated operation: the one whose parameter types its inputs have."""
-    return _form_for(forms, tuple(operand.type for operand in ctx.inputs))
-
-
-@functools.lru_cache(maxsize=64)
-def _form_for(forms: tuple[Form, ...], types: tuple[int, ...]) -> Form:
+    types = [operand.type for operand in ctx.inputs]
     return next(form for form in forms if form.fits(types))
 
 
@@ -181,8 +176,9 @@ def window_geometry(ctx: OperationContext, params: Parameters, height: int, widt
     if len(params.padding) == 4:
         left, right, top, bottom = params.padding
     else:
-        top, bottom = implicit_padding(height, stride_height, filter_height, dilation_height, params.padding[0])
-        left, right = implicit_padding(width, stride_width, filter_width, dilation_width, params.padding[0])
+        (scheme,) = params.padding
+        top, bottom = implicit_padding(height, stride_height, filter_height, dilation_height, scheme)
+        left, right = implicit_padding(width, stride_width, filter_width, dilation_width, scheme)
     sizes = []
     for side, in_size, filter_size, stride, dilation, head, tail in (
             ("height", height, filter_height, stride_height, dilation_height, top, bottom),
@@ -210,6 +206,7 @@ def output_channels(ctx: OperationContext, params: Parameters, channels: int,
         check(not (channels and out) or channels * params.multiplier == out,
               "{}: depth multiplier {} times {} input channels is not the filter's {} output channels",
               ctx.name, params.multiplier, channels, out)
+        check_channel_scales(ctx, out)
         return out
     groups = params.multiplier
     out = merge_dims(ctx, filter_shape[0], bias_shape[0], "output channels of filter and bias")
@@ -218,7 +215,17 @@ def output_channels(ctx: OperationContext, params: Parameters, channels: int,
           ctx.name, filter_shape[3], channels, groups)
     check(out % groups == 0, "{}: {} output channels do not divide into {} groups",
           ctx.name, out, groups)
+    check_channel_scales(ctx, out)
     return out
+
+
+def check_channel_scales(ctx: OperationContext, out_channels: int) -> None:
+    """A per-channel filter has a scale for each output channel (0: unknown). Validation
+    holds a filter of known shape to it; this catches one of unknown shape."""
+    filt = ctx.inputs[FILTER]
+    check(filt.type != PER_CHANNEL or not out_channels or len(filt.channelQuant.scales) == out_channels,
+          "{}: input 1 (filter, operand {}) has {} scales for {} output channels",
+          ctx.name, filt.index, len(filt.channelQuant.scales) if filt.channelQuant else 0, out_channels)
 
 
 def known_shapes(shapes: Sequence[Shape]) -> tuple[tuple[int, ...], ...]:
@@ -276,16 +283,18 @@ def check_convolution(ctx: OperationContext) -> None:
 
 # --- the kernel -------------------------------------------------------------------------
 
-def filter_matrix(operation: int, w: np.ndarray, groups: int, dtype: type, offset: int) -> np.ndarray:
+def filter_matrix(operation: int, w: np.ndarray, multiplier: int, dtype: type, offset: int) -> np.ndarray:
     """The filter as [groups, in_per_group * filter_height * filter_width, out_per_group]
     in ``dtype`` less the filter's zero point: each group's columns, in the order
-    ``convolve`` gathers the rows of its windows."""
-    w = w.astype(dtype) - offset if offset else w.astype(dtype)
+    ``convolve`` gathers the rows of its windows. ``multiplier``: the number of groups, or
+    for DEPTHWISE_CONV_2D the depth multiplier (a group per input channel)."""
+    w = w.astype(dtype) - offset if offset else w.astype(dtype, copy=False)
     _, filter_height, filter_width, depth = w.shape
-    grouped = (w.reshape(filter_height, filter_width, groups, -1).transpose(2, 0, 1, 3)[:, None]
-               if operation == DEPTHWISE else   # [1, fh, fw, channels * multiplier]
-               w.reshape(groups, -1, filter_height, filter_width, depth).transpose(0, 4, 2, 3, 1))
-    return np.ascontiguousarray(grouped.reshape(groups, -1, grouped.shape[-1]))
+    if operation == DEPTHWISE:      # [1, fh, fw, channels * multiplier]
+        grouped = w.reshape(filter_height, filter_width, -1, multiplier).transpose(2, 0, 1, 3)[:, None]
+    else:                           # [out, fh, fw, in_per_group]
+        grouped = w.reshape(multiplier, -1, filter_height, filter_width, depth).transpose(0, 4, 2, 3, 1)
+    return np.ascontiguousarray(grouped.reshape(grouped.shape[0], -1, grouped.shape[-1]))
 
 
 def convolve(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, geometry: Geometry,
@@ -297,6 +306,9 @@ def convolve(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, geometry:
     groups, rows, out_per_group = matrix.shape
     batches = x.shape[0]
     positions = batches * geometry.out_height * geometry.out_width
+    check_shape((batches, x.shape[1] + geometry.top + geometry.bottom,
+                 x.shape[2] + geometry.left + geometry.right, x.shape[3]), x.itemsize,
+                f"{ctx.name}, its padded input")
     check_shape((positions, groups, rows), x.itemsize, f"{ctx.name}, its windows")
     padded = pad_spatial(x, geometry.top, geometry.bottom, geometry.left, geometry.right)
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
@@ -345,7 +357,7 @@ def offsets(ctx: OperationContext) -> tuple[type, int, int]:
 def shifted_input(x: np.ndarray, dtype: type, offset: int) -> np.ndarray:
     """The input in the dtype of the sums, less its zero point: padding it with zeros then
     pads with the zero point, as the reference's sums skip the padding."""
-    return x.astype(dtype) - offset if offset else x.astype(dtype)
+    return x.astype(dtype) - offset if offset else x.astype(dtype, copy=False)
 
 
 def build(ctx: OperationContext) -> Kernel:
@@ -354,12 +366,8 @@ def build(ctx: OperationContext) -> Kernel:
     dtype, input_offset, filter_offset = offsets(ctx)
     finish = output_stage(ctx)
     w_info = ctx.inputs[FILTER]
-
-    def groups_of(params: Parameters, w: np.ndarray) -> int:
-        return w.shape[3] // params.multiplier if ctx.type == DEPTHWISE else params.multiplier
-
     const_matrix = (None if static is None or w_info.value is None else
-                    filter_matrix(ctx.type, w_info.value, groups_of(static, w_info.value), dtype, filter_offset))
+                    filter_matrix(ctx.type, w_info.value, static.multiplier, dtype, filter_offset))
 
     def kernel(*inputs):
         x, w, b = inputs[:3]
@@ -369,9 +377,9 @@ def build(ctx: OperationContext) -> Kernel:
         output_channels(ctx, params, nhwc.shape[3], w.shape, b.shape)
         geometry = window_geometry(ctx, params, nhwc.shape[1], nhwc.shape[2], w.shape[1], w.shape[2])
         matrix = (const_matrix if const_matrix is not None else
-                  filter_matrix(ctx.type, w, groups_of(params, w), dtype, filter_offset))
-        sums = convolve(ctx, shifted_input(nhwc, dtype, input_offset), matrix, geometry, w.shape[1], w.shape[2], params.stride,
-                        params.dilation)
+                  filter_matrix(ctx.type, w, params.multiplier, dtype, filter_offset))
+        sums = convolve(ctx, shifted_input(nhwc, dtype, input_offset), matrix, geometry,
+                        w.shape[1], w.shape[2], params.stride, params.dilation)
         return (from_nhwc(finish(sums, b, params.activation), params.nchw),)
     return kernel
 

@@ -26,7 +26,8 @@ from ..limits import check_shape
 from ._spatial import (dilate_spatial, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc,
                        transpose_implicit_padding, transpose_output_size)
 from .common import merge_dims
-from .convolutions import (CONV, Geometry, Parameters, check_quantization, check_sizes, convolve,
+from .convolutions import (CONV, Geometry, Parameters, check_channel_scales, check_quantization,
+                           check_sizes, convolve,
                            examples, filter_matrix, form_of, known_shapes, make_form, offsets,
                            output_stage, read_parameters, shifted_input, signatures)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
@@ -37,7 +38,8 @@ FORMS = (make_form(3, False, None, 1, leading=(tensor((T.TENSOR_INT32,), rank=(1
          make_form(3, True, None, 1))
 
 
-def requested_size(ctx: OperationContext, shape: Optional[np.ndarray], nchw: bool) -> Optional[tuple[int, int]]:
+def requested_size(ctx: OperationContext, shape: Optional[np.ndarray],
+                   nchw: bool) -> Optional[tuple[int, int]]:
     """(height, width) of the output shape input, None when unknown; checked as the reference
     reads it (4 values), and positive, which SAME padding needs."""
     if shape is None:
@@ -54,20 +56,23 @@ def transpose_geometry(ctx: OperationContext, params: Parameters, height: int, w
                        filter_height: int, filter_width: int,
                        requested: Optional[tuple[int, int]]) -> Geometry:
     """The padding and output size (0: unknown), checking that the output is not empty."""
-    (stride_width, stride_height), scheme = params.stride, params.padding[0]
+    stride_width, stride_height = params.stride
     if len(params.padding) == 4:
         left, right, top, bottom = params.padding
     elif requested is None:
         return Geometry(0, 0, 0, 0, 0, 0)
     else:
+        (scheme,) = params.padding
         top, bottom = transpose_implicit_padding(requested[0], stride_height, filter_height, scheme)
         left, right = transpose_implicit_padding(requested[1], stride_width, filter_width, scheme)
-    sizes = tuple(transpose_output_size(in_size, filter_size, stride, head, tail) if filter_size else 0
-                  for in_size, filter_size, stride, head, tail in (
-                      (height, filter_height, stride_height, top, bottom),
-                      (width, filter_width, stride_width, left, right)))
-    check(all(size > 0 or not known for size, known in zip(sizes, (height and filter_height, width and filter_width))),
-          "{}: the output would have size {} (padding {})", ctx.name, list(sizes), (left, right, top, bottom))
+    sizes = []
+    for side, in_size, filter_size, stride, head, tail in (
+            ("height", height, filter_height, stride_height, top, bottom),
+            ("width", width, filter_width, stride_width, left, right)):
+        size = transpose_output_size(in_size, filter_size, stride, head, tail) if filter_size else 0
+        check(size > 0 or not (in_size and filter_size),
+              "{}: the output {} would be {} (padding {})", ctx.name, side, size, (head, tail))
+        sizes.append(size)
     return Geometry(top, bottom, left, right, *sizes)
 
 
@@ -75,7 +80,9 @@ def output_channels(ctx: OperationContext, channels: int, filter_shape: Sequence
                     bias_shape: Sequence[int]) -> int:
     """The output's channels (0: unknown), checking that the filter and bias fit the input."""
     merge_dims(ctx, channels, filter_shape[3], "input channels and filter depth")
-    return merge_dims(ctx, filter_shape[0], bias_shape[0], "output channels of filter and bias")
+    out = merge_dims(ctx, filter_shape[0], bias_shape[0], "output channels of filter and bias")
+    check_channel_scales(ctx, out)
+    return out
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
