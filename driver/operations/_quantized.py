@@ -60,14 +60,15 @@ def saturate_int32(x: np.ndarray) -> np.ndarray:
     return np.clip(x, INT32_MIN, INT32_MAX)
 
 
-def saturating_rounding_doubling_high_mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    """The high 32 bits of 2 * a * b, i.e. a * b / 2**31, for int32 a and b (int64 arrays),
-    rounded to nearest with a half towards +infinity (the reference's nudge for a negative
-    product is one short of a half); the one overflowing case, a = b = INT32_MIN, saturates."""
+def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
+    """The high 32 bits of 2 * a * b, i.e. a * b / 2**31, for an int32 a (an int64 array)
+    and a significand b of quantize_multiplier, rounded to nearest with a half towards
+    +infinity (the reference's nudge for a negative product is one short of a half). b is
+    never negative, so the reference's one saturating case (a = b = INT32_MIN) cannot arise."""
     product = a * b
-    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
-    high = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))     # C's truncating division
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
+    negative = product < 0
+    # The reference divides with C's truncation: the magnitude rounded, the sign put back.
+    return ((np.abs(product) + ((1 << 30) - negative)) >> 31) * np.where(negative, -1, 1)
 
 
 def rounding_divide_by_power_of_two(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
@@ -85,8 +86,9 @@ def multiply_by_quantized_multiplier(x: np.ndarray, significand: np.ndarray | in
     may be arrays broadcasting against x, one per output channel. A positive exponent
     shifts x left first, saturating to int32 where the reference's int32 would overflow."""
     left = np.maximum(exponent, 0)
-    # |x| < 2**31, so shifting by at most 31 stays exact in int64, and any larger shift of a
-    # non-zero x saturates all the same.
-    shifted = saturate_int32(x << np.minimum(left, 31))
+    if np.any(left):
+        # |x| < 2**31, so shifting by at most 31 stays exact in int64, and any larger shift
+        # of a non-zero x saturates all the same.
+        x = saturate_int32(x << np.minimum(left, 31))
     return rounding_divide_by_power_of_two(
-        saturating_rounding_doubling_high_mul(shifted, significand), np.maximum(-exponent, 0))
+        saturating_rounding_doubling_high_mul(x, significand), np.maximum(-exponent, 0))
