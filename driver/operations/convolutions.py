@@ -36,14 +36,14 @@ from ._quantized import (check_bias_scale, multiply_by_quantized_multiplier, pro
                          quantize_multiplier, saturate_int32)
 from ._spatial import (PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
-from .common import (ACTIVATION, STORAGE_DTYPE, QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
-                     merge_dims, quantized_activation_range)
+from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
+                     check_quant_params, merge_dims, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
 
 INPUT, FILTER, BIAS = range(3)
-F32, F16, I32, BOOL = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.BOOL
+F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8, PER_CHANNEL = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 CONV, DEPTHWISE, GROUPED = (OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D,
                             OperationType.GROUPED_CONV_2D)
@@ -203,6 +203,8 @@ def output_channels(ctx: OperationContext, params: Parameters, channels: int,
         check(filter_shape[0] in (0, 1), "{}: input 1 (filter) has {} in its first dimension, "
               "expected 1", ctx.name, filter_shape[0])
         out = merge_dims(ctx, filter_shape[3], bias_shape[0], "output channels of filter and bias")
+        check(out % params.multiplier == 0, "{}: {} output channels are not a multiple of the "
+              "depth multiplier {}", ctx.name, out, params.multiplier)
         check(not (channels and out) or channels * params.multiplier == out,
               "{}: depth multiplier {} times {} input channels is not the filter's {} output channels",
               ctx.name, params.multiplier, channels, out)

@@ -26,15 +26,18 @@ from ..limits import check_shape
 from ._spatial import (dilate_spatial, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc,
                        transpose_implicit_padding, transpose_output_size)
 from .common import merge_dims
-from .convolutions import (CONV, Geometry, Parameters, check_channel_scales, check_quantization,
-                           check_sizes, convolve,
-                           examples, filter_matrix, form_of, known_shapes, make_form, offsets,
-                           output_stage, read_parameters, shifted_input, signatures)
+from .convolutions import (CONV, FILTER, Geometry, Parameters, check_channel_scales, check_quantization,
+                           check_sizes, convolve, examples, filter_matrix, form_of, known_shapes,
+                           make_form, offsets, output_stage, read_parameters, shifted_input,
+                           signatures)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import ExampleOperand, tensor
 
 OUTPUT_SHAPE = 3
-FORMS = (make_form(3, False, None, 1, leading=(tensor((T.TENSOR_INT32,), rank=(1, 1), name="output shape"),)),
+#: The implicit form (an output shape and a padding scheme) and the explicit; both end in
+#: the layout flag.
+FORMS = (make_form(OUTPUT_SHAPE, False, None, 1,
+                   leading=(tensor((T.TENSOR_INT32,), rank=(1, 1), name="output shape"),)),
          make_form(3, True, None, 1))
 
 
@@ -47,8 +50,8 @@ def requested_size(ctx: OperationContext, shape: Optional[np.ndarray],
     check(shape.shape == (4,), "{}: input 3 (output shape) has shape {}, expected [4]",
           ctx.name, list(shape.shape))
     _, height, width, _ = nhwc_shape(tuple(int(d) for d in shape), nchw)
-    check(height > 0 and width > 0, "{}: input 3 (output shape) {} has a non-positive height or width",
-          ctx.name, shape.tolist())
+    check(height > 0 and width > 0,
+          "{}: input 3 (output shape) {} has a non-positive height or width", ctx.name, shape.tolist())
     return height, width
 
 
@@ -94,7 +97,8 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     out_channels = output_channels(ctx, channels, filter_shape, bias_shape)
     requested = (None if len(params.padding) == 4 else
                  requested_size(ctx, ctx.inputs[OUTPUT_SHAPE].value, params.nchw))
-    geometry = transpose_geometry(ctx, params, height, width, filter_shape[1], filter_shape[2], requested)
+    geometry = transpose_geometry(ctx, params, height, width, filter_shape[1], filter_shape[2],
+                                  requested)
     return [layout_shape(batches, geometry.out_height, geometry.out_width, out_channels, params.nchw)]
 
 
@@ -124,7 +128,7 @@ def build(ctx: OperationContext) -> Kernel:
     static = read_parameters(ctx, form)
     dtype, input_offset, filter_offset = offsets(ctx)
     finish = output_stage(ctx)
-    w_info = ctx.inputs[1]
+    w_info = ctx.inputs[FILTER]
 
     def turned_matrix(w: np.ndarray) -> np.ndarray:
         return filter_matrix(CONV, w[:, ::-1, ::-1, :], 1, dtype, filter_offset)
@@ -143,8 +147,8 @@ def build(ctx: OperationContext) -> Kernel:
         matrix = const_matrix if const_matrix is not None else turned_matrix(w)
         prepared = spread(ctx, shifted_input(nhwc, dtype, input_offset), geometry, params.stride,
                           w.shape[1], w.shape[2])
-        sums = convolve(ctx, prepared, matrix, Geometry(0, 0, 0, 0, geometry.out_height, geometry.out_width),
-                        w.shape[1], w.shape[2])
+        unpadded = Geometry(0, 0, 0, 0, geometry.out_height, geometry.out_width)
+        sums = convolve(ctx, prepared, matrix, unpadded, w.shape[1], w.shape[2])
         return (from_nhwc(finish(sums, b, params.activation), params.nchw),)
     return kernel
 

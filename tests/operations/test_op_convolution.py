@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from driver.errors import ValidationError
-from driver.hal import OperandExtraParams, SymmPerChannelQuantParams
+from driver.hal import SymmPerChannelQuantParams
 from driver.hal.enums import ErrorStatus, FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from driver.operations._quantized import (INT32_MAX, multiply_by_quantized_multiplier,
                                           quantize_multiplier)
-from driver.operations._spatial import PaddingScheme
+from driver.operations._spatial import PaddingScheme, dilate_spatial, transpose_implicit_padding
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, execute, prepare
 from tests.operations.helpers import const, definition, output, rejects, run1, scalar, tensor, validate
@@ -185,6 +185,26 @@ def test_grouped_convolution_splits_channels():
     np.testing.assert_array_equal(nchw.reshape(-1), [1, 2, 7, -1])
 
 
+def test_run_time_filter_bias_and_groups():
+    x = np.array([1, 2, 3, 4], np.float32).reshape(1, 1, 1, 4)
+    w = np.array([[1, 0], [0, 1], [1, 1], [1, -1]], np.float32).reshape(4, 1, 1, 2)
+    inputs = [tensor(F32, x.shape), tensor(F32, [4, 1, 1, 2]), tensor(F32, [4]), *ints(VALID, 1, 1),
+              scalar(T.INT32), *ints(0), flag(False)]
+    got = run1(Op.GROUPED_CONV_2D, inputs, [output(F32)], [x, w, np.ones(4), 2])
+    np.testing.assert_array_equal(got.reshape(-1), [2, 3, 8, 0])
+    with pytest.raises(ValidationError, match="GROUPED_CONV_2D.*depth 2, expected 4 input channels / 4 groups"):
+        run1(Op.GROUPED_CONV_2D, inputs, [output(F32)], [x, w, np.ones(4), 4])
+
+
+def test_per_channel_filter_of_unknown_shape_is_held_to_its_scales():
+    quant = SymmPerChannelQuantParams(scales=[0.5], channelDim=0)
+    inputs = [tensor(Q8, [1, 1, 1, 2], 0.5, 128), dataclasses.replace(tensor(PER_CHANNEL, [0, 1, 1, 2]), channelQuant=quant),
+              tensor(I32, [0]), *ints(VALID, 1, 1, 0)]
+    with pytest.raises(ValidationError, match="CONV_2D.*filter.*has 1 scales for 2 output channels"):
+        run1(Op.CONV_2D, inputs, [output(Q8, (), 1.0, 0)],
+             [np.full((1, 1, 1, 2), 130, np.uint8), np.ones((2, 1, 1, 2), np.int8), np.zeros(2, np.int32)])
+
+
 # --- TRANSPOSE_CONV_2D --------------------------------------------------------------------
 
 X2 = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
@@ -212,6 +232,31 @@ def test_transpose_output_shape_decides_implicit_padding():
     np.testing.assert_array_equal(tall.reshape(-1), [1.5, 0.5, 0.5, 0.5, 2.5, 0.5])
     nchw = transpose(X2.reshape(1, 1, 2, 2), ONES_2X2, [0.0], [const(I32, [1, 1, 3, 3]), *ints(VALID, 1, 1, 0), flag(True)])
     np.testing.assert_array_equal(nchw[0, 0], [[1, 3, 2], [4, 10, 6], [3, 7, 4]])
+
+
+@pytest.mark.parametrize("out_size, stride, filter_size, scheme, expected", [
+    (4, 2, 2, SAME, (0, 0)), (5, 2, 3, SAME, (1, 1)), (4, 1, 2, SAME, (0, 1)),
+    (6, 4, 1, SAME, (0, -1)),          # the strides reach short of the output
+    (6, 4, 3, VALID, (0, 0)),
+])
+def test_transpose_implicit_padding(out_size, stride, filter_size, scheme, expected):
+    assert transpose_implicit_padding(out_size, stride, filter_size, scheme) == expected
+
+
+def test_dilate_spatial_puts_stride_minus_one_zeros_between_cells():
+    got = dilate_spatial(X2, 2, 3)
+    assert got.shape == (1, 3, 4, 1)
+    np.testing.assert_array_equal(got[0, :, :, 0], [[1, 0, 0, 2], [0, 0, 0, 0], [3, 0, 0, 4]])
+    assert dilate_spatial(X2, 1, 1) is X2
+
+
+def test_transpose_output_shape_known_only_at_run_time():
+    inputs = [tensor(F32, X2.shape), const(F32, ONES_2X2), const(F32, [0.0]), tensor(I32, [4]),
+              *ints(SAME, 2, 2, 0), flag(False)]
+    got = run1(Op.TRANSPOSE_CONV_2D, inputs, [output(F32)], [X2, [1, 4, 4, 1]])
+    assert got.shape == (1, 4, 4, 1)
+    with pytest.raises(ValidationError, match="output shape.*non-positive height"):
+        run1(Op.TRANSPOSE_CONV_2D, inputs, [output(F32)], [X2, [1, 0, 4, 1]])
 
 
 def test_transpose_quantized_per_channel():
@@ -282,6 +327,7 @@ def test_quantization_rules():
 @pytest.mark.parametrize("op, x_dims, w_dims, parameters, message", [
     (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 2, 0), "depth multiplier 2 times 2 input channels"),
     (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [2, 2, 2, 2], ints(VALID, 1, 1, 1, 0), "first dimension, expected 1"),
+    (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 0], [1, 2, 2, 3], ints(VALID, 1, 1, 2, 0), "3 output channels are not a multiple"),
     (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 0, 0), "depth multiplier 0 must be positive"),
     (Op.GROUPED_CONV_2D, [1, 3, 3, 4], [2, 2, 2, 2], [*ints(VALID, 1, 1, 3, 0), flag(False)], "depth 2, expected 4 input channels / 3"),
     (Op.GROUPED_CONV_2D, [1, 3, 3, 4], [3, 2, 2, 1], [*ints(VALID, 1, 1, 4, 0), flag(False)], "3 output channels do not divide into 4"),
