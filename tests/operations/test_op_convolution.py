@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from driver import SampleDriver
 from driver.errors import ValidationError
 from driver.hal import SymmPerChannelQuantParams
 from driver.hal.enums import ErrorStatus, FusedActivationFunc as Act, OperandType as T, OperationType as Op
@@ -380,3 +381,17 @@ def test_through_a_device(path, op, parameters, expected):
     io = make_request([X3], [out_like(np.float32, out_dims)], state_input_dims=False)
     assert execute(prepared, io.request, path).status == ErrorStatus.NONE
     np.testing.assert_array_equal(io.output(0, out_dims)[0, :, :, 0], expected)
+
+
+@pytest.mark.parametrize("op, parameters", [
+    (Op.CONV_2D, [SAME, 0, 1, 0]),                                  # stride 0
+    (Op.CONV_2D, [0, -1, 0, 0, 1, 1, 0]),                           # negative padding
+    (Op.DEPTHWISE_CONV_2D, [VALID, 1, 1, 2, 0]),                     # multiplier 2 for 1 -> 1 channel
+    (Op.GROUPED_CONV_2D, [VALID, 1, 1, 2, 0, False]),               # 2 groups of 1 channel
+    (Op.TRANSPOSE_CONV_2D, [[1, 4, 4], VALID, 1, 1, 0, False]),     # an output shape of 3 values
+    (Op.CONV_2D, [0, 0, 0, 0, 1, 1, 0, False, 3, 1]),               # dilated filter wider than the input
+])
+def test_device_answers_invalid_argument(op, parameters):
+    model = device_model(op, [1, 3, 3, 1], ONES_2X2, [0.0], parameters, [0, 0, 0, 0])
+    status, _ = SampleDriver().getSupportedOperations_1_3(model)
+    assert status == ErrorStatus.INVALID_ARGUMENT
