@@ -278,9 +278,14 @@ def check_quantization(ctx: OperationContext) -> None:
         check_bias_scale(ctx, BIAS, inp.scale, filt.scale)
 
 
+def declared_shapes(ctx: OperationContext) -> list[Shape]:
+    """The declared shapes of the input, filter and bias, for shape checks at validation."""
+    return [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs[:3]]
+
+
 def check_convolution(ctx: OperationContext) -> None:
     check_quantization(ctx)
-    infer_shapes(ctx, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs[:3]])
+    infer_shapes(ctx, declared_shapes(ctx))
 
 
 # --- the kernel -------------------------------------------------------------------------

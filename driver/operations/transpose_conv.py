@@ -26,10 +26,10 @@ from ..limits import check_shape
 from ._spatial import (dilate_spatial, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc,
                        transpose_implicit_padding, transpose_output_size)
 from .common import merge_dims
-from .convolutions import (CONV, FILTER, Geometry, Parameters, check_channel_scales, check_quantization,
-                           check_sizes, convolve, examples, filter_matrix, form_of, known_shapes,
-                           make_form, offsets, output_stage, read_parameters, shifted_input,
-                           signatures)
+from .convolutions import (CONV, FILTER, Geometry, Parameters, check_channel_scales,
+                           check_quantization, check_sizes, convolve, declared_shapes, examples,
+                           filter_matrix, form_of, known_shapes, make_form, offsets, output_stage,
+                           read_parameters, shifted_input, signatures)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import ExampleOperand, tensor
 
@@ -104,7 +104,7 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 
 def check_transpose_conv(ctx: OperationContext) -> None:
     check_quantization(ctx)
-    infer_shapes(ctx, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs[:3]])
+    infer_shapes(ctx, declared_shapes(ctx))
 
 
 def spread(ctx: OperationContext, x: np.ndarray, geometry: Geometry, stride: tuple[int, int],

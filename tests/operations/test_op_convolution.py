@@ -325,17 +325,22 @@ def test_quantization_rules():
                                                   op=Op.DEPTHWISE_CONV_2D), "quantized along dimension 0, expected 3")
 
 
+DW, GROUPED, TRANSPOSE = Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D, Op.TRANSPOSE_CONV_2D
+EXPLICIT = ints(0, 0, 0, 0, 1, 1, 0)
+
+
 @pytest.mark.parametrize("op, x_dims, w_dims, parameters, message", [
-    (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 2, 0), "depth multiplier 2 times 2 input channels"),
-    (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [2, 2, 2, 2], ints(VALID, 1, 1, 1, 0), "first dimension, expected 1"),
-    (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 0], [1, 2, 2, 3], ints(VALID, 1, 1, 2, 0), "3 output channels are not a multiple"),
-    (Op.DEPTHWISE_CONV_2D, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 0, 0), "depth multiplier 0 must be positive"),
-    (Op.GROUPED_CONV_2D, [1, 3, 3, 4], [2, 2, 2, 2], [*ints(VALID, 1, 1, 3, 0), flag(False)], "depth 2, expected 4 input channels / 3"),
-    (Op.GROUPED_CONV_2D, [1, 3, 3, 4], [3, 2, 2, 1], [*ints(VALID, 1, 1, 4, 0), flag(False)], "3 output channels do not divide into 4"),
-    (Op.TRANSPOSE_CONV_2D, [1, 3, 3, 2], [2, 2, 2, 1], [*ints(0, 0, 0, 0, 1, 1, 0), flag(False)], "input channels and filter depth"),
-    (Op.TRANSPOSE_CONV_2D, [1, 1, 1, 2], [2, 2, 2, 2], [*ints(1, 1, 1, 1, 1, 1, 0), flag(False)], "output height would be 0 \\(padding \\(1, 1\\)\\)"),
-    (Op.TRANSPOSE_CONV_2D, [1, 3, 3, 2], [2, 2, 2, 2], [const(I32, [1, 3, 3]), *ints(SAME, 1, 1, 0), flag(False)], "output shape.*expected \\[4\\]"),
-    (Op.TRANSPOSE_CONV_2D, [1, 3, 3, 2], [2, 2, 2, 2], [*ints(0, 0, 0, 0, 1, 1, 0)], "expected 9 or 11 inputs"),
+    (DW, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 2, 0), "depth multiplier 2 times 2 input channels"),
+    (DW, [1, 3, 3, 2], [2, 2, 2, 2], ints(VALID, 1, 1, 1, 0), "first dimension, expected 1"),
+    (DW, [1, 3, 3, 0], [1, 2, 2, 3], ints(VALID, 1, 1, 2, 0), "3 output channels are not a multiple"),
+    (DW, [1, 3, 3, 2], [1, 2, 2, 2], ints(VALID, 1, 1, 0, 0), "depth multiplier 0 must be positive"),
+    (GROUPED, [1, 3, 3, 4], [2, 2, 2, 2], [*ints(VALID, 1, 1, 3, 0), flag(False)], "depth 2, expected 4 input"),
+    (GROUPED, [1, 3, 3, 4], [3, 2, 2, 1], [*ints(VALID, 1, 1, 4, 0), flag(False)], "3 output channels do not divide"),
+    (TRANSPOSE, [1, 3, 3, 2], [2, 2, 2, 1], [*EXPLICIT, flag(False)], "input channels and filter depth"),
+    (TRANSPOSE, [1, 1, 1, 2], [2, 2, 2, 2], [*ints(1, 1, 1, 1, 1, 1, 0), flag(False)], "output height would be 0"),
+    (TRANSPOSE, [1, 3, 3, 2], [2, 2, 2, 2], [const(I32, [1, 3, 3]), *ints(SAME, 1, 1, 0), flag(False)],
+     "output shape.*expected \\[4\\]"),
+    (TRANSPOSE, [1, 3, 3, 2], [2, 2, 2, 2], EXPLICIT, "expected 9 or 11 inputs"),
 ])
 def test_operation_specific_mutations(op, x_dims, w_dims, parameters, message):
     out_channels = w_dims[3] if op == Op.DEPTHWISE_CONV_2D else w_dims[0]
