@@ -406,17 +406,19 @@ FORMS = {
 # --- examples ---------------------------------------------------------------------------
 
 #: The type families the examples cycle through: (input type, filter type, input zero
-#: point, filter zero point); float, quant8 with a per-tensor filter, then per-channel.
+#: point, filter zero point); float32, float16, and both quant8 types with a filter of
+#: their own type and with a per-channel filter.
 EXAMPLE_TYPES = ((F32, F32, 0, 0), (Q8, Q8, 128, 120), (F16, F16, 0, 0), (QS8, PER_CHANNEL, 1, 0),
                  (Q8, PER_CHANNEL, 100, 0), (QS8, QS8, -3, 2))
 
 
 def examples(operation: int, forms: Sequence[Form], filter_dims: tuple[int, ...],
              multiplier: int = 1, leading: Sequence[ExampleOperand] = ()) -> tuple[Example, ...]:
-    """Examples of each form and type family over a 3x3 input of 2 channels and a 2x2 filter of 2 output
-    channels, cycling through the type families, in NCHW in every other form with the flag: the
-    padding SAME or 1 all round, strides and dilation factors 1, ReLU; ``leading`` gives the
-    operands before the padding of a form that has some (TRANSPOSE_CONV_2D's output shape)."""
+    """Examples of every form and type family, cycling through both, over a 3x3 input of 2
+    channels and a 2x2 filter of 2 output channels: NCHW in every other example whose form
+    has the flag, the padding SAME or 1 all round, strides and dilation factors 1, ReLU.
+    ``leading``: the operands before the padding of a form that has some (the output shape
+    of TRANSPOSE_CONV_2D)."""
     examples = []
     for k in range(max(len(forms), len(EXAMPLE_TYPES))):
         form = forms[k % len(forms)]
