@@ -39,6 +39,19 @@ def implicit_padding(in_size: int, stride: int, filter_size: int, dilation: int,
     return total // 2, total - total // 2
 
 
+def transpose_implicit_padding(out_size: int, stride: int, filter_size: int,
+                               scheme: int) -> tuple[int, int]:
+    """(head, tail) padding of one spatial dimension of a transposed convolution whose
+    output has ``out_size`` positions. SAME pads as a convolution of that output would,
+    except that the tail always fits the last stride exactly: it is negative when the
+    strides reach short of the output (which then ends in cells only the bias reaches)."""
+    if scheme != PaddingScheme.SAME:
+        return 0, 0
+    needed = ((out_size + stride - 1) // stride - 1) * stride + filter_size
+    head = max(needed - out_size, 0) // 2
+    return head, needed - out_size - head
+
+
 def output_size(in_size: int, filter_size: int, stride: int, dilation: int,
                 head: int, tail: int) -> int:
     """Positions of a window of ``filter_size`` taps moved by ``stride`` over the padded
@@ -83,6 +96,18 @@ def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int,
     if not (top or bottom or left or right):
         return x
     return np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=value)
+
+
+def dilate_spatial(x: np.ndarray, stride_height: int, stride_width: int) -> np.ndarray:
+    """An NHWC tensor with ``stride - 1`` zeros between neighbouring cells of its height
+    and width: a transposed convolution is a convolution of its input so spread out."""
+    if stride_height == stride_width == 1:
+        return x
+    batches, height, width, channels = x.shape
+    spread = np.zeros((batches, (height - 1) * stride_height + 1, (width - 1) * stride_width + 1,
+                       channels), x.dtype)
+    spread[:, ::stride_height, ::stride_width] = x
+    return spread
 
 
 def windows(x: np.ndarray, filter_height: int, filter_width: int, stride_height: int,
