@@ -317,8 +317,8 @@ def make_request(inputs: Sequence[Optional[np.ndarray]], outputs: Sequence[Outpu
         if value is None:
             input_args.append(RequestArgument(hasNoValue=True))
             continue
-        array = np.ascontiguousarray(value)
-        blob = array.tobytes()
+        array = np.asarray(value)      # not ascontiguousarray: it makes a 0-d array 1-d
+        blob = array.tobytes()          # C order, whatever the array's layout
         dims = list(array.shape) if state_input_dims else []
         input_args.append(RequestArgument(
             location=DataLocation(poolIndex=0, offset=len(data), length=len(blob)), dimensions=dims))
