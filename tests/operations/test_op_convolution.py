@@ -1,7 +1,7 @@
 """CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and TRANSPOSE_CONV_2D: hand-computed padding,
-strides, dilation, layouts, groups and transposition; the reference's fixed-point
-requantization (per tensor and per channel) and activation clamps; one-field mutations of
-valid instances; and each operation through a device on every execution path."""
+strides, dilation, layouts, groups and transposition; requantization (per tensor and per
+channel) and activation clamps; one-field mutations of valid instances; and each
+operation through a device on every execution path."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +13,6 @@ from driver import SampleDriver
 from driver.errors import ValidationError
 from driver.hal import SymmPerChannelQuantParams
 from driver.hal.enums import ErrorStatus, FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from driver.operations._quantized import (INT32_MAX, multiply_by_quantized_multiplier,
-                                          quantize_multiplier)
 from driver.operations._spatial import PaddingScheme, dilate_spatial, transpose_implicit_padding
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, execute, prepare
@@ -45,38 +43,6 @@ def conv(x, w, b, parameters, op=Op.CONV_2D, operand_type=F32) -> np.ndarray:
     """A float operation with a run-time input and constant filter and bias."""
     inputs = [tensor(operand_type, x.shape), const(operand_type, w), const(operand_type, b), *parameters]
     return run1(op, inputs, [output(operand_type)], [x])
-
-
-# --- the fixed-point arithmetic ---------------------------------------------------------
-
-@pytest.mark.parametrize("real, expected", [
-    (0.5, (1 << 30, 0)), (0.25, (1 << 30, -1)), (1.0, (1 << 30, 1)),
-    (0.75, (3 << 29, 0)), (2.0 ** -40, (0, 0)), (0.0, (0, 0)),
-    (1 - 2.0 ** -40, (1 << 30, 1)),      # the significand rounds up to 2**31: halved
-])
-def test_quantize_multiplier(real, expected):
-    assert quantize_multiplier(real) == expected
-
-
-@pytest.mark.parametrize("x, real, expected", [
-    (100, 0.5, 50), (3, 0.5, 2), (-5, 0.25, -1), (6, 0.25, 2),
-    (5, 0.25, 2),                       # rounded twice: 2.5 up to 3, then 1.5 up to 2
-    (-3, 0.5, -1),                      # the high product's halves go towards +infinity
-    (-6, 0.25, -2), (-3, 0.25, -1),     # the division's halves away from zero
-    (3, 1.0, 3), (7, 3.0, 21), (-7, 0.375, -3),
-    (1 << 30, 4.0, 1 << 30),            # x * 8 saturates to INT32_MAX before the high product
-])
-def test_multiply_by_quantized_multiplier_rounds_as_the_reference(x, real, expected):
-    significand, exponent = quantize_multiplier(real)
-    assert multiply_by_quantized_multiplier(np.int64(x), significand, exponent) == expected
-
-
-def test_multiply_by_quantized_multiplier_per_channel():
-    pairs = [quantize_multiplier(r) for r in (0.5, 0.25, 2.0)]
-    significands, exponents = (np.array(column, np.int64) for column in zip(*pairs))
-    got = multiply_by_quantized_multiplier(np.array([[3, 6, 3], [-3, -6, INT32_MAX]], np.int64),
-                                           significands, exponents)
-    np.testing.assert_array_equal(got, [[2, 2, 6], [-1, -2, 1 << 30]])   # INT32_MAX * 4 saturates
 
 
 # --- CONV_2D ----------------------------------------------------------------------------

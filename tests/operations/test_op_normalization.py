@@ -1,7 +1,6 @@
 """L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION, LOG_SOFTMAX and
 PRELU: hand-computed cases (axes, windows, layouts, the reference's integer arithmetic),
-the fixed-point helpers they use, one-field mutations of valid instances, and runs on a
-device on every execution path."""
+one-field mutations of valid instances, and runs on a device on every execution path."""
 from __future__ import annotations
 
 import math
@@ -11,39 +10,12 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from driver.operations import _fixed_point as fp
 from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
 from tests.operations.on_device import Arg, assert_same_everywhere, run_everywhere
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 L2_OUT = {Q8: (1 / 128, 128), QS8: (1 / 128, 0)}
-
-
-# --- the fixed-point helpers ---------------------------------------------------------------------
-
-def test_fixed_point_rounding():
-    assert fp.quantize_multiplier(0.5) == (1 << 30, 0)
-    assert fp.quantize_multiplier(1.0) == (1 << 30, 1)
-    assert fp.quantize_multiplier(0.75) == (3 << 29, 0)
-    assert fp.quantize_multiplier(2.0 ** -40) == (0, 0)          # flushed to zero
-    # Halves round away from zero.
-    assert fp.rounding_divide_by_pot(np.array([5, -5, 4, -4, 6, -6]), 2).tolist() == [1, -1, 1, -1, 2, -2]
-    assert fp.rounding_divide_by_pot(np.array([2, -2, 3, -3]), 2).tolist() == [1, -1, 1, -1]
-    assert fp.saturating_rounding_doubling_high_mul(fp.INT32_MIN, fp.INT32_MIN) == fp.INT32_MAX
-    assert fp.saturating_rounding_doubling_high_mul(1 << 30, 1 << 30) == 1 << 29
-    # The doubling high multiply rounds halves up: -1.5 becomes -1.
-    assert fp.multiply_by_quantized_multiplier(np.array([100, -3, 3]), 1 << 30, 0).tolist() == [50, -1, 2]
-    assert fp.multiply_by_quantized_multiplier(7, 3 << 29, 2) == 21        # 7 * 0.75 * 4
-
-
-def test_fixed_point_inverse_square_root():
-    values = np.array([0, 1, 2, 4, 100, 12345, 1 << 29, (1 << 31) - 1])
-    significand, shift = fp.inv_sqrt_quantized_multiplier(values)
-    assert significand[:2].tolist() == [fp.INT32_MAX] * 2 and shift[:2].tolist() == [0, 0]
-    approximation = significand[2:] * 2.0 ** (shift[2:] - 31.0)
-    np.testing.assert_allclose(approximation, 1 / np.sqrt(values[2:]), rtol=2e-6)
-    assert (shift <= 0).all()
 
 
 # --- L2_NORMALIZATION ----------------------------------------------------------------------------
@@ -254,6 +226,15 @@ def test_prelu_quantized_matches_real_values_within_one():
     real_x, real_alpha = (x.astype(float) - 131) * 0.07, (alpha.astype(float) - 77) * 0.013
     expected = np.clip(np.round(np.where(real_x >= 0, real_x, real_x * real_alpha) / 0.11) + 120, 0, 255)
     assert np.abs(got.astype(int) - expected).max() <= 1
+
+
+def test_prelu_quantized_product_past_int32_saturates():
+    # M_neg = 1 * 1 / 2**-16 = 2**16: x * alpha = -100 * -200 times 2**17 is past int32 before
+    # the high multiplication. It saturates (the reference's int32 product overflows, which
+    # C++ leaves undefined), so the output is the type's largest value, as the real one is.
+    got = run1(Op.PRELU, [tensor(Q8, [2], 1.0, 128), const(Q8, [55], scale=1.0, zero_point=255)],
+               [output(Q8, (), 2.0 ** -16, 0)], [np.array([28, 128], np.uint8)])
+    assert got.tolist() == [255, 0]
 
 
 def test_prelu_rejections():
