@@ -11,7 +11,7 @@ import pytest
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
-from tests.operations.on_device import Arg, assert_same_everywhere, run_everywhere
+from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -251,35 +251,37 @@ def test_prelu_rejections():
 
 def test_on_device_every_path():
     x = np.array([[3, 4], [0, 0]], np.float32)
-    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [Arg(F32, x)], [(F32, (2, 2), 0.0, 0)]),
+    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(F32, x)], [(F32, (2, 2), 0.0, 0)]),
                            [np.array([[0.6, 0.8], [0, 0]], np.float32)])
     q = np.array([[131, 132]], np.uint8)
-    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [Arg(Q8, q, scale=0.1, zero_point=128),
-                                                                Arg(T.INT32, -1, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(Q8, q, scale=0.1, zero_point=128),
+                                                                constant_input(T.INT32, -1)],
                                           [(Q8, (1, 2), 1 / 128, 128)]), [np.array([[205, 230]], np.uint8)])
     y = np.array([1, 2, 3], np.float32)
-    lrn_args = [Arg(F32, y), Arg(T.INT32, 1, constant=True), Arg(T.FLOAT32, 1.0), Arg(T.FLOAT32, 1.0, constant=True),
-                Arg(T.FLOAT32, 1.0, constant=True)]
+    lrn_args = [fed_input(F32, y), constant_input(T.INT32, 1), fed_input(T.FLOAT32, 1.0),
+                constant_input(T.FLOAT32, 1.0), constant_input(T.FLOAT32, 1.0)]
     results = run_everywhere(Op.LOCAL_RESPONSE_NORMALIZATION, lrn_args, [(F32, (3,), 0.0, 0)])
     for status, (got,) in results.values():
         np.testing.assert_allclose(got, [1 / 6, 2 / 15, 3 / 14], rtol=1e-6)
     z = np.array([1, 2, 3, 2], np.float32).reshape(1, 2, 1, 2)
-    results = run_everywhere(Op.INSTANCE_NORMALIZATION, [Arg(F32, z), *(Arg(T.FLOAT32, v, constant=True)
-                                                                       for v in (1.0, 0.0, 1e-3)), Arg(T.BOOL, False)],
+    results = run_everywhere(Op.INSTANCE_NORMALIZATION, [fed_input(F32, z), *(constant_input(T.FLOAT32, v)
+                                                                             for v in (1.0, 0.0, 1e-3)),
+                                                         fed_input(T.BOOL, False)],
                              [(F32, (1, 2, 1, 2), 0.0, 0)])
     d = 1 / math.sqrt(1.001)
     for status, (got,) in results.values():
         np.testing.assert_allclose(got.reshape(-1), [-d, 0, d, 0], rtol=1e-6, atol=1e-7)
-    results = run_everywhere(Op.LOG_SOFTMAX, [Arg(F32, [1.0, 1.0]), Arg(T.FLOAT32, 1.0, constant=True),
-                                              Arg(T.INT32, 0, constant=True)], [(F32, (2,), 0.0, 0)])
+    results = run_everywhere(Op.LOG_SOFTMAX, [fed_input(F32, [1.0, 1.0]), constant_input(T.FLOAT32, 1.0),
+                                              constant_input(T.INT32, 0)], [(F32, (2,), 0.0, 0)])
     for status, (got,) in results.values():
         np.testing.assert_allclose(got, [-math.log(2)] * 2, rtol=1e-6)
-    assert_same_everywhere(run_everywhere(Op.PRELU, [Arg(Q8, [130, 124], scale=0.5, zero_point=128),
-                                                     Arg(Q8, [54], scale=0.25, zero_point=50, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.PRELU, [fed_input(Q8, [130, 124], scale=0.5, zero_point=128),
+                                                     constant_input(Q8, [54], scale=0.25, zero_point=50)],
                                           [(Q8, (2,), 0.5, 100)]), [np.array([102, 96], np.uint8)])
 
 
 def test_on_device_run_time_axis_out_of_range_is_a_status():
-    results = run_everywhere(Op.L2_NORMALIZATION, [Arg(F32, np.ones((2, 2), np.float32)), Arg(T.INT32, 2)],
+    results = run_everywhere(Op.L2_NORMALIZATION, [fed_input(F32, np.ones((2, 2), np.float32)),
+                                                   fed_input(T.INT32, 2)],
                              [(F32, (2, 2), 0.0, 0)])
     assert {status.name for status, _ in results.values()} == {"GENERAL_FAILURE"}
