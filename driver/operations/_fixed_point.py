@@ -1,9 +1,18 @@
-"""Integer fixed-point arithmetic of the reference's quantized kernels (gemmlowp's and
-TFLite's): a real multiplier as a 32-bit significand and a power-of-two shift, rounding
-right shifts, the saturating doubling high multiply, and the inverse square root that
-L2_NORMALIZATION computes per row. Values are int64 numpy arrays holding int32 values, so
-that products and sums are exact before they are rounded or wrapped the way int32 code
-would; every function accepts arrays (or numbers) and broadcasts.
+"""The integer fixed-point arithmetic of the reference's quantized kernels (gemmlowp's and
+TFLite's), and the rule relating a bias's scale to the scales it multiplies. Pure
+functions; no registration here.
+
+A quantized kernel sums integer products into a 32-bit accumulator, then scales it by a
+real multiplier (input scale * filter scale / output scale, say) held as a 31-bit
+significand and a power-of-two exponent. The rounding is the reference's, bit for bit: a
+saturating rounding doubling high multiplication (to nearest, a half towards +infinity:
+-1.5 gives -1), then a rounding division by a power of two (to nearest, a half away from
+zero), so that a power-of-two multiplier may round twice. L2_NORMALIZATION's inverse
+square root is computed in the same arithmetic.
+
+Values are int64 numpy arrays (or numbers) holding int32 values, so that products and sums
+are exact before they are rounded, saturated or wrapped the way int32 code would; every
+function broadcasts.
 """
 from __future__ import annotations
 
@@ -11,69 +20,108 @@ import math
 
 import numpy as np
 
+from ..errors import check
+from .registry import OperationContext
+
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
+#: The reference's tolerance between a bias's scale and input_scale * filter_scale.
+BIAS_SCALE_RELATIVE_TOLERANCE = 1e-6
 
-def wrap_int32(x: np.ndarray) -> np.ndarray:
+
+# --- scales and multipliers ----------------------------------------------------------------
+
+def product_scale(input_scale: float, filter_scale: float) -> float:
+    """input_scale * filter_scale as the reference computes it: a single-precision product."""
+    return float(np.float32(input_scale) * np.float32(filter_scale))
+
+
+def check_bias(ctx: OperationContext, i: int, input_scale: float | None = None,
+               filter_scale: float | None = None, filter_name: str = "filter") -> None:
+    """A quantized bias (input ``i``) has zero point 0 and, given the scales it multiplies
+    (not for a filter quantized per channel), the scale input_scale * filter_scale within
+    the reference's tolerance."""
+    bias = ctx.inputs[i]
+    check(bias.zeroPoint == 0, "{}: input {} (bias, operand {}) zero point {} must be 0",
+          ctx.name, i, bias.index, bias.zeroPoint)
+    if filter_scale is None:
+        return
+    product = product_scale(input_scale, filter_scale)
+    check(abs(product - bias.scale) <= BIAS_SCALE_RELATIVE_TOLERANCE * min(product, bias.scale),
+          "{}: input {} (bias, operand {}) scale {} must equal input_scale * {}_scale = {}",
+          ctx.name, i, bias.index, bias.scale, filter_name, product)
+
+
+def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """(significand, exponent) with real_multiplier ~= significand * 2**(exponent - 31) and
+    the significand in [2**30, 2**31): frexp's fraction rounded half away from zero
+    (QuantizeMultiplier). A multiplier below 2**-31 flushes to (0, 0), as the reference
+    does, rather than shift every bit out."""
+    if real_multiplier == 0.0:
+        return 0, 0
+    fraction, exponent = math.frexp(real_multiplier)
+    significand = int(math.copysign(math.floor(abs(fraction) * (1 << 31) + 0.5), fraction))
+    if significand == 1 << 31:          # the fraction rounded up to 1
+        significand, exponent = significand // 2, exponent + 1
+    return (0, 0) if exponent < -31 else (significand, exponent)
+
+
+# --- int32 arithmetic ----------------------------------------------------------------------
+
+def wrap_int32(x) -> np.ndarray:
     """Two's complement wrap-around of int32 arithmetic, on int64 values."""
     return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
-    """(significand, shift) with real_multiplier ~ significand * 2**(shift - 31) and the
-    significand in [2**30, 2**31); frexp's fraction rounded half away from zero. A
-    multiplier below 2**-31 would shift every bit out: it becomes (0, 0)."""
-    if real_multiplier == 0:
-        return 0, 0
-    fraction, shift = math.frexp(real_multiplier)
-    significand = int(math.copysign(math.floor(abs(fraction) * (1 << 31) + 0.5), fraction))
-    if significand == 1 << 31:      # the fraction rounded up to 1
-        significand, shift = significand // 2, shift + 1
-    return (0, 0) if shift < -31 else (significand, shift)
+def saturate_int32(x: np.ndarray) -> np.ndarray:
+    """int64 values held to the int32 range."""
+    return np.clip(x, INT32_MIN, INT32_MAX)
 
 
-def rounding_divide_by_pot(x, exponent) -> np.ndarray:
-    """x / 2**exponent rounded to nearest, halves away from zero (gemmlowp's
-    RoundingDivideByPOT)."""
-    x = np.asarray(x, np.int64)
-    exponent = np.asarray(exponent, np.int64)
+def saturating_shift_left(x: np.ndarray, exponent) -> np.ndarray:
+    """x * 2**exponent (exponent >= 0) saturated to int32 (gemmlowp's
+    SaturatingRoundingMultiplyByPOT for a positive exponent). |x| < 2**31, so a shift by
+    at most 31 is exact in int64, and a larger shift of a non-zero x saturates all the same."""
+    return saturate_int32(x << np.minimum(exponent, 31))
+
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """The high 32 bits of 2 * a * b, i.e. a * b / 2**31, rounded to nearest with a half
+    towards +infinity (the reference's nudge for a negative product is one short of a
+    half). INT32_MIN * INT32_MIN, the one product past int32, saturates to INT32_MAX."""
+    a = np.asarray(a, np.int64)
+    product = a * b
+    negative = product < 0
+    # The reference divides with C's truncation: the magnitude rounded, the sign put back.
+    high = ((np.abs(product) + ((1 << 30) - negative)) >> 31) * np.where(negative, -1, 1)
+    if np.any(np.equal(b, INT32_MIN)):      # never for a significand of quantize_multiplier
+        high = np.where((a == INT32_MIN) & np.equal(b, INT32_MIN), INT32_MAX, high)
+    return high
+
+
+def rounding_divide_by_power_of_two(x, exponent) -> np.ndarray:
+    """x / 2**exponent rounded to nearest, halves away from zero (exponent in [0, 31];
+    gemmlowp's RoundingDivideByPOT)."""
     mask = (np.int64(1) << exponent) - 1
     threshold = (mask >> 1) + (x < 0)
     return (x >> exponent) + ((x & mask) > threshold)
 
 
-def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """The high 32 bits of 2 * a * b, rounded to nearest; INT32_MIN * INT32_MIN saturates."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    product = a * b
-    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
-    # C++ integer division truncates toward zero.
-    high = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
+def multiply_by_quantized_multiplier(x, significand, exponent) -> np.ndarray:
+    """x * significand * 2**(exponent - 31) with the reference's rounding (TFLite's
+    MultiplyByQuantizedMultiplier), for int32 values x; significand and exponent (from
+    quantize_multiplier) may be arrays broadcasting against x, one per output channel, say.
+    A positive exponent multiplies x by 2**exponent first, saturating where the reference's
+    int32 product would overflow (C++ leaves that undefined)."""
+    x = np.asarray(x, np.int64)
+    left = np.maximum(exponent, 0)
+    if np.any(left):
+        x = saturating_shift_left(x, left)
+    return rounding_divide_by_power_of_two(saturating_rounding_doubling_high_mul(x, significand),
+                                           np.maximum(-exponent, 0))
 
 
-def multiply_by_quantized_multiplier(x, significand, shift) -> np.ndarray:
-    """x * significand * 2**(shift - 31), rounded as TFLite's MultiplyByQuantizedMultiplier:
-    a positive shift multiplies x first (in int32), a negative one divides the product."""
-    shift = np.asarray(shift, np.int64)
-    left = np.maximum(shift, 0)
-    scaled = wrap_int32(np.asarray(x, np.int64) << left)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scaled, significand),
-                                  np.maximum(-shift, 0))
-
-
-def multiply_by_quantized_multiplier_smaller_than_one(x, significand, left_shift) -> np.ndarray:
-    """x * significand * 2**(left_shift - 31) for left_shift <= 0 (TFLite's
-    MultiplyByQuantizedMultiplierSmallerThanOneExp)."""
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, significand),
-                                  -np.asarray(left_shift, np.int64))
-
-
-def _saturating_shift_left(x: np.ndarray, exponent: int) -> np.ndarray:
-    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent."""
-    threshold = (1 << (31 - exponent)) - 1
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
-
+# --- the inverse square root ---------------------------------------------------------------
 
 #: Fixed-point constants of the Newton-Raphson iteration: 1.5 and 1 with 3 integer bits,
 #: sqrt(2)/2 with none.
@@ -96,12 +144,12 @@ def inv_sqrt_quantized_multiplier(value) -> tuple[np.ndarray, np.ndarray]:
     pairs = (leading_zeros - 1) // 2 - 1
     shift -= pairs
     x = x << (2 * pairs)
-    half_input = rounding_divide_by_pot(x >> 1, 1)
+    half_input = rounding_divide_by_power_of_two(x >> 1, 1)
     estimate = np.full(x.shape, _ONE_Q3, np.int64)
     for _ in range(5):
-        cube = _saturating_shift_left(saturating_rounding_doubling_high_mul(
+        cube = saturating_shift_left(saturating_rounding_doubling_high_mul(
             saturating_rounding_doubling_high_mul(estimate, estimate), estimate), 6)
-        estimate = _saturating_shift_left(wrap_int32(
+        estimate = saturating_shift_left(wrap_int32(
             saturating_rounding_doubling_high_mul(_ONE_AND_HALF_Q3, estimate)
             - saturating_rounding_doubling_high_mul(half_input, cube)), 3)
     significand = saturating_rounding_doubling_high_mul(estimate, _HALF_SQRT2_Q0)

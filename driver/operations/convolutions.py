@@ -16,7 +16,7 @@ and the dilation factors (width, height). Quantized inputs take a TENSOR_INT32 b
 filter of the input's type (the bias's scale is input_scale * filter_scale) or a
 TENSOR_QUANT8_SYMM_PER_CHANNEL filter quantized along its output channels (the bias's
 scale for channel c is input_scale * filter_scale[c]). Sums of integer products are
-requantized with the reference's fixed-point arithmetic (_quantized.py); float16 is
+requantized with the reference's fixed-point arithmetic (_fixed_point.py); float16 is
 computed in single precision and rounded once, as the reference does.
 
 TRANSPOSE_CONV_2D (transpose_conv.py) shares the operand forms and the kernel's parts.
@@ -32,8 +32,8 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
 from ..limits import check_shape
-from ._quantized import (check_bias_scale, multiply_by_quantized_multiplier, product_scale,
-                         quantize_multiplier, saturate_int32)
+from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
+                           quantize_multiplier, saturate_int32)
 from ._spatial import (PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
@@ -261,21 +261,20 @@ CHANNEL_DIM = {DEPTHWISE: 3}
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    inp, filt, bias, out = ctx.inputs[INPUT], ctx.inputs[FILTER], ctx.inputs[BIAS], ctx.outputs[0]
+    inp, filt, out = ctx.inputs[INPUT], ctx.inputs[FILTER], ctx.outputs[0]
     if inp.type not in QUANT8_ASYMM_TENSORS:
         return
     check_quant_params(ctx, inp, "input 0")
     check_quant_params(ctx, out, "output 0")
-    check(bias.zeroPoint == 0, "{}: input 2 (bias, operand {}) zero point {} must be 0",
-          ctx.name, bias.index, bias.zeroPoint)
     if filt.type == PER_CHANNEL:
+        check_bias(ctx, BIAS)
         channel_dim = CHANNEL_DIM.get(ctx.type, 0)
         check(filt.channelQuant.channelDim == channel_dim,
               "{}: input 1 (filter, operand {}) is quantized along dimension {}, expected {}",
               ctx.name, filt.index, filt.channelQuant.channelDim, channel_dim)
     else:
         check_quant_params(ctx, filt, "input 1 (filter)")
-        check_bias_scale(ctx, BIAS, inp.scale, filt.scale)
+        check_bias(ctx, BIAS, inp.scale, filt.scale)
 
 
 def declared_shapes(ctx: OperationContext) -> list[Shape]:

@@ -27,8 +27,7 @@ from functools import partial
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from ._fixed_point import (inv_sqrt_quantized_multiplier, multiply_by_quantized_multiplier,
-                           multiply_by_quantized_multiplier_smaller_than_one, wrap_int32)
+from ._fixed_point import inv_sqrt_quantized_multiplier, multiply_by_quantized_multiplier, wrap_int32
 from .activations import TANH_QUANTIZATION
 from .common import QUANT8_ASYMM_TENSORS, check_quant_params, normalize_axis, quant_range, same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
@@ -78,7 +77,7 @@ def l2_normalize_quantized(x: np.ndarray, axis: int, zero_point: int, operand_ty
     if operand_type == T.TENSOR_QUANT8_ASYMM_SIGNED and axis == x.ndim - 1:
         scaled = multiply_by_quantized_multiplier(difference, significand, shift + 7)
     else:
-        scaled = multiply_by_quantized_multiplier_smaller_than_one(difference * 128, significand, shift)
+        scaled = multiply_by_quantized_multiplier(difference * 128, significand, shift)
     out_zero_point = L2_QUANTIZATION[operand_type][1]
     return np.clip(scaled + out_zero_point, *quant_range(operand_type)).astype(x.dtype)
 

@@ -1,7 +1,7 @@
 """CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and TRANSPOSE_CONV_2D: hand-computed padding,
-strides, dilation, layouts, groups and transposition; the reference's fixed-point
-requantization (per tensor and per channel) and activation clamps; one-field mutations of
-valid instances; and each operation through a device on every execution path."""
+strides, dilation, layouts, groups and transposition; requantization (per tensor and per
+channel) and activation clamps; one-field mutations of valid instances; and each
+operation through a device on every execution path."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,16 +9,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from driver import SampleDriver
 from driver.errors import ValidationError
 from driver.hal import SymmPerChannelQuantParams
-from driver.hal.enums import ErrorStatus, FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from driver.operations._quantized import (INT32_MAX, multiply_by_quantized_multiplier,
-                                          quantize_multiplier)
+from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from driver.operations._spatial import PaddingScheme, dilate_spatial, transpose_implicit_padding
-from hal_client.builder import ModelBuilder, make_request, out_like
-from tests.driver.execution import ALL_PATHS, execute, prepare
 from tests.operations.helpers import const, definition, output, rejects, run1, scalar, tensor, validate
+from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input, refused_by_the_device,
+                                        run_everywhere)
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8, PER_CHANNEL = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
@@ -45,38 +42,6 @@ def conv(x, w, b, parameters, op=Op.CONV_2D, operand_type=F32) -> np.ndarray:
     """A float operation with a run-time input and constant filter and bias."""
     inputs = [tensor(operand_type, x.shape), const(operand_type, w), const(operand_type, b), *parameters]
     return run1(op, inputs, [output(operand_type)], [x])
-
-
-# --- the fixed-point arithmetic ---------------------------------------------------------
-
-@pytest.mark.parametrize("real, expected", [
-    (0.5, (1 << 30, 0)), (0.25, (1 << 30, -1)), (1.0, (1 << 30, 1)),
-    (0.75, (3 << 29, 0)), (2.0 ** -40, (0, 0)), (0.0, (0, 0)),
-    (1 - 2.0 ** -40, (1 << 30, 1)),      # the significand rounds up to 2**31: halved
-])
-def test_quantize_multiplier(real, expected):
-    assert quantize_multiplier(real) == expected
-
-
-@pytest.mark.parametrize("x, real, expected", [
-    (100, 0.5, 50), (3, 0.5, 2), (-5, 0.25, -1), (6, 0.25, 2),
-    (5, 0.25, 2),                       # rounded twice: 2.5 up to 3, then 1.5 up to 2
-    (-3, 0.5, -1),                      # the high product's halves go towards +infinity
-    (-6, 0.25, -2), (-3, 0.25, -1),     # the division's halves away from zero
-    (3, 1.0, 3), (7, 3.0, 21), (-7, 0.375, -3),
-    (1 << 30, 4.0, 1 << 30),            # x * 8 saturates to INT32_MAX before the high product
-])
-def test_multiply_by_quantized_multiplier_rounds_as_the_reference(x, real, expected):
-    significand, exponent = quantize_multiplier(real)
-    assert multiply_by_quantized_multiplier(np.int64(x), significand, exponent) == expected
-
-
-def test_multiply_by_quantized_multiplier_per_channel():
-    pairs = [quantize_multiplier(r) for r in (0.5, 0.25, 2.0)]
-    significands, exponents = (np.array(column, np.int64) for column in zip(*pairs))
-    got = multiply_by_quantized_multiplier(np.array([[3, 6, 3], [-3, -6, INT32_MAX]], np.int64),
-                                           significands, exponents)
-    np.testing.assert_array_equal(got, [[2, 2, 6], [-1, -2, 1 << 30]])   # INT32_MAX * 4 saturates
 
 
 # --- CONV_2D ----------------------------------------------------------------------------
@@ -359,20 +324,14 @@ def test_examples_cover_every_form_type_and_layout(op):
 
 # --- through a device -------------------------------------------------------------------
 
-def device_model(op, x_dims, w, b, parameters, out_dims):
-    """op of a float32 input with a constant filter and bias and int32/bool constant parameters."""
-    mb = ModelBuilder()
-    g = mb.main
-    x = g.input(F32, x_dims)
-    args = [x, g.constant(F32, w), g.constant(F32, b)]
-    for value in parameters:
-        args.append(g.constant(T.BOOL, value) if isinstance(value, bool) else
-                    g.constant(I32, value) if isinstance(value, list) else g.int32(value))
-    g.outputs(g.apply(op, args, F32, out_dims))
-    return mb.build()
+def device_args(parameters) -> list:
+    """A float32 input X3 fed by the request, a constant 2x2 filter of ones and zero bias,
+    and constant parameters: INT32 scalars, INT32 tensors (lists) and BOOL scalars."""
+    return [fed_input(F32, X3), constant_input(F32, ONES_2X2), constant_input(F32, [0.0]),
+            *(constant_input(T.BOOL if isinstance(v, bool) else I32 if isinstance(v, list) else T.INT32, v)
+              for v in parameters)]
 
 
-@pytest.mark.parametrize("path", ALL_PATHS)
 @pytest.mark.parametrize("op, parameters, expected", [
     (Op.CONV_2D, [SAME, 1, 1, 0], [[12, 16, 9], [24, 28, 15], [15, 17, 9]]),
     (Op.DEPTHWISE_CONV_2D, [0, 0, 0, 0, 1, 1, 1, 0, False, 2, 2], [[20]]),
@@ -380,12 +339,10 @@ def device_model(op, x_dims, w, b, parameters, out_dims):
     (Op.TRANSPOSE_CONV_2D, [[1, 4, 4, 1], VALID, 1, 1, 0, False],
      [[1, 3, 5, 3], [5, 12, 16, 9], [11, 24, 28, 15], [7, 15, 17, 9]]),
 ])
-def test_through_a_device(path, op, parameters, expected):
+def test_through_a_device(op, parameters, expected):
     out_dims = [1, *np.shape(expected), 1]
-    prepared = prepare(device_model(op, [1, 3, 3, 1], ONES_2X2, [0.0], parameters, out_dims))
-    io = make_request([X3], [out_like(np.float32, out_dims)], state_input_dims=False)
-    assert execute(prepared, io.request, path).status == ErrorStatus.NONE
-    np.testing.assert_array_equal(io.output(0, out_dims)[0, :, :, 0], expected)
+    results = run_everywhere(op, device_args(parameters), [(F32, out_dims, 0.0, 0)])
+    assert_same_everywhere(results, [np.reshape(expected, out_dims)])
 
 
 @pytest.mark.parametrize("op, parameters", [
@@ -397,6 +354,4 @@ def test_through_a_device(path, op, parameters, expected):
     (Op.CONV_2D, [0, 0, 0, 0, 1, 1, 0, False, 3, 1]),               # dilated filter wider than the input
 ])
 def test_device_answers_invalid_argument(op, parameters):
-    model = device_model(op, [1, 3, 3, 1], ONES_2X2, [0.0], parameters, [0, 0, 0, 0])
-    status, _ = SampleDriver().getSupportedOperations_1_3(model)
-    assert status == ErrorStatus.INVALID_ARGUMENT
+    refused_by_the_device(op, device_args(parameters), [(F32, [0, 0, 0, 0], 0.0, 0)])

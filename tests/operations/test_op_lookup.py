@@ -14,7 +14,7 @@ from driver.operations.lsh_projection import fingerprint64
 from driver.operations.random_multinomial import philox_4x32_10, uniform_doubles
 from tests.operations.helpers import (OMITTED, const, context, definition, omitted, output, rejects, run, run1,
                                       scalar, tensor)
-from tests.operations.on_device import Arg, assert_same_everywhere, run_everywhere
+from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -226,28 +226,31 @@ def test_multinomial_rejections():
 
 def test_on_device_every_path():
     x = np.array([[7, 9, 7, 1]], np.uint8)
-    assert_same_everywhere(run_everywhere(Op.TOPK_V2, [Arg(Q8, x, scale=0.5, zero_point=3), Arg(T.INT32, 2, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.TOPK_V2, [fed_input(Q8, x, scale=0.5, zero_point=3),
+                                                       constant_input(T.INT32, 2)],
                                           [(Q8, (1, 2), 0.5, 3), (I32, (1, 2), 0.0, 0)]),
                            [np.array([[9, 7]], np.uint8), np.array([[1, 2]], np.int32)])
     values = np.arange(6, dtype=np.float16).reshape(3, 2)
-    assert_same_everywhere(run_everywhere(Op.EMBEDDING_LOOKUP, [Arg(I32, [2, 0]), Arg(F16, values)],
+    assert_same_everywhere(run_everywhere(Op.EMBEDDING_LOOKUP, [fed_input(I32, [2, 0]), fed_input(F16, values)],
                                           [(F16, (2, 2), 0.0, 0)]), [values[[2, 0]]])
-    assert_same_everywhere(run_everywhere(Op.HASHTABLE_LOOKUP, [Arg(I32, [5, 4]), Arg(I32, [1, 5], constant=True),
-                                                                Arg(I32, [[10], [50]])],
+    assert_same_everywhere(run_everywhere(Op.HASHTABLE_LOOKUP, [fed_input(I32, [5, 4]), constant_input(I32, [1, 5]),
+                                                                fed_input(I32, [[10], [50]])],
                                           [(I32, (2, 1), 0.0, 0), (Q8, (2,), 1.0, 0)]),
                            [np.array([[50], [0]], np.int32), np.array([1, 0], np.uint8)])
-    assert_same_everywhere(run_everywhere(Op.LSH_PROJECTION, [Arg(F32, HASH, constant=True), Arg(I32, ROWS),
-                                                              Arg(F32, None, dims=[3]), Arg(T.INT32, 3, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.LSH_PROJECTION, [constant_input(F32, HASH), fed_input(I32, ROWS),
+                                                              fed_input(F32, None, dims=[3]),
+                                                              constant_input(T.INT32, 3)],
                                           [(I32, (4,), 0.0, 0)]), [np.array([1, 6, 10, 12], np.int32)])
     logits = np.log(np.array([[0.25, 0.75]], np.float32))
-    results = run_everywhere(Op.RANDOM_MULTINOMIAL, [Arg(F32, logits), Arg(T.INT32, 8, constant=True),
-                                                     Arg(I32, [37, 42])], [(I32, (1, 8), 0.0, 0)])
+    results = run_everywhere(Op.RANDOM_MULTINOMIAL, [fed_input(F32, logits), constant_input(T.INT32, 8),
+                                                     fed_input(I32, [37, 42])], [(I32, (1, 8), 0.0, 0)])
     draws = [outputs[0] for status, outputs in results.values()]
     assert all(status == ErrorStatus.NONE for status, _ in results.values())
     assert all(np.array_equal(d, draws[0]) for d in draws) and set(draws[0].ravel()) <= {0, 1}
 
 
 def test_on_device_lookup_out_of_range_is_a_status():
-    results = run_everywhere(Op.EMBEDDING_LOOKUP, [Arg(I32, [0, 3]), Arg(F32, np.zeros((3, 2), np.float32))],
+    results = run_everywhere(Op.EMBEDDING_LOOKUP, [fed_input(I32, [0, 3]),
+                                                   fed_input(F32, np.zeros((3, 2), np.float32))],
                              [(F32, (2, 2), 0.0, 0)])
     assert {status for status, _ in results.values()} == {ErrorStatus.GENERAL_FAILURE}

@@ -1,7 +1,6 @@
 """L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION, LOG_SOFTMAX and
 PRELU: hand-computed cases (axes, windows, layouts, the reference's integer arithmetic),
-the fixed-point helpers they use, one-field mutations of valid instances, and runs on a
-device on every execution path."""
+one-field mutations of valid instances, and runs on a device on every execution path."""
 from __future__ import annotations
 
 import math
@@ -11,39 +10,12 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from driver.operations import _fixed_point as fp
 from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
-from tests.operations.on_device import Arg, assert_same_everywhere, run_everywhere
+from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 L2_OUT = {Q8: (1 / 128, 128), QS8: (1 / 128, 0)}
-
-
-# --- the fixed-point helpers ---------------------------------------------------------------------
-
-def test_fixed_point_rounding():
-    assert fp.quantize_multiplier(0.5) == (1 << 30, 0)
-    assert fp.quantize_multiplier(1.0) == (1 << 30, 1)
-    assert fp.quantize_multiplier(0.75) == (3 << 29, 0)
-    assert fp.quantize_multiplier(2.0 ** -40) == (0, 0)          # flushed to zero
-    # Halves round away from zero.
-    assert fp.rounding_divide_by_pot(np.array([5, -5, 4, -4, 6, -6]), 2).tolist() == [1, -1, 1, -1, 2, -2]
-    assert fp.rounding_divide_by_pot(np.array([2, -2, 3, -3]), 2).tolist() == [1, -1, 1, -1]
-    assert fp.saturating_rounding_doubling_high_mul(fp.INT32_MIN, fp.INT32_MIN) == fp.INT32_MAX
-    assert fp.saturating_rounding_doubling_high_mul(1 << 30, 1 << 30) == 1 << 29
-    # The doubling high multiply rounds halves up: -1.5 becomes -1.
-    assert fp.multiply_by_quantized_multiplier(np.array([100, -3, 3]), 1 << 30, 0).tolist() == [50, -1, 2]
-    assert fp.multiply_by_quantized_multiplier(7, 3 << 29, 2) == 21        # 7 * 0.75 * 4
-
-
-def test_fixed_point_inverse_square_root():
-    values = np.array([0, 1, 2, 4, 100, 12345, 1 << 29, (1 << 31) - 1])
-    significand, shift = fp.inv_sqrt_quantized_multiplier(values)
-    assert significand[:2].tolist() == [fp.INT32_MAX] * 2 and shift[:2].tolist() == [0, 0]
-    approximation = significand[2:] * 2.0 ** (shift[2:] - 31.0)
-    np.testing.assert_allclose(approximation, 1 / np.sqrt(values[2:]), rtol=2e-6)
-    assert (shift <= 0).all()
 
 
 # --- L2_NORMALIZATION ----------------------------------------------------------------------------
@@ -256,6 +228,15 @@ def test_prelu_quantized_matches_real_values_within_one():
     assert np.abs(got.astype(int) - expected).max() <= 1
 
 
+def test_prelu_quantized_product_past_int32_saturates():
+    # M_neg = 1 * 1 / 2**-16 = 2**16: x * alpha = -100 * -200 times 2**17 is past int32 before
+    # the high multiplication. It saturates (the reference's int32 product overflows, which
+    # C++ leaves undefined), so the output is the type's largest value, as the real one is.
+    got = run1(Op.PRELU, [tensor(Q8, [2], 1.0, 128), const(Q8, [55], scale=1.0, zero_point=255)],
+               [output(Q8, (), 2.0 ** -16, 0)], [np.array([28, 128], np.uint8)])
+    assert got.tolist() == [255, 0]
+
+
 def test_prelu_rejections():
     good_in, good_out = [tensor(Q8, [2, 3], 0.5, 128), tensor(Q8, [3], 0.25, 128)], [output(Q8, (), 0.5, 100)]
     rejects(Op.PRELU, good_in[:1], good_out, "expected 2 inputs")
@@ -270,35 +251,37 @@ def test_prelu_rejections():
 
 def test_on_device_every_path():
     x = np.array([[3, 4], [0, 0]], np.float32)
-    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [Arg(F32, x)], [(F32, (2, 2), 0.0, 0)]),
+    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(F32, x)], [(F32, (2, 2), 0.0, 0)]),
                            [np.array([[0.6, 0.8], [0, 0]], np.float32)])
     q = np.array([[131, 132]], np.uint8)
-    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [Arg(Q8, q, scale=0.1, zero_point=128),
-                                                                Arg(T.INT32, -1, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(Q8, q, scale=0.1, zero_point=128),
+                                                                constant_input(T.INT32, -1)],
                                           [(Q8, (1, 2), 1 / 128, 128)]), [np.array([[205, 230]], np.uint8)])
     y = np.array([1, 2, 3], np.float32)
-    lrn_args = [Arg(F32, y), Arg(T.INT32, 1, constant=True), Arg(T.FLOAT32, 1.0), Arg(T.FLOAT32, 1.0, constant=True),
-                Arg(T.FLOAT32, 1.0, constant=True)]
+    lrn_args = [fed_input(F32, y), constant_input(T.INT32, 1), fed_input(T.FLOAT32, 1.0),
+                constant_input(T.FLOAT32, 1.0), constant_input(T.FLOAT32, 1.0)]
     results = run_everywhere(Op.LOCAL_RESPONSE_NORMALIZATION, lrn_args, [(F32, (3,), 0.0, 0)])
     for status, (got,) in results.values():
         np.testing.assert_allclose(got, [1 / 6, 2 / 15, 3 / 14], rtol=1e-6)
     z = np.array([1, 2, 3, 2], np.float32).reshape(1, 2, 1, 2)
-    results = run_everywhere(Op.INSTANCE_NORMALIZATION, [Arg(F32, z), *(Arg(T.FLOAT32, v, constant=True)
-                                                                       for v in (1.0, 0.0, 1e-3)), Arg(T.BOOL, False)],
+    results = run_everywhere(Op.INSTANCE_NORMALIZATION, [fed_input(F32, z), *(constant_input(T.FLOAT32, v)
+                                                                             for v in (1.0, 0.0, 1e-3)),
+                                                         fed_input(T.BOOL, False)],
                              [(F32, (1, 2, 1, 2), 0.0, 0)])
     d = 1 / math.sqrt(1.001)
     for status, (got,) in results.values():
         np.testing.assert_allclose(got.reshape(-1), [-d, 0, d, 0], rtol=1e-6, atol=1e-7)
-    results = run_everywhere(Op.LOG_SOFTMAX, [Arg(F32, [1.0, 1.0]), Arg(T.FLOAT32, 1.0, constant=True),
-                                              Arg(T.INT32, 0, constant=True)], [(F32, (2,), 0.0, 0)])
+    results = run_everywhere(Op.LOG_SOFTMAX, [fed_input(F32, [1.0, 1.0]), constant_input(T.FLOAT32, 1.0),
+                                              constant_input(T.INT32, 0)], [(F32, (2,), 0.0, 0)])
     for status, (got,) in results.values():
         np.testing.assert_allclose(got, [-math.log(2)] * 2, rtol=1e-6)
-    assert_same_everywhere(run_everywhere(Op.PRELU, [Arg(Q8, [130, 124], scale=0.5, zero_point=128),
-                                                     Arg(Q8, [54], scale=0.25, zero_point=50, constant=True)],
+    assert_same_everywhere(run_everywhere(Op.PRELU, [fed_input(Q8, [130, 124], scale=0.5, zero_point=128),
+                                                     constant_input(Q8, [54], scale=0.25, zero_point=50)],
                                           [(Q8, (2,), 0.5, 100)]), [np.array([102, 96], np.uint8)])
 
 
 def test_on_device_run_time_axis_out_of_range_is_a_status():
-    results = run_everywhere(Op.L2_NORMALIZATION, [Arg(F32, np.ones((2, 2), np.float32)), Arg(T.INT32, 2)],
+    results = run_everywhere(Op.L2_NORMALIZATION, [fed_input(F32, np.ones((2, 2), np.float32)),
+                                                   fed_input(T.INT32, 2)],
                              [(F32, (2, 2), 0.0, 0)])
     assert {status.name for status, _ in results.values()} == {"GENERAL_FAILURE"}

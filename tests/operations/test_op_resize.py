@@ -8,9 +8,9 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.driver.execution import ALL_PATHS
 from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
-from tests.operations.test_op_space import data, on_device, out, refused_by_the_device
+from tests.operations.on_device import assert_same_everywhere, refused_by_the_device, run_everywhere
+from tests.operations.test_op_space import data, device_instance, out
 
 F32, F16, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 BILINEAR, NEAREST = Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR
@@ -114,20 +114,19 @@ def test_resize_rejections():
             [output(T.TENSOR_INT32)], "input 0.*TENSOR_INT32")
 
 
-@pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 @pytest.mark.parametrize("operation, operand_type", [(BILINEAR, Q8), (NEAREST, QS8), (BILINEAR, F32)])
-def test_on_the_device(operation, operand_type, path):
+def test_on_the_device(operation, operand_type):
     x = np.array([10, 20, 30, 40], np.uint8 if operand_type == Q8 else np.int8 if operand_type == QS8
                  else np.float32).reshape(1, 1, 2, 2)                       # NCHW
     parameters = [(T.FLOAT32, 2.0), (T.FLOAT32, 1.0), (T.BOOL, True), (T.BOOL, True), (T.BOOL, False)]
     if operand_type == F32:
         parameters[:2] = [(T.INT32, 4), (T.INT32, 2)]
-    got = on_device(operation, x, operand_type, parameters, [1, 1, 2, 4], path)
     rows = ([[10, 13, 16, 20], [30, 33, 36, 40]] if operation == BILINEAR
             else [[10, 10, 20, 20], [30, 30, 40, 40]])
     if operand_type == F32:
         rows = [[10, 10 + 10 / 3, 10 + 20 / 3, 20], [30, 30 + 10 / 3, 30 + 20 / 3, 40]]
-    np.testing.assert_allclose(got[0, 0], rows, rtol=1e-6)
+    results = run_everywhere(operation, *device_instance(operand_type, x.shape, parameters, [1, 1, 2, 4], x))
+    assert_same_everywhere(results, [np.reshape(rows, (1, 1, 2, 4))], rtol=1e-6)
 
 
 @pytest.mark.parametrize("operation, parameters", [
@@ -136,4 +135,4 @@ def test_on_the_device(operation, operand_type, path):
     (BILINEAR, [(T.INT32, 2), (T.INT32, -2)]),
 ])
 def test_invalid_instances_are_refused_by_the_device(operation, parameters):
-    refused_by_the_device(operation, [1, 2, 2, 1], F32, parameters)
+    refused_by_the_device(operation, *device_instance(F32, [1, 2, 2, 1], parameters))

@@ -7,15 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver import SampleDriver
 from driver.errors import ValidationError
-from driver.hal import Model
-from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.common import STORAGE_DTYPE
-from hal_client.builder import ModelBuilder, make_request, out_like
-from tests.driver.execution import ALL_PATHS, execute, prepare, prepare_status
+from driver.operations.signatures import ExampleOperand
 from tests.operations.helpers import (const, context, definition, omitted, output, rejects, run1, scalar,
                                       tensor)
+from tests.operations.on_device import assert_same_everywhere, constant_input, refused_by_the_device, run_everywhere
 
 F32, F16, Q8, QS8, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
                           T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
@@ -41,34 +39,13 @@ def out(operand_type, dims=()):
     return output(operand_type, dims, *quant(operand_type))
 
 
-def one_operation_model(operation, x_dims, operand_type, parameters, out_dims) -> Model:
-    """``operation`` of a request-fed input and constant ``parameters`` ((type, value) pairs)."""
-    mb = ModelBuilder()
-    main = mb.main
+def device_instance(operand_type, x_dims, parameters, out_dims=(), x=None) -> tuple[list, list]:
+    """An input of the type and its quantization here, fed by the request (``x``, or
+    generated values), constant ``parameters`` ((type, value) pairs), and an output like
+    the input: the arguments of ``run_everywhere`` and ``refused_by_the_device``."""
     scale, zero_point = quant(operand_type)
-    inputs = [main.input(operand_type, list(x_dims), scale, zero_point)]
-    inputs += [main.constant(t, v) for t, v in parameters]
-    main.outputs(*main.operation(operation, inputs, [(operand_type, list(out_dims), scale, zero_point)]))
-    return mb.build()
-
-
-def on_device(operation, x: np.ndarray, operand_type, parameters, out_dims, path) -> np.ndarray:
-    """``operation`` of a request-fed ``x`` and constant ``parameters``, prepared on the
-    driver and run on ``path``."""
-    io = make_request([x], [out_like(STORAGE_DTYPE[operand_type], out_dims)])
-    outcome = execute(prepare(one_operation_model(operation, x.shape, operand_type, parameters, out_dims)),
-                      io.request, path)
-    assert outcome.status == ErrorStatus.NONE, outcome
-    return io.output(0, out_dims)
-
-
-def refused_by_the_device(operation, x_dims, operand_type, parameters) -> None:
-    """The device finds the model invalid: INVALID_ARGUMENT from getSupportedOperations_1_3
-    and prepareModel_1_3."""
-    model = one_operation_model(operation, x_dims, operand_type, parameters, [])
-    device = SampleDriver()
-    assert device.getSupportedOperations_1_3(model) == (ErrorStatus.INVALID_ARGUMENT, [])
-    assert prepare_status(device, model)[0] == ErrorStatus.INVALID_ARGUMENT
+    return ([ExampleOperand(operand_type, tuple(x_dims), value=x, scale=scale, zero_point=zero_point),
+             *(constant_input(t, v) for t, v in parameters)], [(operand_type, out_dims, scale, zero_point)])
 
 
 # --- DEPTH_TO_SPACE and SPACE_TO_DEPTH ------------------------------------------------------------
@@ -355,11 +332,11 @@ DEVICE_CASES = {
 }
 
 
-@pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 @pytest.mark.parametrize("case", DEVICE_CASES)
-def test_on_the_device(case, path):
+def test_on_the_device(case):
     operation, x, parameters, out_dims, expected = DEVICE_CASES[case]
-    np.testing.assert_array_equal(on_device(operation, x, F32, parameters, out_dims, path), expected)
+    assert_same_everywhere(run_everywhere(operation, *device_instance(F32, x.shape, parameters, out_dims, x)),
+                           [expected])
 
 
 @pytest.mark.parametrize("operation, x_dims, operand_type, parameters", [
@@ -372,4 +349,4 @@ def test_on_the_device(case, path):
     (Op.CHANNEL_SHUFFLE, [2, 6], F32, [(T.INT32, 4), (T.INT32, -1)]),
 ])
 def test_invalid_instances_are_refused_by_the_device(operation, x_dims, operand_type, parameters):
-    refused_by_the_device(operation, x_dims, operand_type, parameters)
+    refused_by_the_device(operation, *device_instance(operand_type, x_dims, parameters))
