@@ -1,18 +1,25 @@
 """The limits of a driver: ranks at and past its rank limit and numpy's (stated by a
-request, declared by the model, grown by EXPAND_DIMS or by GATHER with indices of high
-rank), and values large together under an execution's memory budget. Each adds a small
-graph to main; they are drawn rarely, as such cases are refused early or run slowly."""
+request, declared by the model, grown by EXPAND_DIMS, by GATHER with indices of high rank or
+by a WHILE body adding a dimension each iteration), and values large together under an
+execution's memory budget. Each grafts a small model, built with hal_client.builder, onto
+main; they are drawn rarely, as such cases are refused early or run slowly."""
 from __future__ import annotations
+
+import functools
+from dataclasses import replace
 
 import numpy as np
 
-from driver.hal import OperandLifeTime as L, OperandType as T, Operation, OperationType as Op
+from driver.hal import OperandType as T, Operation, OperationType as Op
 from driver.limits import MAX_RANK, MAX_VALUE_BYTES
+from hal_client.builder import ModelBuilder, make_request, out_bytes
+from hal_client.examples import count_condition
 
+from ..case import FuzzCase
 from ..codec import (MAX_IO_INDEXES, MAX_LONG_RANK, MAX_OPERANDS, MAX_OPERATIONS,
-                     MAX_REQUEST_ARGUMENTS, ArgumentSpec, CaseSpec, OperandSpec)
-from .blocks import (Rng, ensure_request_pool, input_pool, int32_constant, literal_of,
-                     new_operand, output_argument, random_seed)
+                     MAX_REFERENCED, MAX_REQUEST_ARGUMENTS, CaseSpec, OperandSpec, SubgraphSpec,
+                     relayout)
+from .blocks import SUBGRAPH_LIFETIME, Rng, ensure_request_pool, input_pool, output_pool
 from .registry import mutation
 
 #: numpy holds at most this many dimensions (since numpy 2; 32 before).
@@ -22,92 +29,144 @@ RANKS = (MAX_RANK - 1, MAX_RANK, MAX_RANK + 1, NUMPY_MAX_DIMS, NUMPY_MAX_DIMS + 
 #: The sizes of the large values: the largest value a driver holds (driver.limits), and
 #: fractions of it.
 LARGE_VALUE_BYTES = (MAX_VALUE_BYTES, MAX_VALUE_BYTES // 2, MAX_VALUE_BYTES // 8)
+#: Output buffer of a grafted output: a value of rank past the limits holds one element; a
+#: large value does not fit (the execution computes it all the same, then says so).
+OUTPUT_BYTES = 4
 
 _F32, _I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 
 
-def _has_room(spec: CaseSpec, operands: int, operations: int, outputs: int) -> bool:
-    main, request = spec.model.main, spec.request
-    return (len(main.operands) + operands <= MAX_OPERANDS
-            and len(main.operations) + operations <= MAX_OPERATIONS
-            and len(main.inputIndexes) + 1 <= MAX_IO_INDEXES
-            and len(main.outputIndexes) + outputs <= MAX_IO_INDEXES
-            and len(request.inputs) + 1 <= MAX_REQUEST_ARGUMENTS
-            and len(request.outputs) + outputs <= MAX_REQUEST_ARGUMENTS)
+# --- grafting ---------------------------------------------------------------------------------
+
+def _piece(mb: ModelBuilder, inputs: list[np.ndarray], stated: list[list[int] | None]) -> CaseSpec:
+    """The spec of the model built in ``mb``, fed ``inputs``; ``stated`` replaces the
+    dimensions an input's request argument states (None: its array's shape; []: none)."""
+    model = mb.build()
+    io = make_request(inputs, [out_bytes(np.float32, OUTPUT_BYTES)] * len(model.main.outputIndexes),
+                      one_pool=True)
+    for argument, dims in zip(io.request.inputs, stated):
+        if dims is not None:
+            argument.dimensions = dims
+    return relayout(FuzzCase(model, io.request))
 
 
-def _main_input(spec: CaseSpec, dims: list[int], request_dims: list[int], rng: Rng) -> int:
-    """A new float32 input of main, with its request argument (a generated value)."""
+def _graft(spec: CaseSpec, piece: CaseSpec) -> bool:
+    """Add ``piece`` to ``spec``: its referenced subgraphs after spec's, its main's operands,
+    operations, inputs and outputs to spec's main, its request arguments to spec's request
+    (in spec's pools). False if the spec has no room for it."""
+    model, main, extra = spec.model, spec.model.main, piece.model.main
+    request, arguments = spec.request, piece.request
+    if (len(model.referenced) + len(piece.model.referenced) > MAX_REFERENCED
+            or len(main.operands) + len(extra.operands) > MAX_OPERANDS
+            or len(main.operations) + len(extra.operations) > MAX_OPERATIONS
+            or len(main.inputIndexes) + len(extra.inputIndexes) > MAX_IO_INDEXES
+            or len(main.outputIndexes) + len(extra.outputIndexes) > MAX_IO_INDEXES
+            or len(request.inputs) + len(arguments.inputs) > MAX_REQUEST_ARGUMENTS
+            or len(request.outputs) + len(arguments.outputs) > MAX_REQUEST_ARGUMENTS):
+        return False
+    shift = len(model.referenced)
+
+    def moved(o: OperandSpec) -> OperandSpec:
+        # A new operand where it names a subgraph: specs share their operands.
+        return replace(o, target=o.target + shift) if o.lifetime == SUBGRAPH_LIFETIME else o
+    for sg in piece.model.referenced:
+        model.referenced.append(SubgraphSpec([moved(o) for o in sg.operands], list(sg.operations),
+                                             list(sg.inputIndexes), list(sg.outputIndexes)))
+    base = len(main.operands)
+    main.operands += [moved(o) for o in extra.operands]
+    main.operations += [Operation(op.type, [i + base for i in op.inputs], [i + base for i in op.outputs])
+                        for op in extra.operations]
+    main.inputIndexes += [i + base for i in extra.inputIndexes]
+    main.outputIndexes += [i + base for i in extra.outputIndexes]
     ensure_request_pool(spec)
-    main = spec.model.main
-    index = new_operand(main, OperandSpec(_F32, dims, lifetime=L.SUBGRAPH_INPUT))
-    main.inputIndexes.append(index)
-    spec.request.inputs.append(ArgumentSpec(dimensions=request_dims, target=input_pool(spec),
-                                            value=random_seed(rng)))
-    return index
+    request.inputs += [replace(a, target=input_pool(spec)) for a in arguments.inputs]
+    request.outputs += [replace(a, target=output_pool(spec)) for a in arguments.outputs]
+    return True
 
 
-def _result(spec: CaseSpec, dims: list[int], output: bool) -> int:
-    """A new float32 operand of main computed by an operation: a main output (with its
-    request argument) or a temporary."""
-    main = spec.model.main
-    operand = OperandSpec(_F32, dims, lifetime=L.SUBGRAPH_OUTPUT if output else L.TEMPORARY_VARIABLE)
-    index = new_operand(main, operand)
-    if output:
-        main.outputIndexes.append(index)
-        spec.request.outputs.append(output_argument(spec, operand))
-    return index
+# --- ranks ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def expanded(rank: int, declared: bool) -> CaseSpec:
+    """EXPAND_DIMS(x, 0) of an input x of ``rank``, which the model declares or the request
+    states (the model leaving it unknown)."""
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(_F32, [1] * rank if declared else [])
+    g.outputs(g.apply(Op.EXPAND_DIMS, [x, g.int32(0)], _F32, [1] * (rank + 1) if declared else []))
+    return _piece(mb, [np.zeros(1, np.float32)], [[] if declared else [1] * rank])
+
+
+@functools.lru_cache(maxsize=128)
+def gathered(rank: int, x_rank: int) -> CaseSpec:
+    """GATHER(x, 0, indices) of an input x of ``x_rank`` with indices taking the output to
+    ``rank`` (both ranks stated by the request)."""
+    mb = ModelBuilder()
+    g = mb.main
+    x, indices = g.input(_F32, []), g.input(_I32, [])
+    g.outputs(g.apply(Op.GATHER, [x, g.int32(0), indices], _F32, []))
+    return _piece(mb, [np.zeros(1, np.float32), np.zeros(1, np.int32)],
+                  [[1] * x_rank, [1] * (rank + 1 - x_rank)])
+
+
+@functools.lru_cache(maxsize=8)
+def grown_by_loop(iterations: int) -> CaseSpec:
+    """i = 0; while i < iterations: (i, x) = (i + 1, EXPAND_DIMS(x, 0)), from x of rank 1:
+    the loop's state gains a dimension each iteration."""
+    mb = ModelBuilder()
+    grows = (_F32, [], 0.0, 0)
+    cond = count_condition(mb, limit=iterations, others=[grows])
+    body = mb.subgraph()
+    i, x = body.input(_I32, [1]), body.input(_F32, [])
+    body.outputs(body.add(i, body.constant(_I32, [1])),
+                 body.apply(Op.EXPAND_DIMS, [x, body.int32(0)], _F32, []))
+    g = mb.main
+    _, grown = g.while_(cond, body, [g.constant(_I32, [0]), g.input(_F32, [1])])
+    g.outputs(grown)
+    return _piece(mb, [np.zeros(1, np.float32)], [None])
 
 
 @mutation(weight=1)
 def high_rank(spec: CaseSpec, rng: Rng) -> bool:
-    """EXPAND_DIMS(x, 0) of a new input x whose rank (one of RANKS) the request states or
-    the model declares, or GATHER(x, 0, indices) whose output reaches such a rank with
-    indices of high rank."""
-    if not _has_room(spec, operands=4, operations=1, outputs=1):
-        return False
+    """A value of one of RANKS: EXPAND_DIMS of an input of that rank less one (declared or
+    stated), GATHER reaching it with indices of high rank, or a WHILE loop growing a rank-1
+    value to it."""
     rank = rng.choice(RANKS)
-    main = spec.model.main
-    kind = rng.randrange(3)
-    if kind == 0:               # stated by the request
-        x = _main_input(spec, [], [1] * rank, rng)
-        operation, inputs, dims = Op.EXPAND_DIMS, [x], []
-    elif kind == 1:             # declared by the model
-        x = _main_input(spec, [1] * rank, [], rng)
-        operation, inputs, dims = Op.EXPAND_DIMS, [x], [1] * (rank + 1)
-    else:                       # GATHER: the output's rank is x's plus the indices' less one
-        x_rank = rng.randint(1, min(rank, MAX_LONG_RANK))
-        x = _main_input(spec, [], [1] * x_rank, rng)
-        indices = new_operand(main, OperandSpec(_I32, [1] * (rank + 1 - x_rank),
-                                                lifetime=L.CONSTANT_COPY))
-        operation, inputs, dims = Op.GATHER, [x, indices], []
-    axis = int32_constant(main, 0)
-    inputs.insert(1, axis)
-    main.operations.append(Operation(operation, inputs, [_result(spec, dims, output=True)]))
-    return True
+    kind = rng.randrange(4)
+    if kind < 2:
+        piece = expanded(rank - 1, declared=kind == 1)
+    elif kind == 2:
+        piece = gathered(rank, rng.randint(1, min(rank, MAX_LONG_RANK)))
+    else:
+        piece = grown_by_loop(rank - 1)
+    return _graft(spec, piece)
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=128)
+def tiled_chain(value_bytes: int, width: int, alive: tuple[bool, ...]) -> CaseSpec:
+    """A float32 input of ``width`` elements tiled into a value t of ``value_bytes``, then a
+    chain of ADDs of t, one per ``alive`` flag; each result is read by the next, and also a
+    main output where its flag is set (alive to the end)."""
+    elements = value_bytes // 4
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(_F32, [width])
+    tiled = g.apply(Op.TILE, [x, g.constant(_I32, [elements // width])], _F32, [elements])
+    previous, outputs = tiled, []
+    for kept in alive:
+        previous = g.add(previous, tiled)
+        if kept:
+            outputs.append(previous)
+    g.outputs(*outputs)
+    return _piece(mb, [np.ones(width, np.float32)], [None])
 
 
 @mutation(weight=1)
 def large_values(spec: CaseSpec, rng: Rng) -> bool:
-    """A small new input tiled into a large value t (one of LARGE_VALUE_BYTES), then a
-    chain of two to five ADDs of t, each result read by the next and sometimes a main
-    output too: several large values alive together, as a memory budget bounds them."""
+    """Two to five large values computed from one (LARGE_VALUE_BYTES), some of them alive
+    together: what an execution's memory budget bounds."""
     count = rng.randint(2, 5)
-    if not _has_room(spec, operands=count + 4, operations=count + 1, outputs=count):
-        return False
-    main = spec.model.main
-    width = rng.choice((4, 8, 16))
-    elements = rng.choice(LARGE_VALUE_BYTES) // 4
-    x = _main_input(spec, [width], [], rng)
-    multiples = new_operand(main, OperandSpec(_I32, [1], lifetime=L.CONSTANT_COPY,
-                                              value=literal_of(np.array([elements // width], "<i4"))))
-    tiled = _result(spec, [elements], output=False)
-    main.operations.append(Operation(Op.TILE, [x, multiples], [tiled]))
-    activation = int32_constant(main, 0)
-    previous = tiled
-    for k in range(count):
-        alive = k == count - 1 or rng.random() < 0.5
-        result = _result(spec, [elements], output=alive)
-        main.operations.append(Operation(Op.ADD, [previous, tiled, activation], [result]))
-        previous = result
-    return True
+    alive = tuple(k == count - 1 or rng.random() < 0.5 for k in range(count))
+    return _graft(spec, tiled_chain(rng.choice(LARGE_VALUE_BYTES), rng.choice((4, 8, 16)), alive))

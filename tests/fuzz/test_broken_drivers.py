@@ -44,7 +44,7 @@ MAX_INPUT_BYTES = 4096
 #: The drivers whose bug a short in-process fuzz run from the corpus finds (with the custom
 #: mutator, as libFuzzer drives it): (seed, most inputs to try) for each, a seed that finds
 #: it within a few seconds.
-FUZZED = {"RankUnchecked": (0, 2000), "OverBudget": (2, 2000), "LiveRequest": (1, 2000)}
+FUZZED = {"RankUnchecked": (1, 2000), "OverBudget": (3, 2000), "LiveRequest": (1, 2000)}
 #: Each mutant is mutated again this often (libFuzzer mutates its latest outputs too).
 STACKED_MUTATIONS = 0.5
 
