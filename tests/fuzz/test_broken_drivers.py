@@ -87,8 +87,6 @@ def test_reproducer_passes_on_the_bundled_driver(path, info):
 
 # --- found by fuzzing from the corpus ---------------------------------------------------------
 
-
-
 def fuzz_from_corpus(device, seed: int, inputs: int) -> tuple[bytes, OracleViolation]:
     """The first input (and its violation) of a fuzz run from the corpus that breaks a rule."""
     seeds = [path.read_bytes() for path in sorted(CORPUS.iterdir())]
