@@ -11,7 +11,9 @@ import pytest
 
 from driver import SampleDriver
 from driver.errors import ValidationError
+from driver.executor import steps
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.limits import MEMORY_BUDGET_BYTES
 from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
 from fuzz import codec, harness, mutator
@@ -453,6 +455,7 @@ def test_ranks_at_and_past_the_limit_are_valid_and_refused_past_it(device, piece
 
 
 def test_large_values_are_refused_over_the_budget_and_run_under_it(device):
+    """Over the harness's budget, not the driver's own (which is back after each case)."""
     small = LIMITS.tiled_chain(harness.MEMORY_BUDGET_BYTES // 8, 4, (False, True))
     large = LIMITS.tiled_chain(LIMITS.MAX_VALUE_BYTES, 16, (True, False, True))
     for spec, status in ((small, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE),    # 4-byte output buffers
@@ -460,6 +463,7 @@ def test_large_values_are_refused_over_the_budget_and_run_under_it(device):
         case = codec.lower(spec)
         assert is_valid(case)
         assert harness.run_case(case, device).first.status == status
+    assert steps.MEMORY_BUDGET_BYTES == MEMORY_BUDGET_BYTES > 3 * LIMITS.MAX_VALUE_BYTES
 
 
 def test_a_grafted_piece_keeps_the_case_and_adds_its_own():
