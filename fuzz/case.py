@@ -4,10 +4,21 @@ The codec (codec.py) maps bytes to a FuzzCase and back; the harness (harness.py)
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from driver.hal import ExecutionPreference, MeasureTiming, Model, Priority, Request
 from hal_client.paths import ExecutionPath
+
+
+class RequestChange(enum.IntEnum):
+    """What the caller does to its Request once the second execution has been launched on
+    another thread (execute_1_3, executeFenced): HIDL copies a request at the call, so the
+    execution must run the request as it was then, whatever the caller does after."""
+    NONE = 0
+    ARGUMENTS = 1   # every argument's location and dimensions rewritten
+    POOLS = 2       # every pool replaced by a new one holding other bytes
+    CLOSED = 3      # the pools closed and the Request emptied
 
 
 @dataclass
@@ -28,6 +39,8 @@ class ExecutionChoices:
     wait_fence_delay_ns: int = 0
     #: executeFenced's `duration` (ns); None: omitted.
     fenced_duration_ns: int | None = None
+    #: What happens to the second execution's request after an ASYNC or FENCED launch.
+    request_change: RequestChange = RequestChange.NONE
 
 
 @dataclass

@@ -4,19 +4,29 @@
 For each case: the reference validator judges model and request; the driver under test
 answers getSupportedOperations_1_3 and prepareModel_1_3; a prepared model runs the request
 on ``choices.path`` and, when that succeeded, again on ``choices.second_path`` with fresh
-copies of the request's pools; the two results must agree. A broken rule raises an
+copies of the request's pools; the two results must agree. When the second path launches
+the execution on another thread (ASYNC, FENCED), the request is changed as soon as the
+launch returns (``choices.request_change``): the results must still agree. The first
+execution of a case declaring large values runs under tracemalloc, and its peak must stay
+within the memory budget the harness gives the driver. A broken rule raises an
 OracleViolation (see oracles.py and hal_client/contract.py). The driver is reached only
 through the HAL surface, by hal_client.
 """
 from __future__ import annotations
 
+import contextlib
+import tracemalloc
 from dataclasses import dataclass, fields
-from typing import Any, Sequence
+from math import prod
+from operator import attrgetter
+from typing import Any, Iterator, Sequence
 
 from driver.errors import ValidationError
-from driver.hal import (ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs, MemoryPool, Model,
-                        OperandLifeTime, OperationType, PreparedModelCallback, Priority, Request,
-                        Subgraph)
+from driver.executor import steps as bundled_executor
+from driver.hal import (DataLocation, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs,
+                        MemoryPool, Model, OperandLifeTime, OperationType, PreparedModelCallback,
+                        Priority, Request, RequestArgument, Subgraph)
+from driver.limits import MAX_VALUE_BYTES
 from driver.memory import Memory
 from driver.validation import validate_model, validate_request
 from hal_client import contract
@@ -26,7 +36,7 @@ from hal_client.watchdog import WATCHDOG
 
 from . import oracles
 from .branch_counters import BranchCounters
-from .case import ExecutionChoices, ExecutionPath, FuzzCase
+from .case import ExecutionChoices, ExecutionPath, FuzzCase, RequestChange
 from .oracles import ExecutionResult
 
 #: How long a driver may take to answer a call that does not execute the model.
@@ -36,6 +46,23 @@ HANG_MARGIN_S = 1.0
 #: Loops nested or in sequence each get the loop timeout; beyond this many the bound stops
 #: growing (a fuzzed model could otherwise claim minutes).
 MAX_LOOPS_COUNTED = 8
+
+#: The memory budget of one execution while the harness runs a case. The bundled driver's
+#: own (driver.limits.MEMORY_BUDGET_BYTES, 1 GiB) is out of a fuzz input's reach; this one
+#: is a few large values, which the mutator makes. The bundled executor reads its budget
+#: from driver.executor.steps at each execution (where its own tests set it too), so it
+#: and the drivers built on it are given this one; any other driver is held to it as well.
+MEMORY_BUDGET_BYTES = 16 * 2**20
+#: What an execution may allocate beyond its budget: the values it holds count against the
+#: budget, but a kernel's scratch, a value sized only once computed and an output's copy on
+#: its way to its pool do not (each at most the largest value a driver holds).
+MEMORY_SLACK_BYTES = 3 * MAX_VALUE_BYTES
+#: Cases whose operands declare at least this many elements have their first execution's
+#: peak measured (tracemalloc slows allocation down: only where the budget may be reached).
+MEASURED_CASE_ELEMENTS = 2**20
+
+#: The paths that launch an execution on another thread: the request may change after.
+LAUNCHED_PATHS = frozenset({ExecutionPath.ASYNC, ExecutionPath.FENCED})
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -144,15 +171,115 @@ def with_fresh_pools(request: Request, snapshot: Sequence[bytes | None]) -> Requ
     return Request(inputs=request.inputs, outputs=request.outputs, pools=pools)
 
 
+# --- the request changed after a launch ----------------------------------------------------
+
+def copied_request(request: Request) -> Request:
+    """The request with arguments of its own (the pools shared)."""
+    def copied(argument: RequestArgument) -> RequestArgument:
+        location = argument.location
+        return RequestArgument(argument.hasNoValue,
+                               DataLocation(location.poolIndex, location.offset, location.length),
+                               list(argument.dimensions))
+    return Request([copied(a) for a in request.inputs], [copied(a) for a in request.outputs],
+                   list(request.pools))
+
+
+def change_request(request: Request, change: RequestChange) -> None:
+    """What a caller may do to its request, in place, once a launch has returned."""
+    if change == RequestChange.ARGUMENTS:
+        for argument in (*request.inputs, *request.outputs):
+            argument.location.offset += 1
+            argument.location.length = max(0, argument.location.length - 1)
+            argument.dimensions.append(1)
+    elif change == RequestChange.POOLS:
+        for j, pool in enumerate(request.pools):
+            if pool.hidlMemory is not None:
+                inverted = pool.hidlMemory.read().translate(_INVERTED_BYTES)
+                request.pools[j] = MemoryPool(hidlMemory=Memory.from_bytes(inverted))
+    elif change == RequestChange.CLOSED:
+        # Output pools stay open: the harness reads the results there.
+        outputs = {a.location.poolIndex for a in request.outputs}
+        for j, pool in enumerate(request.pools):
+            if j not in outputs and pool.hidlMemory is not None:
+                pool.hidlMemory.close()
+        request.inputs.clear()
+        request.outputs.clear()
+        request.pools.clear()
+
+
+_INVERTED_BYTES = bytes(range(255, -1, -1))
+
+
+class ChangingAfterLaunch:
+    """A prepared model whose launches on another thread are followed at once by the
+    caller changing its request."""
+
+    def __init__(self, prepared: Any, change: RequestChange) -> None:
+        self.prepared = prepared
+        self.change = change
+
+    def execute_1_3(self, request: Request, *arguments: Any) -> Any:
+        launch = self.prepared.execute_1_3(request, *arguments)
+        change_request(request, self.change)
+        return launch
+
+    def executeFenced(self, request: Request, *arguments: Any) -> Any:
+        launch = self.prepared.executeFenced(request, *arguments)
+        change_request(request, self.change)
+        return launch
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def bundled_memory_budget(budget_bytes: int) -> Iterator[None]:
+    """The bundled executor's budget for executions started in the block."""
+    own = bundled_executor.MEMORY_BUDGET_BYTES
+    bundled_executor.MEMORY_BUDGET_BYTES = budget_bytes
+    try:
+        yield
+    finally:
+        bundled_executor.MEMORY_BUDGET_BYTES = own
+
+
+def declared_elements(model: Model) -> int:
+    """The elements the model's operands declare (an unknown dimension counts as none; map
+    and sum run in C: this is on every case's path)."""
+    return sum(sum(map(prod, map(_DIMENSIONS, subgraph.operands)))
+               for subgraph in (model.main, *model.referenced))
+
+
+_DIMENSIONS = attrgetter("dimensions")
+
+
 # --- one execution --------------------------------------------------------------------------
 
 def execute(prepared: Any, case: FuzzCase, request: Request, path: ExecutionPath,
-            limit_s: float) -> ExecutionResult:
+            limit_s: float, change: RequestChange = RequestChange.NONE) -> ExecutionResult:
+    """One execution; with a ``change`` the request is changed after the launch, and the
+    results are read through a copy of it as it was launched."""
+    launched = request
+    if change != RequestChange.NONE:
+        request, launched = copied_request(request), copied_request(request)
+        prepared = ChangingAfterLaunch(prepared, change)
     status, shapes = CLIENT.execute(prepared, request, path, case.choices, limit_s)
     what = path.name
-    contract.check_output_shapes(status, shapes, request, case.model, what)
-    contract.check_sufficiency(status, shapes, request, case.model, what)
-    return ExecutionResult(ExecutionPath(path), status, shapes, read_outputs(request))
+    contract.check_output_shapes(status, shapes, launched, case.model, what)
+    contract.check_sufficiency(status, shapes, launched, case.model, what)
+    return ExecutionResult(ExecutionPath(path), status, shapes, read_outputs(launched))
+
+
+def measured_execute(prepared: Any, case: FuzzCase, request: Request, path: ExecutionPath,
+                     limit_s: float) -> ExecutionResult:
+    """``execute``, with the peak of memory it allocates held to the budget."""
+    tracemalloc.start()
+    try:
+        result = execute(prepared, case, request, path, limit_s)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    oracles.check_peak_memory(peak, MEMORY_BUDGET_BYTES, MEMORY_SLACK_BYTES, path.name)
+    return result
 
 
 # --- the flow -------------------------------------------------------------------------------
@@ -183,7 +310,8 @@ def prepare_arguments_valid(choices: ExecutionChoices) -> bool:
 def run_case(case: FuzzCase, device: Any) -> Outcome:
     """Run one case through ``device`` and apply every oracle; raises OracleViolation."""
     try:
-        return _run_case(case, device)
+        with bundled_memory_budget(MEMORY_BUDGET_BYTES):
+            return _run_case(case, device)
     except OracleViolation:
         STATS.violations += 1
         raise
@@ -209,7 +337,8 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
 
     limit_s = execution_limit_s(case)
     snapshot = snapshot_pools(request)
-    first = execute(prepared, case, request, choices.path, limit_s)
+    run_first = measured_execute if declared_elements(model) >= MEASURED_CASE_ELEMENTS else execute
+    first = run_first(prepared, case, request, choices.path, limit_s)
     if has_control_flow(model):
         STATS.control_flow += 1
     oracles.check_invalid_request_rejected(request_error, first.status, first.path)
@@ -219,9 +348,10 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     STATS.executed_ok += 1
 
     fresh = with_fresh_pools(request, snapshot)
-    second = execute(prepared, case, fresh, choices.second_path, limit_s)
+    change = choices.request_change if choices.second_path in LAUNCHED_PATHS else RequestChange.NONE
+    second = execute(prepared, case, fresh, choices.second_path, limit_s, change)
     oracles.check_same_results(first, second, model, request,
-                               contract.outputs_fully_specified(model, request))
+                               contract.outputs_fully_specified(model, request), change)
     return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
                    prepare_callback)
 

@@ -14,6 +14,8 @@ from driver.hal import ErrorStatus, Model, OperandType, OperationType, OutputSha
 from hal_client.contract import OracleViolation, main_output_operand
 from hal_client.paths import ExecutionPath
 
+from .case import RequestChange
+
 
 class SupportedPrepareViolation(OracleViolation):
     """getSupportedOperations_1_3 and prepareModel_1_3 judge a model's validity differently."""
@@ -33,6 +35,18 @@ class InvalidRequestAcceptedViolation(OracleViolation):
 class NondeterminismViolation(OracleViolation):
     """Two execution paths of one prepared model and request gave different results."""
     rule = "determinism"
+
+
+class RequestChangedViolation(OracleViolation):
+    """An execution launched on another thread gave other results because the caller
+    changed its request after the launch: the driver read the request late, where HIDL
+    hands it a copy taken at the call."""
+    rule = "request-after-launch"
+
+
+class MemoryBudgetViolation(OracleViolation):
+    """An execution allocated more than its memory budget allows."""
+    rule = "memory-budget"
 
 
 # --- what the oracles judge ---------------------------------------------------------------
@@ -125,26 +139,32 @@ def has_random_operation(model: Model) -> bool:
 
 
 def check_same_results(first: ExecutionResult, second: ExecutionResult, model: Model,
-                       request: Request, fenced_comparable: bool) -> None:
+                       request: Request, fenced_comparable: bool,
+                       change: RequestChange = RequestChange.NONE) -> None:
     """Two paths, one prepared model and request: same status, shapes and output bytes.
 
     ``fenced_comparable``: the request's outputs are fully specified, which executeFenced
-    requires; otherwise a fenced path may rightly fail where the others succeed."""
+    requires; otherwise a fenced path may rightly fail where the others succeed.
+    ``change``: what the caller did to the second execution's request after launching it
+    (a difference is then a RequestChangedViolation)."""
     paths = f"{first.path.name} vs {second.path.name}"
+    if change != RequestChange.NONE:
+        paths += f" (request {change.name} after launch)"
+    Violation = NondeterminismViolation if change == RequestChange.NONE else RequestChangedViolation
     if first.status in TIME_DEPENDENT_STATUSES or second.status in TIME_DEPENDENT_STATUSES:
         return
     fenced = ExecutionPath.FENCED in (first.path, second.path)
     if first.status != second.status:
         if fenced and not fenced_comparable:
             return
-        raise NondeterminismViolation(
+        raise Violation(
             f"{paths}: status {first.status.name} vs {second.status.name}", key=f"{paths}: status")
     if first.status != ErrorStatus.NONE:
         return
     if first.shapes is not None and second.shapes is not None:
         for i, (a, b) in enumerate(zip(first.shapes, second.shapes)):
             if list(a.dimensions) != list(b.dimensions) or a.isSufficient != b.isSufficient:
-                raise NondeterminismViolation(
+                raise Violation(
                     f"{paths}: output {i} shape {a} vs {b}", key=f"{paths}: shape")
     if has_random_operation(model):
         return
@@ -155,6 +175,17 @@ def check_same_results(first: ExecutionResult, second: ExecutionResult, model: M
         float_dtype = FLOAT_TYPES.get(operand.type) if operand is not None else None
         if not _same_bytes(a, b, float_dtype):
             differ = next(j for j, (x, y) in enumerate(zip(a, b)) if x != y) if len(a) == len(b) else None
-            raise NondeterminismViolation(
+            raise Violation(
                 f"{paths}: output {i} bytes differ (first difference at byte {differ}, "
                 f"{len(a)} bytes)", key=f"{paths}: output bytes")
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+def check_peak_memory(peak_bytes: int, budget_bytes: int, slack_bytes: int, what: str) -> None:
+    """An execution's peak allocation: its budget, plus the slack of what a budget does
+    not count (see harness.MEMORY_SLACK_BYTES)."""
+    if peak_bytes > budget_bytes + slack_bytes:
+        raise MemoryBudgetViolation(
+            f"{what} execution allocated up to {peak_bytes} bytes, over its budget of "
+            f"{budget_bytes} bytes plus {slack_bytes} of scratch", key=what)

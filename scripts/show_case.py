@@ -169,7 +169,8 @@ def describe(case: FuzzCase, spec: codec.CaseSpec) -> str:
         f" preference {c.preference.name}; priority {c.priority.name};"
         f" deadline {ms(c.deadline_ns)};"
         f" loop timeout {ms(c.loopTimeoutDuration_ns)}; wait fences {c.wait_fences}"
-        f" after {ms(c.wait_fence_delay_ns)}; fenced duration {ms(c.fenced_duration_ns)}"]
+        f" after {ms(c.wait_fence_delay_ns)}; fenced duration {ms(c.fenced_duration_ns)};"
+        f" request after launch {c.request_change.name}"]
     model = case.model
     pools = ", ".join(f"{m.name} {m.size} B" for m in model.pools) or "none"
     lines.append(f"model: relaxed {model.relaxComputationFloat32toFloat16}; operandValues "

@@ -34,7 +34,7 @@ below, 32-bit fields at 2^32-1; every byte string is some case)::
 
     case      = choices model request
     choices   = b(path:2 second_path:2 measure:1 priority:2 has_deadline:1)
-                b(preference:2 wait_fences:2 has_fenced_duration:1)
+                b(preference:2 wait_fences:2 has_fenced_duration:1 request_change:2 0:1)
                 v(loop timeout µs + 1, 0 = omitted) [v deadline µs] [v fence delay µs]
                 [v fenced duration µs]
     model     = b(relaxed:1 has_extensions:1) v(#referenced) segments(operandValues)
@@ -44,14 +44,18 @@ below, 32-bit fields at 2^32-1; every byte string is some case)::
     subgraph  = v(#operands) operand* v(#operations) (v type  v(#) v*  v(#) v*)*
                 v(#) v*(inputIndexes) v(#) v*(outputIndexes)
     operand   = b(lifetime:3 quant:1 consumers:1 location:1 channelQuant:1 extension:1)
-                v(type) v(rank) v*(dims) [v raw lifetime when the 3 bits are 7]
+                v(type) rank v*(dims) [v raw lifetime when the 3 bits are 7]
                 [b(wide) f32|f64 scale, zigzag-v zeroPoint] [v numberOfConsumers]
                 (v v v location | placed: [v target (REFERENCE, SUBGRAPH)] [value (constants)])
                 [b(wide) v(#) scales channelDim] [v(n) n*b extension]
     value     = b0 zeros | b1 v(n) n*b literal | b(2 + seed) generated
     request   = v(#pools) (b1 v token | b0 blob)* v(#inputs) argument* v(#outputs) argument*
-    argument  = b(hasNoValue:1 location:1 size_delta:1) v(rank) v*(dims) [zigzag-v size_delta]
+    argument  = b(hasNoValue:1 location:1 size_delta:1) rank v*(dims) [zigzag-v size_delta]
                 (v v v location | placed unless hasNoValue: v pool, value)
+
+A ``rank`` is a varint up to MAX_RANK, or a longer varint (two bytes, as the encoder
+writes them) up to MAX_LONG_RANK; any other reads as MAX_RANK (as every rank over MAX_RANK
+did before long ranks were added: older inputs keep their meaning).
 
 Placed values are appended, 4-aligned, after their pool's explicit segments: constants in
 operand order (main, then referenced), arguments inputs first. A placed value is as long as
@@ -66,7 +70,7 @@ parse_parts), ``lowering`` (lower), ``decoding`` (decode: lower(parse()) in one 
 # The package's names (imported from here by the mutator, the seeds, the scripts, the tests).
 from .limits import (  # noqa: F401
     DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET, GENERATED_BUDGET, LOOP_TIMEOUT_CAP_US,
-    MAX_CHANNEL_SCALES, MAX_EXTENSION_BYTES, MAX_EXTENSIONS, MAX_GENERATED_VALUE, MAX_IO_INDEXES,
+    MAX_CHANNEL_SCALES, MAX_LONG_RANK, MAX_EXTENSION_BYTES, MAX_EXTENSIONS, MAX_GENERATED_VALUE, MAX_IO_INDEXES,
     MAX_NAME_BYTES, MAX_OPERANDS, MAX_OPERATION_INPUTS, MAX_OPERATION_OUTPUTS, MAX_OPERATIONS,
     MAX_POOLS, MAX_RANK, MAX_REFERENCED, MAX_REQUEST_ARGUMENTS, MAX_SEGMENTS, MAX_SIZE_DELTA,
     MAX_WAIT_FENCES, NUM_SEEDS, UINT16_MAX, UINT32_MAX, WAIT_FENCE_DELAY_CAP_US, CodecLimitError)

@@ -14,7 +14,13 @@ MAX_OPERATIONS = 128
 MAX_OPERATION_INPUTS = 128
 MAX_OPERATION_OUTPUTS = 16
 MAX_IO_INDEXES = 128
+#: A rank written as one byte is capped here (as it always was: corpus inputs keep their
+#: meaning) ...
 MAX_RANK = 8
+#: ... and one written as a longer varint here (the encoder writes ranks over MAX_RANK so):
+#: past the bundled driver's rank limit (driver.limits.MAX_RANK, 32) and numpy's (64). A
+#: driver must refuse such ranks itself, as numpy raises or crashes on them.
+MAX_LONG_RANK = 66
 MAX_POOLS = 8
 MAX_SEGMENTS = 16
 MAX_CHANNEL_SCALES = 64

@@ -14,8 +14,8 @@ import numpy as np
 
 from driver.hal import OperandType
 
-from .limits import (INT32_MAX, INT32_MIN, MAX_NAME_BYTES, NUM_SEEDS, UINT32_MAX,
-                     CodecLimitError)
+from .limits import (INT32_MAX, INT32_MIN, MAX_LONG_RANK, MAX_NAME_BYTES, MAX_RANK, NUM_SEEDS,
+                     UINT32_MAX, CodecLimitError)
 
 
 # --- generated values ------------------------------------------------------------------------
@@ -175,6 +175,23 @@ def _capped(it: Iterator[int], first: int, cap: int) -> int:
     return cap if first < 0x80 else min(_varint_tail(it, first), cap)
 
 
+def _long_rank(it: Iterator[int], first: int) -> int:
+    """A rank whose first byte ``first`` (already read) is over MAX_RANK: a longer varint
+    up to MAX_LONG_RANK is the rank, anything else reads as MAX_RANK."""
+    if first < 0x80:
+        return MAX_RANK
+    rank = _varint_tail(it, first)
+    return rank if rank <= MAX_LONG_RANK else MAX_RANK
+
+
+def _dimensions(it: Iterator[int]) -> list[int]:
+    """A rank, then as many dimensions."""
+    n = next(it, 0)
+    if not n:
+        return []
+    return _u32s(it, n if n <= MAX_RANK else _long_rank(it, n))
+
+
 def _u32(it: Iterator[int]) -> int:
     b = next(it, 0)
     if b < 0x80:
@@ -327,6 +344,20 @@ def _text_out(out: bytearray, value: str, where: tuple, what: str) -> None:
 #: Whether every element of a list of ints is a one-byte varint: one C call, where a
 #: min() and a max() of it were two.
 _all_one_byte = frozenset(range(0x80)).issuperset
+
+
+def _dimensions_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
+    """A rank, then the dimensions; a rank over MAX_RANK as a two-byte varint (see
+    _long_rank)."""
+    rank = len(dims)
+    if rank <= MAX_RANK:
+        _indexes_out(out, dims, MAX_RANK, where, "dimension", "rank")
+        return
+    if rank > MAX_LONG_RANK:
+        raise _limit(where, "rank", rank, f"[0, {MAX_LONG_RANK}]")
+    out += bytes((0x80 | rank & 0x7F, rank >> 7))
+    for d in dims:
+        _u32_out(out, d, where, "dimension")
 
 
 def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,

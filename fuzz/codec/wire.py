@@ -11,7 +11,7 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         MeasureTiming, OperandExtraParams, OperandLifeTime, OperandType,
                         Operation, OperationType, Priority, SymmPerChannelQuantParams)
 
-from ..case import ExecutionChoices, ExecutionPath
+from ..case import ExecutionChoices, ExecutionPath, RequestChange
 from .limits import (CodecLimitError, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET,
                      LOOP_TIMEOUT_CAP_US, MAX_CHANNEL_SCALES, MAX_EXTENSIONS,
                      MAX_EXTENSION_BYTES, MAX_GENERATED_VALUE, MAX_IO_INDEXES, MAX_OPERANDS,
@@ -22,10 +22,10 @@ from .limits import (CodecLimitError, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, F
 from .spec import (_COPY, _REFERENCE, _SUBGRAPH, _ZERO_VALUE, ArgumentSpec, BlobSpec,
                    CaseSpec, ModelSpec, OperandSpec, RequestPoolSpec, RequestSpec, Segment,
                    SubgraphSpec, ValueKind, ValueSpec, _new_instance, require_fields)
-from .values import (ElementKind, _all_one_byte, _capped, _count, _finish_u32s, _float,
-                     _floats_out, _i32, _i32_out, _indexes, _indexes_out, _limit, _memory_name,
-                     _take, _text, _text_out, _u32, _u32_out, _u32s, _varint, _varint_out,
-                     _varint_tail)
+from .values import (ElementKind, _all_one_byte, _capped, _count, _dimensions, _dimensions_out,
+                     _finish_u32s, _float, _floats_out, _i32, _i32_out, _indexes, _indexes_out,
+                     _limit, _long_rank, _memory_name, _take, _text, _text_out, _u32, _u32_out,
+                     _u32s, _varint, _varint_out, _varint_tail)
 
 _P = TypeVar("_P")
 
@@ -46,6 +46,7 @@ _PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_A
                 ExecutionPreference.SUSTAINED_SPEED, ExecutionPreference.FAST_SINGLE_ANSWER)
 _KINDS = tuple(ElementKind)
 _MEASURE = (MeasureTiming.NO, MeasureTiming.YES)
+_REQUEST_CHANGES = tuple(RequestChange)
 
 _PLACED_LIFETIMES = frozenset((_COPY, _REFERENCE, _SUBGRAPH))
 _LIFETIME_ESCAPE = 7        # operand head lifetime bits: the raw lifetime follows
@@ -69,6 +70,9 @@ _ARG_DELTA = 0x04
 # Choices bytes.
 _CH_DEADLINE = 0x80
 _CH_FENCED_DURATION = 0x10
+#: The second byte's bits 5-6: the request change (bit 7 is still free; every input written
+#: before the field existed has both bits clear, so it decodes as it did: no change).
+_CH_REQUEST_CHANGE_SHIFT = 5
 
 _GENERATED = ValueKind.GENERATED
 _LITERAL = ValueKind.LITERAL
@@ -144,7 +148,7 @@ def _read_operands(it: Iterator[int], data: bytes) -> list[OperandSpec]:
             if len(dims) < rank or max(dims) >= 0x80:
                 dims = finish(it, dims, rank)
         else:
-            dims = _u32s(it, _capped(it, rank, MAX_RANK))
+            dims = _u32s(it, _long_rank(it, rank))
         if head >= _LIFETIME_ESCAPE:
             append(_read_flagged_operand(it, data, head, operand_type, dims))
         elif head == _COPY:
@@ -267,7 +271,7 @@ def _read_model(it: Iterator[int], data: bytes) -> ModelSpec:
 
 def _read_argument(it: Iterator[int], data: bytes) -> ArgumentSpec:
     head = next(it, 0)
-    dims = _indexes(it, MAX_RANK)
+    dims = _dimensions(it)
     if head == 0:
         # The common case: a value placed by the decoder, no size delta.
         target = _u32(it)
@@ -312,7 +316,7 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
         _PATHS[a & 3], _PATHS[(a >> 2) & 3], _MEASURE[(a >> 4) & 1], _PREFERENCES[b & 3],
         _PRIORITIES[(a >> 5) & 3], deadline,
         min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
-        wait_fences, delay, duration)
+        wait_fences, delay, duration, _REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3])
 
 
 #: The most bytes the execution choices at the head of an input take: two bytes and at most
@@ -388,10 +392,6 @@ def _blob_out(out: bytearray, blob: BlobSpec, where: tuple) -> None:
     _segments_out(out, blob.segments, where)
 
 
-def _dims_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
-    _indexes_out(out, dims, MAX_RANK, where, "dimension", "rank")
-
-
 def _location_out(out: bytearray, location: DataLocation, where: tuple) -> None:
     _u32_out(out, location.poolIndex, where, "location.poolIndex")
     _u32_out(out, location.offset, where, "location.offset")
@@ -434,7 +434,7 @@ def _operand_out(out: bytearray, o: OperandSpec, where: tuple) -> None:
              | (_OP_EXTENSION if extra.extension is not None else 0))
     out.append(head)
     _u32_out(out, int(o.type), where, "type")
-    _dims_out(out, o.dimensions, where)
+    _dimensions_out(out, o.dimensions, where)
     if head & 7 == _LIFETIME_ESCAPE:
         _u32_out(out, lifetime, where, "lifetime")
     if quant:
@@ -538,7 +538,7 @@ def _argument_out(out: bytearray, a: ArgumentSpec, where: tuple) -> None:
     out.append((_ARG_NO_VALUE if a.hasNoValue else 0)
                | (_ARG_LOCATION if a.location is not None else 0)
                | (_ARG_DELTA if a.size_delta else 0))
-    _dims_out(out, a.dimensions, where)
+    _dimensions_out(out, a.dimensions, where)
     if a.size_delta:
         if abs(a.size_delta) > MAX_SIZE_DELTA:
             raise _limit(where, "size_delta", a.size_delta, f"±{MAX_SIZE_DELTA}")
@@ -584,7 +584,8 @@ def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
     out.append(int(c.path) | int(c.second_path) << 2 | int(c.measureTiming) << 4
                | int(c.priority) << 5 | (_CH_DEADLINE if c.deadline_ns is not None else 0))
     out.append(int(c.preference) | c.wait_fences << 2
-               | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0))
+               | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0)
+               | int(c.request_change) << _CH_REQUEST_CHANGE_SHIFT)
     if c.loopTimeoutDuration_ns is None:
         out.append(0)
     else:

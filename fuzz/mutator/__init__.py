@@ -20,6 +20,9 @@ validation needs to be fuzzed with. Every mutation is a plain function of (spec,
 returns whether it applied, so tests can drive each one; ``@mutation(weight=...)``
 registers it where it is defined.
 
+Rarely, a mutation adds a graph at a driver's limits: ranks at and past its rank limit,
+values large together under an execution's memory budget.
+
 Modules: ``blocks`` (shared building blocks), ``operations`` (the operations, read from
 the driver's signatures), ``registry`` (the mutations and their weights), one module per
 subject of mutation (below), and ``engine`` (``mutate``, ``crossover``, the kept specs).
@@ -29,7 +32,7 @@ subject of mutation (below), and ``engine`` (``mutate``, ``crossover``, the kept
 # applies (reordering changes every mutant, not what is possible). The engine comes after
 # them, as it imports some of them itself.
 from . import values, shapes, operand_types, graph, control_flow, lifetimes
-from . import request, choices, breaking
+from . import request, choices, breaking, limits
 from .engine import (MUTANT_SOURCES, PARSED_INPUTS, RECENT_OUTPUTS, SpecCache,
                      builtin_byte_mutate, crossover, mutate, mutate_spec)
 from .registry import MUTATIONS, Mutation, WeightedMutation, mutation
@@ -38,4 +41,4 @@ __all__ = ["MUTANT_SOURCES", "MUTATIONS", "Mutation", "PARSED_INPUTS", "RECENT_O
            "SpecCache", "WeightedMutation", "builtin_byte_mutate", "crossover", "mutate",
            "mutate_spec", "mutation",
            "values", "shapes", "operand_types", "graph", "control_flow", "lifetimes", "request",
-           "choices", "breaking"]
+           "choices", "breaking", "limits"]

@@ -1,10 +1,10 @@
-"""Execution choices: the path, timing, preference, priority, deadline, loop timeout and
-fences of a case; costly waits redrawn so that slow inputs do not breed slow children."""
+"""Execution choices: the path, timing, preference, priority, deadline, loop timeout,
+fences and the request's change after launch of a case; costly waits redrawn so that slow inputs do not breed slow children."""
 from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
 
-from ..case import ExecutionChoices, ExecutionPath
+from ..case import ExecutionChoices, ExecutionPath, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
 from .blocks import Rng
 from .registry import mutation
@@ -12,6 +12,7 @@ from .registry import mutation
 _PATH_CHOICES = tuple(ExecutionPath)
 _PREFERENCE_CHOICES = tuple(ExecutionPreference)
 _PRIORITY_CHOICES = tuple(Priority)
+_REQUEST_CHANGES = tuple(RequestChange)
 
 
 def loop_timeout_ns(rng: Rng) -> int | None:
@@ -88,7 +89,8 @@ def random_choices(rng: Rng) -> ExecutionChoices:
         deadline_ns=deadline_ns(rng), loopTimeoutDuration_ns=loop_timeout_ns(rng),
         wait_fences=wait, wait_fence_delay_ns=fence_delay_ns(rng) if wait else 0,
         fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
-            [1_000_000_000, rng.randrange(0, 2000) * 1000]))
+            [1_000_000_000, rng.randrange(0, 2000) * 1000]),
+        request_change=rng.choice(_REQUEST_CHANGES))
 
 
 @mutation(weight=8)
@@ -97,7 +99,7 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
     fresh = random_choices(rng)
     name = rng.choice(["path", "path", "second_path", "measureTiming", "preference", "priority",
                        "deadline_ns", "loopTimeoutDuration_ns", "loopTimeoutDuration_ns",
-                       "wait_fences", "fenced_duration_ns"])
+                       "wait_fences", "fenced_duration_ns", "request_change"])
     choices = spec.choices
     setattr(choices, name, getattr(fresh, name))
     if name == "wait_fences":

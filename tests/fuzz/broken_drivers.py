@@ -21,22 +21,28 @@ targets:
   under a memory limit below that (libFuzzer does with -rss_limit_mb=256, say).
 
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
-SPLIT only in models that are not run fenced, no SQRT outside main and no LESS_EQUAL loop
-condition; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
+SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
+condition, no rank over 32 and no request changed after launch; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
 EXPECTED_RULES).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+import contextlib
+import threading
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from driver import SampleDriver
-from driver.hal import (ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime, OperationType,
-                        OptionalTimeoutDuration, Priority, Subgraph)
+from driver import SampleDriver, limits, operands
+from driver.errors import ValidationError
+from driver.executor import steps
+from driver.fingerprint import MODEL_MEMO
+from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
+                        OperationType, OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
-from fuzz import oracles
-from fuzz.case import ExecutionPath
+from driver.validation import validate_request
+from fuzz import harness, oracles
+from fuzz.case import ExecutionPath, RequestChange
 from hal_client import contract
 
 
@@ -254,6 +260,190 @@ class Hoarding(DeviceWrapper):
     prepared_model_class = _LoopHistoryModel
 
 
+# --- executions within a context -------------------------------------------------------------
+
+class _PreparedModelWithin(PreparedModelWrapper):
+    """A prepared model whose calls (and its bursts' executions) run within ``within()``, a
+    context manager."""
+
+    @staticmethod
+    def within() -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def executeSynchronously_1_3(self, *arguments):
+        with self.within():
+            return self.inner.executeSynchronously_1_3(*arguments)
+
+    def execute_1_3(self, *arguments):
+        with self.within():
+            return self.inner.execute_1_3(*arguments)
+
+    def executeFenced(self, *arguments):
+        with self.within():
+            return self.inner.executeFenced(*arguments)
+
+    def configureExecutionBurst(self, callback=None):
+        status, burst = self.inner.configureExecutionBurst(callback)
+        return status, (_BurstWithin(burst, self.within) if burst is not None else None)
+
+
+class _BurstWithin:
+    def __init__(self, inner: Any, within: Callable[[], contextlib.AbstractContextManager]) -> None:
+        self.inner = inner
+        self.within = within
+
+    def execute(self, *arguments):
+        with self.within():
+            return self.inner.execute(*arguments)
+
+    def freeMemory(self, slot: int) -> None:
+        self.inner.freeMemory(slot)
+
+
+# --- 6. the rank limit past numpy's -----------------------------------------------------------
+
+#: RankUnchecked's rank limit: past numpy's 64 dimensions, so that numpy raises; short of
+#: the ranks (about 70) at which np.take crashes the process instead of raising.
+LOOSE_RANK_LIMIT = 68
+
+
+@contextlib.contextmanager
+def _loose_rank_limit() -> Iterator[None]:
+    """LOOSE_RANK_LIMIT as the bundled driver's rank limit for the block. Its memo of
+    verdicts and plans by model content is emptied on the way in and out: they depend on
+    the limit."""
+    saved = limits.MAX_RANK, operands.MAX_RANK
+    limits.MAX_RANK = operands.MAX_RANK = LOOSE_RANK_LIMIT
+    MODEL_MEMO.clear()
+    try:
+        yield
+    finally:
+        limits.MAX_RANK, operands.MAX_RANK = saved
+        MODEL_MEMO.clear()
+
+
+class _RankUncheckedModel(_PreparedModelWithin):
+    """Runs every execution within its call, where the loose limit holds."""
+    within = staticmethod(_loose_rank_limit)
+
+    def execute_1_3(self, request, measure, deadline, loopTimeoutDuration, callback):
+        status, shapes, timing = self.executeSynchronously_1_3(request, measure, deadline,
+                                                               loopTimeoutDuration)
+        callback.notify_1_3(status, shapes, timing)
+        return status if status == ErrorStatus.INVALID_ARGUMENT else ErrorStatus.NONE
+
+    def executeFenced(self, request, waitFor, *arguments):
+        for fence in waitFor:
+            fence.wait()
+        with self.within():
+            return self.inner.executeFenced(request, [], *arguments)
+
+
+class RankUnchecked(DeviceWrapper):
+    prepared_model_class = _RankUncheckedModel
+
+    def getSupportedOperations_1_3(self, model: Model):
+        with _loose_rank_limit():
+            return self.inner.getSupportedOperations_1_3(model)
+
+    def prepareModel_1_3(self, *arguments) -> ErrorStatus:
+        with _loose_rank_limit():
+            return super().prepareModel_1_3(*arguments)
+
+
+# --- 7. no memory budget ----------------------------------------------------------------------
+
+#: OverBudget's executions' budget: none to speak of.
+IGNORED_BUDGET_BYTES = 1 << 62
+
+
+@contextlib.contextmanager
+def _no_budget() -> Iterator[None]:
+    """Executions started in the block (the bundled driver gives each its budget when it is
+    called, for the asynchronous paths too) have no memory budget."""
+    saved = steps.MEMORY_BUDGET_BYTES
+    steps.MEMORY_BUDGET_BYTES = IGNORED_BUDGET_BYTES
+    try:
+        yield
+    finally:
+        steps.MEMORY_BUDGET_BYTES = saved
+
+
+class _BudgetIgnoringModel(_PreparedModelWithin):
+    within = staticmethod(_no_budget)
+
+
+class OverBudget(DeviceWrapper):
+    prepared_model_class = _BudgetIgnoringModel
+
+
+# --- 8. the request read after the launch -----------------------------------------------------
+
+#: How long after a launch LiveRequest's worker reads the request: long enough for the
+#: caller to have changed it, even on a busy machine.
+LATE_S = 0.01
+
+
+def _launches(request, model: Model, fenced: bool) -> bool:
+    """Whether the bundled driver would launch an execution of ``request`` (LiveRequest
+    leaves the others to it, so that launch statuses stay right)."""
+    try:
+        validate_request(request, model, allow_unspecified_output=not fenced)
+    except ValidationError:
+        return False
+    return True
+
+
+class _LateFencedCallback:
+    """IFencedExecutionCallback of a launch made later: answers once that one exists."""
+
+    def __init__(self) -> None:
+        self._made = threading.Event()
+        self._answer: Callable[[], tuple] = lambda: (ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+
+    def made(self, answer: Callable[[], tuple]) -> None:
+        self._answer = answer
+        self._made.set()
+
+    def getExecutionInfo(self):
+        self._made.wait()
+        return self._answer()
+
+
+class _LateReadingModel(PreparedModelWrapper):
+    def execute_1_3(self, request, measure, deadline, loopTimeoutDuration, callback):
+        if not _launches(request, self.model, fenced=False):
+            return self.inner.execute_1_3(request, measure, deadline, loopTimeoutDuration, callback)
+
+        def run() -> None:
+            callback.notify_1_3(*self.inner.executeSynchronously_1_3(
+                request, measure, deadline, loopTimeoutDuration))
+        threading.Timer(LATE_S, run).start()
+        return ErrorStatus.NONE
+
+    def executeFenced(self, request, waitFor, measure, deadline, loopTimeoutDuration, duration):
+        if not _launches(request, self.model, fenced=True):
+            return self.inner.executeFenced(request, waitFor, measure, deadline,
+                                            loopTimeoutDuration, duration)
+        done, info = SyncFence(), _LateFencedCallback()
+
+        def run() -> None:
+            status, fence, callback = self.inner.executeFenced(
+                request, waitFor, measure, deadline, loopTimeoutDuration, duration)
+            if status != ErrorStatus.NONE:
+                info.made(lambda: (status, NO_TIMING, NO_TIMING))
+                done.signal(FenceState.ERROR)
+                return
+            info.made(callback.getExecutionInfo)
+            fence.when_signalled(done.signal)
+        threading.Timer(LATE_S, run).start()
+        return ErrorStatus.NONE, done, info
+
+
+class LiveRequest(DeviceWrapper):
+    prepared_model_class = _LateReadingModel
+
+
 #: Each broken driver and the oracle rule that must catch it (Hoarding is caught by a
 #: memory limit around the harness, not by an oracle).
 EXPECTED_RULES = {
@@ -261,7 +451,15 @@ EXPECTED_RULES = {
     "Hanging": contract.HangViolation,
     "FencedBitFlip": oracles.NondeterminismViolation,
     "SupportedDisagrees": oracles.SupportedPrepareViolation,
+    "RankUnchecked": contract.HalExceptionViolation,
+    "OverBudget": oracles.MemoryBudgetViolation,
+    "LiveRequest": oracles.RequestChangedViolation,
 }
+
+#: The drivers whose bug the shape of a case alone does not decide: corpus inputs of that
+#: shape must run clean on them (an endless loop is only known by running it; most cases
+#: declaring large values are refused).
+SHAPE_NOT_ENOUGH = frozenset({"Hanging", "OverBudget"})
 
 
 def planted_bug_reached(name: str, case) -> bool:
@@ -278,6 +476,15 @@ def planted_bug_reached(name: str, case) -> bool:
         return fenced and _has_operation(model, OperationType.SPLIT)
     if name == "SupportedDisagrees":
         return _referenced_operation(model, OperationType.SQRT)
+    if name == "RankUnchecked":
+        return any(len(o.dimensions) > limits.MAX_RANK
+                   for subgraph in (model.main, *model.referenced) for o in subgraph.operands) \
+            or any(len(a.dimensions) > limits.MAX_RANK for a in (*case.request.inputs, *case.request.outputs))
+    if name == "OverBudget":
+        return harness.declared_elements(model) >= harness.MEASURED_CASE_ELEMENTS
+    if name == "LiveRequest":
+        return (case.choices.second_path in harness.LAUNCHED_PATHS
+                and case.choices.request_change != RequestChange.NONE)
     if name == "Hoarding":
         return any(condition is not None and any(operation.type == OperationType.LESS_EQUAL
                                                  for operation in condition.operations)

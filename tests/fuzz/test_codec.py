@@ -17,7 +17,7 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MeasureTiming, Mem
                         SymmPerChannelQuantParams)
 from driver.memory import Memory
 from fuzz import codec
-from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
+from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, RequestChange
 from fuzz.codec import (CaseSpec, ElementKind, ModelSpec, OperandSpec,
                         RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
 from fuzz.seed_models import SEEDS, seed_specs
@@ -252,10 +252,35 @@ def test_choices_round_trip():
     choices = ExecutionChoices(ExecutionPath.FENCED, ExecutionPath.BURST, MeasureTiming.YES,
                                deadline_ns=1_000_000_000, loopTimeoutDuration_ns=0,
                                wait_fences=3, wait_fence_delay_ns=5_000_000,
-                               fenced_duration_ns=7_000)
+                               fenced_duration_ns=7_000, request_change=RequestChange.CLOSED)
     case = FuzzCase(choices=choices)
     assert_round_trip(case)
     assert codec.decode(codec.encode(case)).choices == choices
+
+
+def test_the_request_change_takes_bits_every_older_input_left_clear():
+    """Inputs written before the field decode as they did: no change."""
+    data = codec.encode(FuzzCase())
+    assert data[1] >> 5 == 0
+    assert codec.decode(data).choices.request_change == RequestChange.NONE
+    changed = bytes([data[0], data[1] | RequestChange.POOLS << 5]) + data[2:]
+    assert codec.decode(changed).choices.request_change == RequestChange.POOLS
+
+
+def test_ranks_past_the_one_byte_cap_are_written_long():
+    """A one-byte rank over MAX_RANK reads as MAX_RANK, as it always has; the encoder writes
+    longer ranks as a two-byte varint, read up to MAX_LONG_RANK."""
+    ranks = [codec.MAX_RANK + 1, 33, 65, codec.MAX_LONG_RANK]
+    operands = [OperandSpec(T.TENSOR_FLOAT32, [1] * rank) for rank in ranks]
+    spec = CaseSpec(ModelSpec(SubgraphSpec(operands)))
+    data = codec.serialize(spec)
+    assert codec.parse(data) == spec
+    assert [len(o.dimensions) for o in codec.decode(data).model.main.operands] == ranks
+    one_byte = codec.serialize(CaseSpec(ModelSpec(SubgraphSpec([OperandSpec(T.TENSOR_FLOAT32, [1])]))))
+    rank_at = one_byte.index(bytes([T.TENSOR_FLOAT32, 1, 1])) + 1
+    for rank_bytes in (bytes([40]), bytes([0x80 | 70, 0])):     # one byte; long, over the cap
+        data = one_byte[:rank_at] + rank_bytes + bytes([1] * 70)
+        assert len(codec.parse(data).model.main.operands[0].dimensions) == codec.MAX_RANK
 
 
 # --- generated values ---------------------------------------------------------------------------
@@ -466,7 +491,7 @@ def test_a_part_over_a_limit_still_raises():
     encoded = codec.encode_parts(codec.parse(codec.serialize(SEED_SPECS["add_float32"])))
     origins: codec.Origins = {}
     copy = encoded.copy(origins)
-    codec.writable_operand(copy.model.main, 0).dimensions = [1] * (codec.MAX_RANK + 1)
+    codec.writable_operand(copy.model.main, 0).dimensions = [1] * (codec.MAX_LONG_RANK + 1)
     with pytest.raises(codec.CodecLimitError, match="main operand 0: rank"):
         codec.encode_parts(copy, origins)
 

@@ -11,7 +11,9 @@ import pytest
 
 from driver import SampleDriver
 from driver.errors import ValidationError
+from driver.executor import steps
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.limits import MEMORY_BUDGET_BYTES
 from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
 from fuzz import codec, harness, mutator
@@ -431,3 +433,49 @@ def test_appended_operations_follow_the_signatures():
         if rng.choice((mutator.graph.append_unary, mutator.graph.append_binary))(spec, rng):
             appended[spec.model.main.operations[-1].type] += 1
     assert len(appended) >= 25
+
+
+# --- the driver's limits ----------------------------------------------------------------------
+
+LIMITS = mutator.limits
+
+
+@pytest.mark.parametrize("piece, status", [
+    (lambda: LIMITS.expanded(LIMITS.MAX_RANK - 1, declared=True), ErrorStatus.NONE),
+    (lambda: LIMITS.expanded(LIMITS.MAX_RANK, declared=False), ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT),
+    (lambda: LIMITS.gathered(LIMITS.NUMPY_MAX_DIMS + 1, 33), ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT),
+    (lambda: LIMITS.grown_by_loop(LIMITS.MAX_RANK - 1), ErrorStatus.NONE),
+    (lambda: LIMITS.grown_by_loop(LIMITS.NUMPY_MAX_DIMS), ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT),
+], ids=["declared-32", "stated-33", "gathered-65", "loop-32", "loop-65"])
+def test_ranks_at_and_past_the_limit_are_valid_and_refused_past_it(device, piece, status):
+    """Valid cases, which the bundled driver runs up to its rank limit and refuses past it."""
+    case = codec.lower(piece())
+    assert is_valid(case)
+    assert harness.run_case(case, device).first.status == status
+
+
+def test_large_values_are_refused_over_the_budget_and_run_under_it(device):
+    """Over the harness's budget, not the driver's own (which is back after each case)."""
+    small = LIMITS.tiled_chain(harness.MEMORY_BUDGET_BYTES // 8, 4, (False, True))
+    large = LIMITS.tiled_chain(LIMITS.MAX_VALUE_BYTES, 16, (True, False, True))
+    for spec, status in ((small, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE),    # 4-byte output buffers
+                         (large, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)):
+        case = codec.lower(spec)
+        assert is_valid(case)
+        assert harness.run_case(case, device).first.status == status
+    assert steps.MEMORY_BUDGET_BYTES == MEMORY_BUDGET_BYTES > 3 * LIMITS.MAX_VALUE_BYTES
+
+
+def test_a_grafted_piece_keeps_the_case_and_adds_its_own():
+    spec = fresh("while_counter_3")
+    before = codec.lower(spec)
+    assert LIMITS._graft(spec, LIMITS.grown_by_loop(3))
+    case = codec.lower(spec)
+    assert is_valid(case)
+    main = case.model.main
+    assert len(case.model.referenced) == len(before.model.referenced) + 2
+    assert len(main.inputIndexes) == len(before.model.main.inputIndexes) + 1
+    assert len(case.request.outputs) == len(before.request.outputs) + 1
+    outcome = harness.run_case(case, SampleDriver())
+    assert outcome.first.status == ErrorStatus.NONE
+    assert outcome.first.shapes[-1].dimensions == [1] * 4

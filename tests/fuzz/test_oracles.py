@@ -10,7 +10,10 @@ from driver.hal import (UINT64_MAX, DataLocation, ErrorStatus, MeasureTiming, Mo
                         OperandLifeTime as L, OperandType as T, Operation, OperationType,
                         OutputShape, Request, RequestArgument, Subgraph, Timing)
 from driver.hal import ExecutionCallback
-from fuzz import oracles
+from driver.hal import MemoryPool
+from driver.memory import Memory
+from fuzz import harness, oracles
+from fuzz.case import RequestChange
 from fuzz.oracles import ExecutionResult
 from hal_client import contract
 from hal_client.paths import ExecutionPath
@@ -219,6 +222,40 @@ def test_different_status_shape_or_bytes_is_nondeterminism():
     with pytest.raises(oracles.NondeterminismViolation, match="SYNC vs FENCED: output 0 bytes differ"):
         oracles.check_same_results(sync, result(ExecutionPath.FENCED, shapes=None, outputs=(flipped,)),
                                    model, request, True)
+
+
+def test_a_difference_after_a_request_change_is_a_late_read_of_the_request():
+    model, request = one_output_model(), request_with_output_length(16)
+    flipped = result(ExecutionPath.ASYNC, outputs=(b"\x01" + b"\0" * 15,))
+    with pytest.raises(oracles.RequestChangedViolation,
+                       match=r"SYNC vs ASYNC \(request POOLS after launch\): output 0 bytes differ"):
+        oracles.check_same_results(result(ExecutionPath.SYNC), flipped, model, request, True,
+                                   RequestChange.POOLS)
+    oracles.check_same_results(result(ExecutionPath.SYNC), result(ExecutionPath.ASYNC), model,
+                               request, True, RequestChange.CLOSED)
+
+
+def test_peak_memory_within_budget_and_slack():
+    oracles.check_peak_memory(150, 100, 50, "SYNC")
+    with pytest.raises(oracles.MemoryBudgetViolation, match="SYNC execution allocated up to 151 bytes"):
+        oracles.check_peak_memory(151, 100, 50, "SYNC")
+
+
+@pytest.mark.parametrize("change", [RequestChange.ARGUMENTS, RequestChange.POOLS, RequestChange.CLOSED])
+def test_a_request_changed_after_launch_leaves_the_results_where_they_were(change):
+    """The harness reads results through a copy of the request as it was launched: the
+    change replaces or rewrites what the caller holds, never the launched pools' content."""
+    request = request_with_output_length(16)
+    inputs, outputs = Memory.from_bytes(bytes(range(16))), Memory.create(16)
+    request.pools = [MemoryPool(hidlMemory=inputs), MemoryPool(hidlMemory=outputs)]
+    launched = harness.copied_request(request)
+    harness.change_request(request, change)
+    assert [pool.hidlMemory for pool in launched.pools] == [inputs, outputs]
+    assert launched.outputs[0].location == DataLocation(1, 0, 16)
+    assert request != launched
+    assert not outputs.closed and inputs.closed == (change == RequestChange.CLOSED)
+    if not inputs.closed:
+        assert inputs.read() == bytes(range(16))
 
 
 def test_time_dependent_statuses_and_unspecified_fenced_outputs_are_excepted():
