@@ -12,6 +12,7 @@ from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
 from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
                           OperandPerformance, OptionalTimePoint,
                           PerformanceInfo, Subgraph)
+from .limits import MEMORY_BUDGET_BYTES
 from .prepared_model import SamplePreparedModel
 from .validation.model import validate_fingerprinted_model
 
@@ -20,10 +21,17 @@ VERSION = "nnhal-py-1.3"
 
 class SampleDriver:
     """IDevice of the bundled CPU driver. Every method validates its arguments and returns
-    a status; only bugs raise."""
+    a status; only bugs raise.
 
-    def __init__(self, name: str = "sample-python") -> None:
+    ``memory_budget_bytes``: the most memory the values of one execution may hold (of any
+    prepared model of this device, read when the execution starts); past it, an execution
+    fails with RESOURCE_EXHAUSTED_PERSISTENT instead of exhausting the host. A client may
+    lower it (the fuzz harness does, and holds the driver to it)."""
+
+    def __init__(self, name: str = "sample-python",
+                 memory_budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:
         self.name = name
+        self.memory_budget_bytes = memory_budget_bytes
 
     # --- queries -------------------------------------------------------------------------
 
@@ -109,7 +117,8 @@ class SampleDriver:
             return error.status, None
         if arguments.deadline_passed(deadline_ns):
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-        return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority)
+        return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority,
+                                                     self)
 
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
                                   dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:

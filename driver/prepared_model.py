@@ -92,16 +92,18 @@ class _FenceWait:
 class SamplePreparedModel:
     """IPreparedModel."""
 
-    def __init__(self, program: MainProgram, priority: Priority) -> None:
+    def __init__(self, program: MainProgram, priority: Priority, device) -> None:
         self._model = program.model
         self._program = program
         self.priority = priority
+        self._device = device           # whose memory budget each execution gets
 
     # --- shared ----------------------------------------------------------------------
 
     def _context(self, deadline: OptionalTimePoint, loopTimeoutDuration: OptionalTimeoutDuration,
                  ) -> ExecutionContext:
-        return ExecutionContext(arguments.deadline(deadline), arguments.loop_timeout(loopTimeoutDuration))
+        return ExecutionContext(arguments.deadline(deadline), arguments.loop_timeout(loopTimeoutDuration),
+                                self._device.memory_budget_bytes)
 
     def _execute(self, request: Request | LaunchedRequest, measure, ctx: ExecutionContext,
                  started_ns: Optional[int] = None) -> ExecutionResult:

@@ -14,15 +14,13 @@ through the HAL surface, by hal_client.
 """
 from __future__ import annotations
 
-import contextlib
 import tracemalloc
 from dataclasses import dataclass, fields
 from math import prod
 from operator import attrgetter
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from driver.errors import ValidationError
-from driver.executor import steps as bundled_executor
 from driver.hal import (DataLocation, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs,
                         MemoryPool, Model, OperandLifeTime, OperationType, PreparedModelCallback,
                         Priority, Request, RequestArgument, Subgraph)
@@ -47,12 +45,6 @@ HANG_MARGIN_S = 1.0
 #: growing (a fuzzed model could otherwise claim minutes).
 MAX_LOOPS_COUNTED = 8
 
-#: The memory budget of one execution while the harness runs a case. The bundled driver's
-#: own (driver.limits.MEMORY_BUDGET_BYTES, 1 GiB) is out of a fuzz input's reach; this one
-#: is a few large values, which the mutator makes. The bundled executor reads its budget
-#: from driver.executor.steps at each execution (where its own tests set it too), so it
-#: and the drivers built on it are given this one; any other driver is held to it as well.
-MEMORY_BUDGET_BYTES = 16 * 2**20
 #: What an execution may allocate beyond its budget: the values it holds count against the
 #: budget, but a kernel's scratch, a value sized only once computed and an output's copy on
 #: its way to its pool do not (each at most the largest value a driver holds).
@@ -231,15 +223,11 @@ class ChangingAfterLaunch:
 
 # --- memory -----------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def bundled_memory_budget(budget_bytes: int) -> Iterator[None]:
-    """The bundled executor's budget for executions started in the block."""
-    own = bundled_executor.MEMORY_BUDGET_BYTES
-    bundled_executor.MEMORY_BUDGET_BYTES = budget_bytes
-    try:
-        yield
-    finally:
-        bundled_executor.MEMORY_BUDGET_BYTES = own
+def memory_budget(device: Any) -> int | None:
+    """The memory budget ``device`` states for one execution (``memory_budget_bytes``), or
+    None when it states none."""
+    budget = getattr(device, "memory_budget_bytes", None)
+    return budget if type(budget) is int else None
 
 
 def declared_elements(model: Model) -> int:
@@ -270,15 +258,15 @@ def execute(prepared: Any, case: FuzzCase, request: Request, path: ExecutionPath
 
 
 def measured_execute(prepared: Any, case: FuzzCase, request: Request, path: ExecutionPath,
-                     limit_s: float) -> ExecutionResult:
-    """``execute``, with the peak of memory it allocates held to the budget."""
+                     limit_s: float, budget_bytes: int) -> ExecutionResult:
+    """``execute``, with the peak of memory it allocates held to ``budget_bytes``."""
     tracemalloc.start()
     try:
         result = execute(prepared, case, request, path, limit_s)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    oracles.check_peak_memory(peak, MEMORY_BUDGET_BYTES, MEMORY_SLACK_BYTES, path.name)
+    oracles.check_peak_memory(peak, budget_bytes, MEMORY_SLACK_BYTES, path.name)
     return result
 
 
@@ -310,8 +298,7 @@ def prepare_arguments_valid(choices: ExecutionChoices) -> bool:
 def run_case(case: FuzzCase, device: Any) -> Outcome:
     """Run one case through ``device`` and apply every oracle; raises OracleViolation."""
     try:
-        with bundled_memory_budget(MEMORY_BUDGET_BYTES):
-            return _run_case(case, device)
+        return _run_case(case, device)
     except OracleViolation:
         STATS.violations += 1
         raise
@@ -337,8 +324,11 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
 
     limit_s = execution_limit_s(case)
     snapshot = snapshot_pools(request)
-    run_first = measured_execute if declared_elements(model) >= MEASURED_CASE_ELEMENTS else execute
-    first = run_first(prepared, case, request, choices.path, limit_s)
+    budget = memory_budget(device)
+    if budget is not None and declared_elements(model) >= MEASURED_CASE_ELEMENTS:
+        first = measured_execute(prepared, case, request, choices.path, limit_s, budget)
+    else:
+        first = execute(prepared, case, request, choices.path, limit_s)
     if has_control_flow(model):
         STATS.control_flow += 1
     oracles.check_invalid_request_rejected(request_error, first.status, first.path)

@@ -47,12 +47,13 @@ class ExecutionContext:
                  "budget_bytes")
 
     def __init__(self, deadline_ns: Optional[int] = None,
-                 loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT) -> None:
+                 loop_timeout_ns: int = LoopTimeoutDurationNs.DEFAULT,
+                 budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:
         self.deadline_ns = deadline_ns
         self.loop_timeout_ns = loop_timeout_ns
         self.deadline_message = "the execution deadline passed while executing"
         self.held_bytes = 0
-        self.budget_bytes = MEMORY_BUDGET_BYTES
+        self.budget_bytes = budget_bytes
 
     def check_deadline(self) -> None:
         if self.deadline_ns is not None and monotonic_ns() > self.deadline_ns:

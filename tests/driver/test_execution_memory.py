@@ -13,7 +13,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from driver.executor import plan as plan_module, run as run_module, steps as steps_module
+from driver import SampleDriver
+from driver.executor import plan as plan_module, run as run_module
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from hal_client.builder import ModelBuilder, make_request, out_like
 from hal_client.examples import count_condition
@@ -23,6 +24,8 @@ F32 = np.float32
 MIB = 1024 * 1024
 ELEMENTS = MIB // 4           # a 1 MiB TENSOR_FLOAT32 value
 paths = pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
+#: The device of this module's prepared models; tests lower its budget.
+DEVICE = SampleDriver()
 
 
 def chain_model(length: int, dims=(ELEMENTS,)):
@@ -56,7 +59,7 @@ def run_chain(prepared, path: Path, x: np.ndarray):
 
 @pytest.fixture(scope="module")
 def chain_40():
-    return prepare(chain_model(40))
+    return prepare(chain_model(40), DEVICE)
 
 
 @paths
@@ -110,7 +113,7 @@ def if_in_loop():
     flag = main.input(T.TENSOR_BOOL8, [1])
     (branch,) = main.if_(flag, then, otherwise, [looped])
     main.outputs(main.add(branch, looped))
-    return prepare(mb.build())
+    return prepare(mb.build(), DEVICE)
 
 
 @paths
@@ -141,7 +144,7 @@ def test_a_plan_drops_each_value_after_its_last_use_and_never_an_output():
 
 @pytest.fixture
 def budget_of_3_mib(monkeypatch):
-    monkeypatch.setattr(steps_module, "MEMORY_BUDGET_BYTES", 3 * MIB)
+    monkeypatch.setattr(DEVICE, "memory_budget_bytes", 3 * MIB)
 
 
 @paths
@@ -152,7 +155,7 @@ def test_a_long_chain_fits_a_budget_of_a_few_values(chain_40, budget_of_3_mib, p
 
 @pytest.fixture(scope="module")
 def wide_4():
-    return prepare(wide_model(4))
+    return prepare(wide_model(4), DEVICE)
 
 
 @paths
@@ -165,7 +168,7 @@ def test_values_alive_together_over_the_budget_fail_persistently(wide_4, budget_
 @paths
 def test_dynamic_shapes_count_against_the_budget_once_inferred(budget_of_3_mib, path):
     """Dimensions left unknown: the steps size their results at run time."""
-    prepared = prepare(chain_model(2, dims=(0,)))
+    prepared = prepare(chain_model(2, dims=(0,)), DEVICE)
     small = make_request([np.ones(ELEMENTS // 2, F32)],
                          [out_like(F32, [ELEMENTS // 2], state_dims=True)])
     assert execute(prepared, small.request, path).status == ErrorStatus.NONE
@@ -176,7 +179,7 @@ def test_dynamic_shapes_count_against_the_budget_once_inferred(budget_of_3_mib, 
 
 @paths
 def test_inputs_over_the_budget_fail_persistently(chain_40, monkeypatch, path):
-    monkeypatch.setattr(steps_module, "MEMORY_BUDGET_BYTES", MIB // 2)
+    monkeypatch.setattr(DEVICE, "memory_budget_bytes", MIB // 2)
     outcome, _ = run_chain(chain_40, path, np.ones(ELEMENTS, F32))
     assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, outcome
 
@@ -196,7 +199,7 @@ def test_out_of_memory_in_a_kernel_is_transient(monkeypatch, path):
     failing = dataclasses.replace(lookup(Op.ADD), build=lambda ctx: out_of_memory)
     monkeypatch.setattr(plan_module, "lookup", lambda operation_type:
                         failing if operation_type == Op.ADD else lookup(operation_type))
-    prepared = prepare(chain_model(1, dims=(7, 13, 3)))
+    prepared = prepare(chain_model(1, dims=(7, 13, 3)), DEVICE)
     io = make_request([np.ones((7, 13, 3), F32)], [out_like(F32, [7, 13, 3])])
     outcome = execute(prepared, io.request, path)
     assert outcome.status == ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, outcome
@@ -230,7 +233,7 @@ def test_a_heavy_loop_body_stops_at_a_1_ms_loop_timeout(path):
     body.outputs(body.add(x, body.constant(T.TENSOR_FLOAT32, [1.0])))
     main = mb.main
     main.outputs(*main.while_(cond, body, [main.input(T.TENSOR_FLOAT32, [1])]))
-    prepared = prepare(mb.build())
+    prepared = prepare(mb.build(), DEVICE)
     io = make_request([np.zeros(1, F32)], [out_like(F32, [1])])
     outcome = execute(prepared, io.request, path, loop_timeout=duration(1 * MS))
     assert outcome.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT, outcome

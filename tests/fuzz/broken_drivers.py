@@ -35,13 +35,13 @@ import numpy as np
 
 from driver import SampleDriver, limits, operands
 from driver.errors import ValidationError
-from driver.executor import steps
 from driver.fingerprint import MODEL_MEMO
 from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
                         OperationType, OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_request
 from fuzz import harness, oracles
+from fuzz.drivers import MEMORY_BUDGET_BYTES
 from fuzz.case import ExecutionPath, RequestChange
 from hal_client import contract
 
@@ -69,6 +69,14 @@ class PreparedModelWrapper:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+    @property
+    def memory_budget_bytes(self) -> int:
+        return self.inner.memory_budget_bytes
+
+    @memory_budget_bytes.setter
+    def memory_budget_bytes(self, budget: int) -> None:
+        self.inner.memory_budget_bytes = budget
 
 
 class DeviceWrapper:
@@ -357,24 +365,14 @@ class RankUnchecked(DeviceWrapper):
 IGNORED_BUDGET_BYTES = 1 << 62
 
 
-@contextlib.contextmanager
-def _no_budget() -> Iterator[None]:
-    """Executions started in the block (the bundled driver gives each its budget when it is
-    called, for the asynchronous paths too) have no memory budget."""
-    saved = steps.MEMORY_BUDGET_BYTES
-    steps.MEMORY_BUDGET_BYTES = IGNORED_BUDGET_BYTES
-    try:
-        yield
-    finally:
-        steps.MEMORY_BUDGET_BYTES = saved
-
-
-class _BudgetIgnoringModel(_PreparedModelWithin):
-    within = staticmethod(_no_budget)
-
-
 class OverBudget(DeviceWrapper):
-    prepared_model_class = _BudgetIgnoringModel
+    """States the memory budget it is given, and runs every execution with none."""
+
+    memory_budget_bytes = MEMORY_BUDGET_BYTES     # stated only; the inner driver has none
+
+    def __init__(self, inner: Any = None) -> None:
+        super().__init__(inner if inner is not None
+                         else SampleDriver(memory_budget_bytes=IGNORED_BUDGET_BYTES))
 
 
 # --- 8. the request read after the launch -----------------------------------------------------

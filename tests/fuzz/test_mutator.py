@@ -11,13 +11,13 @@ import pytest
 
 from driver import SampleDriver
 from driver.errors import ValidationError
-from driver.executor import steps
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
 from driver.limits import MEMORY_BUDGET_BYTES
 from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
 from fuzz import codec, harness, mutator
 from fuzz.case import FuzzCase
+from fuzz.drivers import MEMORY_BUDGET_BYTES as FUZZ_BUDGET_BYTES, make_device
 from fuzz.oracles import OracleViolation
 from fuzz.seed_models import CONTROL_FLOW_SEEDS, operation_seeds, seed_specs
 
@@ -41,6 +41,12 @@ def fresh(name: str) -> codec.CaseSpec:
 @pytest.fixture(scope="module")
 def device():
     return SampleDriver()
+
+
+@pytest.fixture(scope="module")
+def fuzzed_device():
+    """The bundled driver as the fuzz harness makes it: under the harness's budget."""
+    return make_device("driver:SampleDriver")
 
 
 # --- the seeds ----------------------------------------------------------------------------------
@@ -454,16 +460,16 @@ def test_ranks_at_and_past_the_limit_are_valid_and_refused_past_it(device, piece
     assert harness.run_case(case, device).first.status == status
 
 
-def test_large_values_are_refused_over_the_budget_and_run_under_it(device):
-    """Over the harness's budget, not the driver's own (which is back after each case)."""
-    small = LIMITS.tiled_chain(harness.MEMORY_BUDGET_BYTES // 8, 4, (False, True))
+def test_large_values_are_refused_over_the_budget_and_run_under_it(fuzzed_device):
+    """Over the budget the harness gives the driver, not the driver's own."""
+    small = LIMITS.tiled_chain(FUZZ_BUDGET_BYTES // 8, 4, (False, True))
     large = LIMITS.tiled_chain(LIMITS.MAX_VALUE_BYTES, 16, (True, False, True))
     for spec, status in ((small, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE),    # 4-byte output buffers
                          (large, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)):
         case = codec.lower(spec)
         assert is_valid(case)
-        assert harness.run_case(case, device).first.status == status
-    assert steps.MEMORY_BUDGET_BYTES == MEMORY_BUDGET_BYTES > 3 * LIMITS.MAX_VALUE_BYTES
+        assert harness.run_case(case, fuzzed_device).first.status == status
+    assert fuzzed_device.memory_budget_bytes == FUZZ_BUDGET_BYTES < MEMORY_BUDGET_BYTES
 
 
 def test_a_grafted_piece_keeps_the_case_and_adds_its_own():
