@@ -7,8 +7,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from driver.hal import ExecutionPreference, MeasureTiming, Model, Priority, Request
-from hal_client.paths import ExecutionPath
+from driver.hal import ExecutionPreference, Model, Priority, Request
+from hal_client.paths import ExecutionArguments, ExecutionPath
 
 
 class RequestChange(enum.IntEnum):
@@ -21,24 +21,14 @@ class RequestChange(enum.IntEnum):
     CLOSED = 3      # the pools closed and the Request emptied
 
 
-@dataclass
-class ExecutionChoices:
-    """How a case is run: the paths, prepareModel_1_3's arguments, and the execution's
-    arguments besides the request (the fields of hal_client.paths.ExecutionArguments)."""
+@dataclass(kw_only=True)
+class ExecutionChoices(ExecutionArguments):
+    """How a case is run: the execution's arguments besides the request (those of
+    ExecutionArguments), the paths, and prepareModel_1_3's arguments."""
     path: ExecutionPath = ExecutionPath.SYNC
     second_path: ExecutionPath = ExecutionPath.ASYNC   # the determinism re-run
-    measureTiming: MeasureTiming = MeasureTiming.NO
     preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER
     priority: Priority = Priority.MEDIUM
-    #: Deadline relative to the moment of the call, in ns; None: no deadline.
-    deadline_ns: int | None = None
-    #: loopTimeoutDuration in ns; None: omitted (the driver's default, 2 s).
-    loopTimeoutDuration_ns: int | None = None
-    #: executeFenced: how many wait fences, and how long (ns) before they are signalled.
-    wait_fences: int = 0
-    wait_fence_delay_ns: int = 0
-    #: executeFenced's `duration` (ns); None: omitted.
-    fenced_duration_ns: int | None = None
     #: What happens to the second execution's request after an ASYNC or FENCED launch.
     request_change: RequestChange = RequestChange.NONE
 

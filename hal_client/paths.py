@@ -51,10 +51,10 @@ class ExecutionPath(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True)
 class ExecutionArguments:
-    """An execution's arguments besides the request. fuzz.case.ExecutionChoices has these
-    fields too and is passed in place of this class."""
+    """An execution's arguments besides the request (fuzz.case.ExecutionChoices adds how a
+    fuzz case is run)."""
     measureTiming: MeasureTiming = MeasureTiming.NO
     #: Deadline relative to the moment of the call, in ns; None: no deadline.
     deadline_ns: int | None = None

@@ -313,10 +313,11 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
     duration = (min(_varint(it), FENCED_DURATION_CAP_US) * 1000
                 if b & _CH_FENCED_DURATION else None)
     return ExecutionChoices(
-        _PATHS[a & 3], _PATHS[(a >> 2) & 3], _MEASURE[(a >> 4) & 1], _PREFERENCES[b & 3],
-        _PRIORITIES[(a >> 5) & 3], deadline,
-        min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
-        wait_fences, delay, duration, _REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3])
+        path=_PATHS[a & 3], second_path=_PATHS[(a >> 2) & 3], measureTiming=_MEASURE[(a >> 4) & 1],
+        preference=_PREFERENCES[b & 3], priority=_PRIORITIES[(a >> 5) & 3], deadline_ns=deadline,
+        loopTimeoutDuration_ns=min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
+        wait_fences=wait_fences, wait_fence_delay_ns=delay, fenced_duration_ns=duration,
+        request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3])
 
 
 #: The most bytes the execution choices at the head of an input take: two bytes and at most

@@ -249,7 +249,8 @@ def test_times_are_capped_so_one_input_cannot_make_the_fuzzer_slow():
 
 
 def test_choices_round_trip():
-    choices = ExecutionChoices(ExecutionPath.FENCED, ExecutionPath.BURST, MeasureTiming.YES,
+    choices = ExecutionChoices(path=ExecutionPath.FENCED, second_path=ExecutionPath.BURST,
+                               measureTiming=MeasureTiming.YES,
                                deadline_ns=1_000_000_000, loopTimeoutDuration_ns=0,
                                wait_fences=3, wait_fence_delay_ns=5_000_000,
                                fenced_duration_ns=7_000, request_change=RequestChange.CLOSED)
