@@ -70,14 +70,6 @@ class PreparedModelWrapper:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    @property
-    def memory_budget_bytes(self) -> int:
-        return self.inner.memory_budget_bytes
-
-    @memory_budget_bytes.setter
-    def memory_budget_bytes(self, budget: int) -> None:
-        self.inner.memory_budget_bytes = budget
-
 
 class DeviceWrapper:
     """An IDevice delegating to a SampleDriver; its prepared models are wrapped in
@@ -90,6 +82,14 @@ class DeviceWrapper:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+    @property  # the budget a client sets is the inner driver's
+    def memory_budget_bytes(self) -> int:
+        return self.inner.memory_budget_bytes
+
+    @memory_budget_bytes.setter
+    def memory_budget_bytes(self, budget: int) -> None:
+        self.inner.memory_budget_bytes = budget
 
     def prepareModel_1_3(self, model, preference, priority, deadline, modelCache, dataCache,
                          token, callback) -> ErrorStatus:
