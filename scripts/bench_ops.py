@@ -14,8 +14,8 @@ Prints:
   <= 2.0 float32, <= 4.0 quant8. An operation the driver does not support
   (getSupportedOperations_1_3) is named and the whole model is not timed; the tail
   (pooling, fully connected, softmax) is timed either way.
-- The conformance examples (when the folder exists), prepared and executed once each
-  through the driver, grouped by operation family (the operation types an example uses;
+- The conformance examples (when the folder exists), each prepared once and executed
+  synchronously through the driver (best of --repeats), grouped by operation family (the operation types an example uses;
   ADD is left out when other operations are present, as the suite uses it to feed their
   inputs): per family the examples, their total time and the slowest few; then the total.
 """
@@ -255,20 +255,18 @@ def family(operation_types: Sequence[int]) -> str:
     return "+".join([n for n in names if n != "ADD"] or names)
 
 
-def example_seconds(device, example) -> Optional[float]:
-    """Preparing and executing ``example`` once (synchronously), or None when the driver does
-    not support all of its operations."""
+def example_seconds(device, example, repeats: int) -> Optional[float]:
+    """The best time of a synchronous execution of ``example``, prepared once; None when
+    the driver does not support all of its operations."""
     model = build_model(example)
     if unsupported_operations(device, model):
         return None
-    start = time.perf_counter()
-    prepared = prepared_on(device, model)
-    prepared.executeSynchronously_1_3(build_request(example), MeasureTiming.NO, OptionalTimePoint(),
-                                      OptionalTimeoutDuration())
-    return time.perf_counter() - start
+    prepared, request = prepared_on(device, model), build_request(example)
+    return best_seconds(lambda: prepared.executeSynchronously_1_3(
+        request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration()), repeats)[0]
 
 
-def conformance_report(device, folder: Path, name_filter: str, slowest: int) -> None:
+def conformance_report(device, folder: Path, name_filter: str, slowest: int, repeats: int) -> None:
     if not folder.is_dir():
         print(f"conformance examples: {folder} is absent, not timed")
         return
@@ -282,15 +280,15 @@ def conformance_report(device, folder: Path, name_filter: str, slowest: int) -> 
             continue
         for example in examples:
             # A loop that must time out measures the loop timeout, not the operations.
-            seconds = None if example.expectFailure else example_seconds(device, example)
+            seconds = None if example.expectFailure else example_seconds(device, example, repeats)
             if seconds is None:
                 skipped += 1
                 continue
             times[family([op.type for op in example.main.operations])].append((seconds, example.name))
     total = sum(s for runs in times.values() for s, _ in runs)
     count = sum(map(len, times.values()))
-    print(f"conformance examples under {folder}: {count} prepared and executed once in "
-          f"{total:.2f} s; {skipped} skipped (unsupported operations, or must fail)")
+    print(f"conformance examples under {folder}: {count} executed in {total:.2f} s (each the best "
+          f"of {repeats}); {skipped} skipped (unsupported operations, or must fail)")
     for name, runs in sorted(times.items(), key=lambda item: -sum(s for s, _ in item[1])):
         runs.sort(reverse=True)
         print(f"  {name}: {len(runs)} examples, {sum(s for s, _ in runs) * 1e3:.1f} ms; slowest: "
@@ -315,7 +313,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         mobilenet_report(device, args.size, False, args.repeats, target=2.0)
         mobilenet_report(device, args.size, True, args.repeats, target=4.0)
     if not args.skip_conformance:
-        conformance_report(device, args.conformance, args.k, args.slowest)
+        conformance_report(device, args.conformance, args.k, args.slowest, args.repeats)
     return 0
 
 
