@@ -122,7 +122,7 @@ def windows(x: np.ndarray, filter_height: int, filter_width: int, stride_height:
 
 #: The optional layout input of the 2-D operations (HAL 1.2 on): true for NCHW, false (or
 #: no such input) for NHWC.
-LAYOUT = scalar(OperandType.BOOL, name="layout")
+LAYOUT = scalar(OperandType.BOOL, name="layout (true: NCHW)")
 
 
 def flag(ctx, i: int, inputs=None) -> bool | None:

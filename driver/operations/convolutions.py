@@ -34,7 +34,7 @@ from ..hal.structs import SymmPerChannelQuantParams
 from ..limits import check_shape
 from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
                            quantize_multiplier, saturate_int32)
-from ._spatial import (PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
+from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
                      check_quant_params, merge_dims, quantized_activation_range)
@@ -56,7 +56,6 @@ EXPLICIT_PADDING = tuple(scalar(T.INT32, Range(0), f"padding {side}")
                          for side in ("left", "right", "top", "bottom"))
 STRIDES = tuple(scalar(T.INT32, _POSITIVE, f"stride {side}") for side in ("width", "height"))
 DILATIONS = tuple(scalar(T.INT32, _POSITIVE, f"dilation {side} factor") for side in ("width", "height"))
-LAYOUT = scalar(T.BOOL, name="NCHW layout")
 DEPTH_MULTIPLIER = scalar(T.INT32, _POSITIVE, "depth multiplier")
 GROUPS = scalar(T.INT32, _POSITIVE, "number of groups")
 

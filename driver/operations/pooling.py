@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
-from ._spatial import (PaddingScheme, from_nhwc, implicit_padding, layout_shape, nhwc_shape,
+from ._spatial import (LAYOUT, PaddingScheme, from_nhwc, implicit_padding, layout_shape, nhwc_shape,
                        output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
                      check_same_quantization, quantized_activation_range)
@@ -40,7 +40,6 @@ _WINDOW = (scalar(T.INT32, POSITIVE, "stride width"), scalar(T.INT32, POSITIVE, 
 IMPLICIT = (scalar(T.INT32, frozenset(PaddingScheme), "padding scheme"),) + _WINDOW
 EXPLICIT = tuple(scalar(T.INT32, NON_NEGATIVE, f"padding {side}")
                  for side in ("left", "right", "top", "bottom")) + _WINDOW
-LAYOUT = scalar(T.BOOL, name="layout (true: NCHW)")
 #: The scalar inputs (1, 2, ...) of each input count: implicit or explicit padding, with or
 #: without the layout flag.
 SCALARS: dict[int, tuple[Operand, ...]] = {1 + len(params + layout): params + layout
