@@ -52,11 +52,15 @@ def check_bias(ctx: OperationContext, i: int, input_scale: float | None = None,
           ctx.name, i, bias.index, bias.scale, filter_name, product)
 
 
-def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+def quantize_multiplier(real_multiplier: float, what: str = "a quantized operation") -> tuple[int, int]:
     """(significand, exponent) with real_multiplier ~= significand * 2**(exponent - 31) and
     the significand in [2**30, 2**31): frexp's fraction rounded half away from zero
     (QuantizeMultiplier). A multiplier below 2**-31 flushes to (0, 0), as the reference
-    does, rather than shift every bit out."""
+    does, rather than shift every bit out. Valid scales may still give an infinite one
+    (0.5 / 1e-45 in single precision), which no significand holds: ``what`` (the
+    operation) is refused."""
+    check(math.isfinite(real_multiplier), "{}: its scales give the multiplier {}, which is "
+          "not finite", what, real_multiplier)
     if real_multiplier == 0.0:
         return 0, 0
     fraction, exponent = math.frexp(real_multiplier)

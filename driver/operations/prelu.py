@@ -43,8 +43,10 @@ def build(ctx: OperationContext) -> Kernel:
     # The reference forms the multipliers from single-precision scales: s_in / s_out is a
     # float quotient, s_in * s_alpha a float product divided in double precision.
     in_scale, out_scale = np.float32(inp.scale), np.float32(out.scale)
-    positive = quantize_multiplier(float(in_scale / out_scale))
-    negative = quantize_multiplier(float(in_scale * np.float32(alpha_info.scale)) / float(out_scale))
+    with np.errstate(over="ignore"):        # an infinite quotient is refused below
+        positive = quantize_multiplier(float(in_scale / out_scale), ctx.name)
+    negative = quantize_multiplier(float(in_scale * np.float32(alpha_info.scale)) / float(out_scale),
+                                   ctx.name)
     low, high = quant_range(out.type)
 
     def quantized_kernel(x, alpha):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from driver.errors import ValidationError
 from driver.operations import _fixed_point as fp
 
 
@@ -67,3 +68,8 @@ def test_inverse_square_root():
     approximation = significand[2:] * 2.0 ** (shift[2:] - 31.0)
     np.testing.assert_allclose(approximation, 1 / np.sqrt(values[2:]), rtol=2e-6)
     assert (shift <= 0).all()
+
+
+def test_an_infinite_multiplier_is_refused_naming_the_operation():
+    with pytest.raises(ValidationError, match=r"operation 3 \(PRELU\): its scales give the multiplier inf"):
+        fp.quantize_multiplier(float("inf"), "operation 3 (PRELU)")
