@@ -90,10 +90,10 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     towards +infinity (the reference's nudge for a negative product is one short of a
     half). INT32_MIN * INT32_MIN, the one product past int32, saturates to INT32_MAX."""
     a = np.asarray(a, np.int64)
-    product = a * b
-    negative = product < 0
-    # The reference divides with C's truncation: the magnitude rounded, the sign put back.
-    high = ((np.abs(product) + ((1 << 30) - negative)) >> 31) * np.where(negative, -1, 1)
+    # The reference adds its nudge (2**30, or 1 - 2**30 for a negative product) and
+    # divides with C's truncation; for a negative sum that is rounding up, so both signs
+    # come to one floor division of the product plus a half.
+    high = (a * b + (1 << 30)) >> 31
     if np.any(np.equal(b, INT32_MIN)):      # never for a significand of quantize_multiplier
         high = np.where((a == INT32_MIN) & np.equal(b, INT32_MIN), INT32_MAX, high)
     return high
