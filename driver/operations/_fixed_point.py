@@ -103,8 +103,9 @@ def rounding_divide_by_power_of_two(x, exponent) -> np.ndarray:
     """x / 2**exponent rounded to nearest, halves away from zero (exponent in [0, 31];
     gemmlowp's RoundingDivideByPOT)."""
     mask = (np.int64(1) << exponent) - 1
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + ((x & mask) > threshold)
+    # A floor division of x plus a half, a half less one for a negative x (so that its
+    # halves go down); the half is 0 for exponent 0.
+    return (x + ((mask + (x >= 0)) >> 1)) >> exponent
 
 
 def multiply_by_quantized_multiplier(x, significand, exponent) -> np.ndarray:
