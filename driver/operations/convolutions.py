@@ -1,11 +1,12 @@
-"""CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: 2-D convolutions, one kernel for all.
+"""CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: 2-D convolutions, one module for all.
 
 A grouped convolution splits the input's channels into equal groups and convolves each
 with its own share of the filters (output channel g * out_per_group + o). CONV_2D is the
 case of one group; DEPTHWISE_CONV_2D that of one group per input channel, each with
 ``depth multiplier`` filters (output channel c * multiplier + m). The kernel gathers the
 windows of the padded input into a matrix (im2col, ``_spatial.windows``) and multiplies
-it by every group's filters at once.
+it by every group's filters at once; DEPTHWISE_CONV_2D's, whose windows hold a single
+channel each, instead adds up the input's cells under each filter tap times its weights.
 
 Operands: input [batches, height, width, channels] (NHWC, or NCHW with the layout flag);
 filter [out, filter_height, filter_width, in / groups] (DEPTHWISE: [1, filter_height,
