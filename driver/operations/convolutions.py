@@ -363,12 +363,12 @@ def output_stage(ctx: OperationContext):
     if inp.type not in QUANT8_ASYMM_TENSORS:
         dtype = np.float16 if inp.type == F16 else np.float32
 
-        def finish_float(sums, bias, activation):
-            result = sums + bias.astype(np.float32)
+        def finish_float(sums, bias, activation):     # sums: a fresh float32 array
+            sums += bias.astype(np.float32)
             low, high = activation_bounds(activation)
             if low != -np.inf or high != np.inf:
-                np.clip(result, low, high, out=result)
-            return result.astype(dtype, copy=False)
+                np.clip(sums, low, high, out=sums)
+            return sums.astype(dtype, copy=False)
         return finish_float
     filter_scales = (filt.channelQuant.scales if filt.type == PER_CHANNEL else (filt.scale,))
     significands, exponents = (np.array(column, np.int64) for column in zip(*(
