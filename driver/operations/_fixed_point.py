@@ -94,10 +94,10 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     towards +infinity (the reference's nudge for a negative product is one short of a
     half). INT32_MIN * INT32_MIN, the one product past int32, saturates to INT32_MAX."""
     a = np.asarray(a, np.int64)
-    product = a * b
-    negative = product < 0
-    # The reference divides with C's truncation: the magnitude rounded, the sign put back.
-    high = ((np.abs(product) + ((1 << 30) - negative)) >> 31) * np.where(negative, -1, 1)
+    # The reference adds its nudge (2**30, or 1 - 2**30 for a negative product) and
+    # divides with C's truncation; for a negative sum that is rounding up, so both signs
+    # come to one floor division of the product plus a half.
+    high = (a * b + (1 << 30)) >> 31
     if np.any(np.equal(b, INT32_MIN)):      # never for a significand of quantize_multiplier
         high = np.where((a == INT32_MIN) & np.equal(b, INT32_MIN), INT32_MAX, high)
     return high
@@ -107,8 +107,9 @@ def rounding_divide_by_power_of_two(x, exponent) -> np.ndarray:
     """x / 2**exponent rounded to nearest, halves away from zero (exponent in [0, 31];
     gemmlowp's RoundingDivideByPOT)."""
     mask = (np.int64(1) << exponent) - 1
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + ((x & mask) > threshold)
+    # A floor division of x plus a half, a half less one for a negative x (so that its
+    # halves go down); the half is 0 for exponent 0.
+    return (x + ((mask + (x >= 0)) >> 1)) >> exponent
 
 
 def multiply_by_quantized_multiplier(x, significand, exponent) -> np.ndarray:

@@ -1,11 +1,12 @@
-"""CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: 2-D convolutions, one kernel for all.
+"""CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D: 2-D convolutions, one module for all.
 
 A grouped convolution splits the input's channels into equal groups and convolves each
 with its own share of the filters (output channel g * out_per_group + o). CONV_2D is the
 case of one group; DEPTHWISE_CONV_2D that of one group per input channel, each with
 ``depth multiplier`` filters (output channel c * multiplier + m). The kernel gathers the
 windows of the padded input into a matrix (im2col, ``_spatial.windows``) and multiplies
-it by every group's filters at once.
+it by every group's filters at once; DEPTHWISE_CONV_2D's, whose windows hold a single
+channel each, instead adds up the input's cells under each filter tap times its weights.
 
 Operands: input [batches, height, width, channels] (NHWC, or NCHW with the layout flag);
 filter [out, filter_height, filter_width, in / groups] (DEPTHWISE: [1, filter_height,
@@ -288,40 +289,71 @@ def check_convolution(ctx: OperationContext) -> None:
 
 # --- the kernel -------------------------------------------------------------------------
 
-def filter_matrix(operation: int, w: np.ndarray, multiplier: int, dtype: type, offset: int) -> np.ndarray:
-    """The filter as [groups, in_per_group * filter_height * filter_width, out_per_group]
-    in ``dtype`` less the filter's zero point: each group's columns, in the order
-    ``convolve`` gathers the rows of its windows. ``multiplier``: the number of groups, or
-    for DEPTHWISE_CONV_2D the depth multiplier (a group per input channel)."""
+def filter_matrix(w: np.ndarray, groups: int, dtype: type, offset: int) -> np.ndarray:
+    """The filter [out, filter_height, filter_width, in_per_group] as [groups,
+    in_per_group * filter_height * filter_width, out_per_group] in ``dtype`` less the
+    filter's zero point: each group's columns, in the order ``multiply_windows`` gathers
+    the rows of its windows."""
     w = w.astype(dtype) - offset if offset else w.astype(dtype, copy=False)
     _, filter_height, filter_width, depth = w.shape
-    if operation == DEPTHWISE:      # [1, fh, fw, channels * multiplier]
-        grouped = w.reshape(filter_height, filter_width, -1, multiplier).transpose(2, 0, 1, 3)[:, None]
-    else:                           # [out, fh, fw, in_per_group]
-        grouped = w.reshape(multiplier, -1, filter_height, filter_width, depth).transpose(0, 4, 2, 3, 1)
-    return np.ascontiguousarray(grouped.reshape(grouped.shape[0], -1, grouped.shape[-1]))
+    grouped = w.reshape(groups, -1, filter_height, filter_width, depth).transpose(0, 4, 2, 3, 1)
+    return np.ascontiguousarray(grouped.reshape(groups, -1, grouped.shape[-1]))
 
 
-def convolve(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, geometry: Geometry,
-             filter_height: int, filter_width: int, stride: tuple[int, int] = (1, 1),
-             dilation: tuple[int, int] = (1, 1)) -> np.ndarray:
+def multiply_windows(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, geometry: Geometry,
+                     filter_height: int, filter_width: int, stride: tuple[int, int] = (1, 1),
+                     dilation: tuple[int, int] = (1, 1)) -> np.ndarray:
     """The sums of products of every window of the NHWC ``x`` (padded with zeros, which
-    callers make the zero point) with each group's filters: [batches, out_height,
-    out_width, out_channels] in x's dtype."""
+    callers make the zero point) with each group's filters (``filter_matrix``): [batches,
+    out_height, out_width, out_channels] in x's dtype. The windows are gathered into a
+    matrix (im2col) multiplied by every group's filters at once."""
     groups, rows, out_per_group = matrix.shape
     batches = x.shape[0]
     positions = batches * geometry.out_height * geometry.out_width
-    check_shape((batches, x.shape[1] + geometry.top + geometry.bottom,
-                 x.shape[2] + geometry.left + geometry.right, x.shape[3]), x.itemsize,
-                f"{ctx.name}, its padded input")
+    padded = pad_input(ctx, x, geometry)
     check_shape((positions, groups, rows), x.itemsize, f"{ctx.name}, its windows")
-    padded = pad_spatial(x, geometry.top, geometry.bottom, geometry.left, geometry.right)
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
     gathered = windows(padded, filter_height, filter_width, stride_height, stride_width,
                        dilation_height, dilation_width).reshape(positions, groups, rows)
     sums = np.matmul(gathered.transpose(1, 0, 2), matrix)          # [groups, positions, out]
     return sums.transpose(1, 0, 2).reshape(batches, geometry.out_height, geometry.out_width,
                                            groups * out_per_group)
+
+
+def depthwise_filter(w: np.ndarray, multiplier: int, dtype: type, offset: int) -> np.ndarray:
+    """The depthwise filter [1, filter_height, filter_width, channels * multiplier] as
+    [filter_height, filter_width, channels, multiplier] in ``dtype`` less its zero point."""
+    w = w.astype(dtype) - offset if offset else w.astype(dtype, copy=False)
+    return w.reshape(*w.shape[1:3], -1, multiplier)
+
+
+def accumulate_taps(ctx: OperationContext, x: np.ndarray, taps: np.ndarray, geometry: Geometry,
+                    filter_height: int, filter_width: int, stride: tuple[int, int] = (1, 1),
+                    dilation: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """The depthwise sums of products of every window of the NHWC ``x`` (padded with zeros)
+    with its channel's filters (``depthwise_filter``): [batches, out_height, out_width,
+    channels * multiplier] in x's dtype. Each window holds a single channel, so an im2col
+    matrix would feed a matmul of tiny matrices; instead each filter tap adds its slice of
+    the input (that tap's cell of every window) times its weights, a few whole-array
+    multiply-adds."""
+    padded = pad_input(ctx, x, geometry)
+    (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
+    cells = windows(padded, filter_height, filter_width, stride_height, stride_width,
+                    dilation_height, dilation_width)[..., None]   # [b, oh, ow, c, fh, fw, 1]
+    sums = np.zeros((*cells.shape[:4], taps.shape[-1]), x.dtype)
+    product = np.empty_like(sums)
+    for i in range(filter_height):
+        for j in range(filter_width):
+            sums += np.multiply(cells[:, :, :, :, i, j], taps[i, j], out=product)
+    return sums.reshape(*sums.shape[:3], -1)
+
+
+def pad_input(ctx: OperationContext, x: np.ndarray, geometry: Geometry) -> np.ndarray:
+    """The NHWC ``x`` padded with zeros as ``geometry`` says."""
+    check_shape((x.shape[0], x.shape[1] + geometry.top + geometry.bottom,
+                 x.shape[2] + geometry.left + geometry.right, x.shape[3]), x.itemsize,
+                f"{ctx.name}, its padded input")
+    return pad_spatial(x, geometry.top, geometry.bottom, geometry.left, geometry.right)
 
 
 def output_stage(ctx: OperationContext):
@@ -331,12 +363,12 @@ def output_stage(ctx: OperationContext):
     if inp.type not in QUANT8_ASYMM_TENSORS:
         dtype = np.float16 if inp.type == F16 else np.float32
 
-        def finish_float(sums, bias, activation):
-            result = sums + bias.astype(np.float32)
+        def finish_float(sums, bias, activation):     # sums: a fresh float32 array
+            sums += bias.astype(np.float32)
             low, high = activation_bounds(activation)
             if low != -np.inf or high != np.inf:
-                np.clip(result, low, high, out=result)
-            return result.astype(dtype, copy=False)
+                np.clip(sums, low, high, out=sums)
+            return sums.astype(dtype, copy=False)
         return finish_float
     filter_scales = (filt.channelQuant.scales if filt.type == PER_CHANNEL else (filt.scale,))
     significands, exponents = (np.array(column, np.int64) for column in zip(*(
@@ -371,8 +403,11 @@ def build(ctx: OperationContext) -> Kernel:
     dtype, input_offset, filter_offset = offsets(ctx)
     finish = output_stage(ctx)
     w_info = ctx.inputs[FILTER]
-    const_matrix = (None if static is None or w_info.value is None else
-                    filter_matrix(ctx.type, w_info.value, static.multiplier, dtype, filter_offset))
+    # One kernel structure per operation: a depthwise window holds a single channel.
+    prepare, convolve = ((depthwise_filter, accumulate_taps) if ctx.type == DEPTHWISE else
+                         (filter_matrix, multiply_windows))
+    const_filters = (None if static is None or w_info.value is None else
+                     prepare(w_info.value, static.multiplier, dtype, filter_offset))
 
     def kernel(*inputs):
         x, w, b = inputs[:3]
@@ -381,9 +416,9 @@ def build(ctx: OperationContext) -> Kernel:
         check_sizes(ctx, nhwc, w, b)
         output_channels(ctx, params, nhwc.shape[3], w.shape, b.shape)
         geometry = window_geometry(ctx, params, nhwc.shape[1], nhwc.shape[2], w.shape[1], w.shape[2])
-        matrix = (const_matrix if const_matrix is not None else
-                  filter_matrix(ctx.type, w, params.multiplier, dtype, filter_offset))
-        sums = convolve(ctx, shifted_input(nhwc, dtype, input_offset), matrix, geometry,
+        filters = (const_filters if const_filters is not None else
+                   prepare(w, params.multiplier, dtype, filter_offset))
+        sums = convolve(ctx, shifted_input(nhwc, dtype, input_offset), filters, geometry,
                         w.shape[1], w.shape[2], params.stride, params.dilation)
         return (from_nhwc(finish(sums, b, params.activation), params.nchw),)
     return kernel

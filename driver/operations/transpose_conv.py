@@ -26,9 +26,9 @@ from ..limits import check_shape
 from ._spatial import (dilate_spatial, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc,
                        transpose_implicit_padding, transpose_output_size)
 from .common import merge_dims
-from .convolutions import (CONV, FILTER, Geometry, Parameters, check_channel_scales,
-                           check_quantization, check_sizes, convolve, declared_shapes, examples,
-                           filter_matrix, form_of, known_shapes, make_form, offsets, output_stage,
+from .convolutions import (FILTER, Geometry, Parameters, check_channel_scales, check_quantization,
+                           check_sizes, declared_shapes, examples, filter_matrix, form_of,
+                           known_shapes, make_form, multiply_windows, offsets, output_stage,
                            read_parameters, shifted_input, signatures)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import ExampleOperand, tensor
@@ -131,7 +131,7 @@ def build(ctx: OperationContext) -> Kernel:
     w_info = ctx.inputs[FILTER]
 
     def turned_matrix(w: np.ndarray) -> np.ndarray:
-        return filter_matrix(CONV, w[:, ::-1, ::-1, :], 1, dtype, filter_offset)
+        return filter_matrix(w[:, ::-1, ::-1, :], 1, dtype, filter_offset)
     const_matrix = None if w_info.value is None else turned_matrix(w_info.value)
 
     def kernel(*inputs):
@@ -148,7 +148,7 @@ def build(ctx: OperationContext) -> Kernel:
         prepared = spread(ctx, shifted_input(nhwc, dtype, input_offset), geometry, params.stride,
                           w.shape[1], w.shape[2])
         unpadded = Geometry(0, 0, 0, 0, geometry.out_height, geometry.out_width)
-        sums = convolve(ctx, prepared, matrix, unpadded, w.shape[1], w.shape[2])
+        sums = multiply_windows(ctx, prepared, matrix, unpadded, w.shape[1], w.shape[2])
         return (from_nhwc(finish(sums, b, params.activation), params.nchw),)
     return kernel
 
