@@ -372,7 +372,8 @@ def output_stage(ctx: OperationContext):
         return finish_float
     filter_scales = (filt.channelQuant.scales if filt.type == PER_CHANNEL else (filt.scale,))
     significands, exponents = (np.array(column, np.int64) for column in zip(*(
-        quantize_multiplier(product_scale(inp.scale, scale) / out.scale) for scale in filter_scales)))
+        quantize_multiplier(product_scale(inp.scale, scale) / out.scale, ctx.name)
+        for scale in filter_scales)))
 
     def finish_quantized(sums, bias, activation):
         accumulator = saturate_int32(sums.astype(np.int64) + bias)
