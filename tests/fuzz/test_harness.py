@@ -421,3 +421,19 @@ def test_fuzzer_finds_a_planted_bug_and_its_children_use_the_same_driver(tmp_pat
     artifact = next(tmp_path.glob("crash-*"))
     output = fuzz("-minimize_crash=1", "-runs=20", f"-exact_artifact_path={tmp_path / 'min'}", str(artifact))
     assert "caused a crash. Will try to minimize it further" in output, output[-3000:]
+
+
+# --- the memory budget ----------------------------------------------------------------------------
+
+class _FixedBudget:
+    """A device (as far as the budget goes) stating a budget no client may set."""
+    memory_budget_bytes = property(lambda self: 1 << 30)
+
+
+def test_the_harness_budget_goes_to_a_device_that_takes_it_and_not_to_one_that_does_not(monkeypatch):
+    from fuzz import drivers
+    monkeypatch.setattr(drivers.device, "make_device", lambda spec: SampleDriver())
+    assert drivers.make_device("any:Factory").memory_budget_bytes == drivers.MEMORY_BUDGET_BYTES
+    monkeypatch.setattr(drivers.device, "make_device", lambda spec: _FixedBudget())
+    fixed = drivers.make_device("any:Factory")
+    assert fixed.memory_budget_bytes == 1 << 30 and harness.memory_budget(fixed) == 1 << 30
