@@ -37,7 +37,7 @@ cell state, a zero bias; without projection output_size must equal num_units.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -277,7 +277,7 @@ def check_presence(ctx: OperationContext, present: Sequence[bool]) -> None:
           "omitted with CIFG)", ctx.name)
     check(present[12] != cifg, "{}: input 12 (input gate bias) must be given exactly when inputs 1 "
           "and 5 are", ctx.name)
-    check(all_or_none((21, 22, 23)) and present[20] <= (present[21] and not cifg),
+    check(all_or_none((21, 22, 23)) and present[20] == (present[21] and not cifg),
           "{}: inputs 20 to 23 (layer normalization weights) must be all given or all omitted "
           "(input 20 is omitted with CIFG)", ctx.name)
 
