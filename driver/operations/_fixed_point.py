@@ -182,6 +182,7 @@ def wrap_int16(x) -> np.ndarray:
 
 
 def saturate_int16(x) -> np.ndarray:
+    """int64 values held to the int16 range."""
     return np.minimum(np.maximum(x, INT16_MIN), INT16_MAX)
 
 
@@ -215,7 +216,7 @@ def _exp_on_last_quarter(a: np.ndarray) -> np.ndarray:
     return saturate_int16(_EXP_MINUS_EIGHTH + _mul16(_EXP_MINUS_EIGHTH, wrap_int16(x + terms)))
 
 
-def exp_on_negative_values_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
+def _exp_on_negative_values_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
     """exp(a) in Q0.15 of a <= 0 with ``integer_bits``: exp of a's last quarter, times
     exp(-2**k) for each bit k of the rest (gemmlowp's barrel shifter)."""
     fractional_bits = 15 - integer_bits
@@ -249,7 +250,7 @@ def _tanh_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
     negative = a < 0
     minus_abs = np.where(negative, a, wrap_int16(-a))
     # exp(2 * minus_abs): the same raw value read with one more integer bit.
-    exp = exp_on_negative_values_q16(minus_abs, integer_bits + 1)
+    exp = _exp_on_negative_values_q16(minus_abs, integer_bits + 1)
     t = saturate_int16(wrap_int16(_reciprocal_of_half_sum_q2(exp) - (1 << 13)) << 2)
     return np.where(a == 0, 0, np.where(negative, wrap_int16(-t), t))
 
@@ -257,7 +258,7 @@ def _tanh_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
 def _logistic_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
     positive = a > 0
     abs_a = np.where(positive, a, wrap_int16(-a))
-    exp = exp_on_negative_values_q16(wrap_int16(-abs_a), integer_bits)
+    exp = _exp_on_negative_values_q16(wrap_int16(-abs_a), integer_bits)
     if_positive = saturate_int16(_reciprocal_of_half_sum_q2(exp) << 1)
     return np.where(a == 0, 1 << 14, np.where(positive, if_positive, wrap_int16(INT16_MAX - if_positive)))
 

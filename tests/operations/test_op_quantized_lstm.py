@@ -33,8 +33,9 @@ def test_tanh_and_logistic_at_zero_and_their_symmetries(integer_bits):
 def test_tanh_and_logistic_follow_the_real_functions(integer_bits):
     a = np.arange(-32768, 32768)
     real = a / 2.0 ** (15 - integer_bits)
-    assert np.max(np.abs(fp.tanh_q16(a, integer_bits) / 32768 - np.tanh(real))) < 5e-4     # about 16 units of 2**-15
-    assert np.max(np.abs(fp.logistic_q16(a, integer_bits) / 32768 - 1 / (1 + np.exp(-real)))) < 5e-4     # about 16 units of 2**-15
+    # Within about 16 units of 2**-15.
+    assert np.max(np.abs(fp.tanh_q16(a, integer_bits) / 32768 - np.tanh(real))) < 5e-4
+    assert np.max(np.abs(fp.logistic_q16(a, integer_bits) / 32768 - 1 / (1 + np.exp(-real)))) < 5e-4
 
 
 @pytest.mark.parametrize("function, integer_bits, raw, expected", [
@@ -115,10 +116,12 @@ def test_16bit_rejections():
     rejects(op, *lstm16(change=dict(x=const(S8, [[0]], scale=1 / 128))), r"input 0 \(input, operand 0\) has type")
     rejects(op, *lstm16(change=dict(x=const(Q8, [[[128]]], scale=1 / 128, zero_point=128))), "input 0 .* rank 3 > 2")
     rejects(op, *lstm16(change=dict(x=const(Q8, [[128]], scale=1 / 64, zero_point=128))), "input 0 .* scale 1/128")
-    rejects(op, *lstm16(change=dict(h=const(Q8, [[128]], scale=1 / 128, zero_point=127))), r"input 14 \(previous output")
+    rejects(op, *lstm16(change=dict(h=const(Q8, [[128]], scale=1 / 128, zero_point=127))),
+            r"input 14 \(previous output")
     rejects(op, *lstm16(change=dict(w4=const(Q8, [[128]], scale=W_SCALE, zero_point=127))),
             r"input 5 \(recurrent-to-input weights.*zero point of input 1")
-    rejects(op, *lstm16(change=dict(b2=const(I32, [0], scale=W_SCALE / 100))), r"input 11 \(cell gate bias.* weights_scale / 128")
+    rejects(op, *lstm16(change=dict(b2=const(I32, [0], scale=W_SCALE / 100))),
+            r"input 11 \(cell gate bias.* weights_scale / 128")
     rejects(op, *lstm16(change=dict(c=const(SYMM16, [[0]], scale=2.0 ** -12))), "input 13 .* scale 2\\*\\*-11")
     rejects(op, *lstm16(change=dict(c_out=output(SYMM16, (), 2.0 ** -12))), "output 0 .* expected those of input 13")
     rejects(op, *lstm16(change=dict(w2=const(Q8, [[128, 128]], scale=W_SCALE, zero_point=W_ZERO))),
