@@ -3,7 +3,7 @@ fused activations and quantization arithmetic. Pure functions; no registration h
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -65,10 +65,16 @@ def broadcast(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     return [broadcast_shapes(ctx, shapes[0], shapes[1])]
 
 
-def broadcast_failure(ctx: OperationContext, a: np.ndarray, b: np.ndarray) -> None:
-    """Report inputs numpy could not broadcast. Shape inference treats a 0 dimension as
-    unknown, so a zero-sized dimension against n > 1 is only caught when the kernel runs."""
-    fail(f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} do not broadcast")
+def broadcasting(ctx: OperationContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``fn(a, b)`` for a numpy function broadcasting ``a`` against ``b``; inputs it cannot
+    broadcast are the operation's error. Shape inference treats a 0 dimension as unknown, so
+    a zero-sized dimension against n > 1 is only caught when the kernel runs."""
+    try:
+        return fn(a, b)
+    except ValueError:
+        fail(f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} do not "
+             "broadcast")
 
 
 def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
