@@ -16,12 +16,13 @@ same in height, and a batch index within the map's batches.
 ROI_ALIGN splits the ROI, in map coordinates and at least 1 x 1, into out_height x out_width
 bins and each bin into a grid of sampling points, one at the centre of each cell; it
 averages the points, each interpolated bilinearly from its four neighbouring pixels (past
-the last row or column, that row or column). Positions are computed in single precision
-as the reference computes them, float16 maps too; float values are then summed in single
-precision. Quantized maps use the reference's integer arithmetic: each neighbour's weight
-rounded to a multiple of 1/255, the sum of the weighted stored values (less the zero
-point) scaled by input_scale / 255 / output_scale / points, which must be below 1; the
-output's quantization may differ from the input's.
+the last row or column, that row or column). Positions and values are computed in single
+precision in the reference's order of operations (float16 maps too, rounded once at the
+end). Quantized maps use the reference's integer arithmetic: each neighbour's weight
+rounded to a multiple of 1/255 (divided in single precision, so that a half is 127/255),
+the sum of the weighted stored values (less the zero point) scaled by input_scale / 255 /
+output_scale / points, which must be below 1; the output's quantization may differ from
+the input's.
 
 ROI_POOLING rounds the ROI's corners, in map coordinates, to whole pixels (a ROI is at
 least one pixel), splits it into bins whose bounds are rounded outwards and held within
@@ -54,8 +55,8 @@ from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_quant_params, check_same_quantization, merge_dims,
-                     quant_range, real_values_f32, round_half_away)
+from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_quant_params, check_same_quantization,
+                     merge_dims, quant_range, real_values_f32, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -70,41 +71,50 @@ WEIGHT_SCALE = F32(1) / F32(255)
 LOWEST_SCORE = F32(np.finfo(np.float32).min)
 
 POSITIVE = Range(0, low_exclusive=True)
-#: The scalar inputs from OUT_HEIGHT on, as ROI_ALIGN has them; ROI_POOLING has no sampling
-#: points. The ratios are FLOAT16 for a TENSOR_FLOAT16 map (see _ratios).
-ALIGN_SCALARS = (scalar(T.INT32, POSITIVE, "output height"), scalar(T.INT32, POSITIVE, "output width"),
-                 scalar(T.FLOAT32, POSITIVE, "height ratio"), scalar(T.FLOAT32, POSITIVE, "width ratio"),
-                 scalar(T.INT32, Range(0), "height sampling points"),
-                 scalar(T.INT32, Range(0), "width sampling points"), LAYOUT)
-POOLING_SCALARS = ALIGN_SCALARS[:4] + (LAYOUT,)
-
-QUANT16_BOXES = tensor((T.TENSOR_QUANT16_ASYMM,), rank=(2, 2), name="rois")
-#: (feature map types, ROIs, ratio type) per type family.
-ROI_VARIANTS = (((T.TENSOR_FLOAT32,), same_as(INPUT, rank=(2, 2), name="rois"), T.FLOAT32),
-                ((T.TENSOR_FLOAT16,), same_as(INPUT, rank=(2, 2), name="rois"), T.FLOAT16),
-                (QUANT8_ASYMM_TENSORS, QUANT16_BOXES, T.FLOAT32))
 
 
-def _ratios(scalars: tuple[Operand, ...], ratio_type: T) -> tuple[Operand, ...]:
-    return tuple(dataclasses.replace(s, types=(ratio_type,)) if s.types == (T.FLOAT32,) else s
-                 for s in scalars)
+def roi_scalars(ratio_type: T, sampling: bool) -> tuple[Operand, ...]:
+    """The scalar inputs from OUT_HEIGHT on; only ROI_ALIGN has sampling points."""
+    points = (scalar(T.INT32, Range(0), "height sampling points"),
+              scalar(T.INT32, Range(0), "width sampling points"))
+    return (scalar(T.INT32, POSITIVE, "output height"), scalar(T.INT32, POSITIVE, "output width"),
+            scalar(ratio_type, POSITIVE, "height ratio"), scalar(ratio_type, POSITIVE, "width ratio"),
+            *(points if sampling else ()), LAYOUT)
 
 
-def roi_signatures(scalars: tuple[Operand, ...]) -> tuple[Signature, ...]:
-    return tuple(Signature(inputs=(tensor(types, rank=(4, 4), name="feature map"), rois,
+#: The rules for the values of scalars given at run time (a FLOAT16 ratio's are a FLOAT32's).
+RUN_TIME_SCALARS = {OperationType.ROI_ALIGN: roi_scalars(T.FLOAT32, True),
+                    OperationType.ROI_POOLING: roi_scalars(T.FLOAT32, False)}
+
+
+def boxes_operand(types, name: str) -> Operand:
+    """ROIs or boxes: those of a float map have its type, a quantized map's are eighths."""
+    if types == QUANT8_ASYMM_TENSORS:
+        return tensor((T.TENSOR_QUANT16_ASYMM,), rank=(2, 2), name=name)
+    return same_as(0, rank=(2, 2), name=name)
+
+
+#: (map types, ratio type) per type family.
+ROI_VARIANTS = (((T.TENSOR_FLOAT32,), T.FLOAT32), ((T.TENSOR_FLOAT16,), T.FLOAT16),
+                (QUANT8_ASYMM_TENSORS, T.FLOAT32))
+
+
+def roi_signatures(sampling: bool) -> tuple[Signature, ...]:
+    return tuple(Signature(inputs=(tensor(types, rank=(4, 4), name="feature map"),
+                                   boxes_operand(types, "rois"),
                                    tensor((T.TENSOR_INT32,), rank=(1, 1), name="batch indexes"),
-                                   *_ratios(scalars, ratio_type)),
+                                   *roi_scalars(ratio_type, sampling)),
                            outputs=(same_as(INPUT),))
-                 for types, rois, ratio_type in ROI_VARIANTS)
+                 for types, ratio_type in ROI_VARIANTS)
 
 
 HEATMAP_SIGNATURES = tuple(
-    Signature(inputs=(tensor(types, rank=(4, 4), name="heatmaps"), boxes, LAYOUT),
+    Signature(inputs=(tensor(types, rank=(4, 4), name="heatmaps"), boxes_operand(types, "boxes"),
+                      LAYOUT),
               outputs=(same_as(HEATMAPS, name="scores"),
                        same_as(BOXES, name="keypoints",
                                quantization={T.TENSOR_QUANT16_ASYMM: (BOX_SCALE, BOX_ZERO_POINT)})))
-    for types, boxes in (((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), same_as(HEATMAPS, rank=(2, 2), name="boxes")),
-                         (QUANT8_ASYMM_TENSORS, dataclasses.replace(QUANT16_BOXES, name="boxes"))))
+    for types in ((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), QUANT8_ASYMM_TENSORS))
 
 
 # --- examples ----------------------------------------------------------------------------------
@@ -135,11 +145,13 @@ def _roi_example(map_type: T, dims, corners, batches, sizes, ratio, points, nchw
                    outputs=((map_type, *_quantization(map_type)),))
 
 
-#: Every type, both layouts, several ROIs and batches, fixed and adaptive sampling.
-_ROI_CASES = ((T.TENSOR_FLOAT32, (1, 4, 4, 1), [[0, 0, 2, 2], [1, 1, 4, 3]], [0, 0], (2, 2), 1.0, (2, 2), False),
-              (T.TENSOR_QUANT8_ASYMM, (1, 1, 4, 4), [[0, 0, 3, 4]], [0], (2, 2), 1.0, (0, 0), True),
-              (T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 3, 3, 2), [[1, 0, 6, 4]], [1], (1, 2), 2.0, (1, 0), False),
-              (T.TENSOR_FLOAT16, (1, 2, 3, 3), [[0.5, 0.5, 2.5, 2]], [0], (2, 1), 1.0, (0, 2), True))
+#: Every type, both layouts, several ROIs and batches, fixed and adaptive sampling: (map
+#: type, map shape, ROIs in pixels, batch indexes, output size, ratio, points, NCHW).
+_ROI_CASES = (
+    (T.TENSOR_FLOAT32, (1, 4, 4, 1), [[0, 0, 2, 2], [1, 1, 4, 3]], [0, 0], (2, 2), 1.0, (2, 2), False),
+    (T.TENSOR_QUANT8_ASYMM, (1, 1, 4, 4), [[0, 0, 3, 4]], [0], (2, 2), 1.0, (0, 0), True),
+    (T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 3, 3, 2), [[1, 0, 6, 4]], [1], (1, 2), 2.0, (1, 0), False),
+    (T.TENSOR_FLOAT16, (1, 2, 3, 3), [[0.5, 0.5, 2.5, 2]], [0], (2, 1), 1.0, (0, 2), True))
 ALIGN_EXAMPLES = tuple(_roi_example(*case) for case in _ROI_CASES)
 POOLING_EXAMPLES = tuple(_roi_example(*case[:6], (), case[7]) for case in _ROI_CASES)
 
@@ -152,20 +164,22 @@ def _heatmap_example(map_type: T, dims, corners, nchw) -> Example:
                    outputs=((map_type, scale, zero_point), (boxes.type, *_quantization(boxes.type))))
 
 
-HEATMAP_EXAMPLES = (_heatmap_example(T.TENSOR_FLOAT32, (2, 3, 3, 2), [[0, 0, 4, 4], [1, 2, 5, 8]], False),
-                    _heatmap_example(T.TENSOR_QUANT8_ASYMM, (1, 2, 3, 3), [[1, 1, 5, 5]], True),
-                    _heatmap_example(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 2, 1), [[0, 0, 2, 3]], False),
-                    _heatmap_example(T.TENSOR_FLOAT16, (2, 1, 3, 3), [[0, 0, 1, 1], [2, 2, 3, 6]], True))
+HEATMAP_EXAMPLES = (
+    _heatmap_example(T.TENSOR_FLOAT32, (2, 3, 3, 2), [[0, 0, 4, 4], [1, 2, 5, 8]], False),
+    _heatmap_example(T.TENSOR_QUANT8_ASYMM, (1, 2, 3, 3), [[1, 1, 5, 5]], True),
+    _heatmap_example(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 2, 1), [[0, 0, 2, 3]], False),
+    _heatmap_example(T.TENSOR_FLOAT16, (2, 1, 3, 3), [[0, 0, 1, 1], [2, 2, 3, 6]], True))
 
 
 # --- validation and shapes ---------------------------------------------------------------------
 
-def check_box_quantization(ctx: OperationContext, i: int) -> None:
+def check_box_quantization(ctx: OperationContext, i: int, name: str) -> None:
     """Quantized ROIs and boxes are in eighths of a pixel."""
     boxes = ctx.inputs[i]
-    check(boxes.type != T.TENSOR_QUANT16_ASYMM or (boxes.scale == BOX_SCALE and boxes.zeroPoint == BOX_ZERO_POINT),
-          "{}: input {} (operand {}) must have scale {} and zero point {}, has {} and {}", ctx.name, i,
-          boxes.index, BOX_SCALE, BOX_ZERO_POINT, boxes.scale, boxes.zeroPoint)
+    check(boxes.type != T.TENSOR_QUANT16_ASYMM
+          or (boxes.scale == BOX_SCALE and boxes.zeroPoint == BOX_ZERO_POINT),
+          "{}: input {} ({}, operand {}) must have scale {} and zero point {}, has {} and {}",
+          ctx.name, i, name, boxes.index, BOX_SCALE, BOX_ZERO_POINT, boxes.scale, boxes.zeroPoint)
 
 
 def _declared(operand) -> Shape:
@@ -177,7 +191,7 @@ def check_roi_operation(ctx: OperationContext) -> None:
     if inp.type in QUANT8_ASYMM_TENSORS:
         check_quant_params(ctx, inp, "input 0")
         check_quant_params(ctx, out, "output 0")
-        check_box_quantization(ctx, ROIS)
+        check_box_quantization(ctx, ROIS, "rois")
         if ctx.type == OperationType.ROI_POOLING:
             check_same_quantization(ctx, out, inp, "output 0", "input 0")
     infer_roi_shapes(ctx, [_declared(o) for o in ctx.inputs[:BATCHES + 1]])
@@ -191,12 +205,14 @@ def infer_roi_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Sha
               ctx.name, list(rois))
         num_rois = rois[0]
     if batches is not None:
-        num_rois = merge_dims(ctx, num_rois, batches[0], "num_rois of input 1 (rois) and input 2 (batch indexes)")
+        num_rois = merge_dims(ctx, num_rois, batches[0],
+                              "num_rois of input 1 (rois) and input 2 (batch indexes)")
     nchw = flag(ctx, len(ctx.inputs) - 1)
     if feature_map is None or nchw is None:
         return [(num_rois, 0, 0, 0)]
     depth = nhwc_shape(feature_map, nchw)[3]
-    return [layout_shape(num_rois, ctx.scalar(OUT_HEIGHT) or 0, ctx.scalar(OUT_WIDTH) or 0, depth, nchw)]
+    height, width = ctx.scalar(OUT_HEIGHT) or 0, ctx.scalar(OUT_WIDTH) or 0
+    return [layout_shape(num_rois, height, width, depth, nchw)]
 
 
 def check_heatmap_operation(ctx: OperationContext) -> None:
@@ -204,7 +220,7 @@ def check_heatmap_operation(ctx: OperationContext) -> None:
     if heatmaps.type in QUANT8_ASYMM_TENSORS:
         check_quant_params(ctx, heatmaps, "input 0")
         check_quant_params(ctx, ctx.outputs[0], "output 0")
-        check_box_quantization(ctx, BOXES)
+        check_box_quantization(ctx, BOXES, "boxes")
     infer_heatmap_shapes(ctx, [_declared(o) for o in ctx.inputs[:BOXES + 1]])
 
 
@@ -218,7 +234,8 @@ def infer_heatmap_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list
     nchw = flag(ctx, HEATMAP_LAYOUT)
     if heatmaps is not None and nchw is not None:
         batches, height, width, num_keypoints = nhwc_shape(heatmaps, nchw)
-        num_boxes = merge_dims(ctx, batches, num_boxes, "num_boxes of input 0 (heatmaps) and input 1 (boxes)")
+        num_boxes = merge_dims(ctx, batches, num_boxes,
+                               "num_boxes of input 0 (heatmaps) and input 1 (boxes)")
         size = merge_dims(ctx, height, width, "height and width of input 0 (heatmaps)")
         check(size == 0 or size >= 2, "{}: input 0 (heatmaps) has size {}, under 2", ctx.name, size)
     return [(num_boxes, num_keypoints), (num_boxes, num_keypoints, 2)]
@@ -239,8 +256,7 @@ def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameter
     """The scalar inputs' values; those that are not constants are checked here against
     their signature (validation checked the constants)."""
     values = []
-    for i, spec in enumerate(ALIGN_SCALARS if ctx.type == OperationType.ROI_ALIGN else POOLING_SCALARS,
-                             start=OUT_HEIGHT):
+    for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT):
         value = inputs[i].item()
         if spec.values is not None and not ctx.inputs[i].is_constant:
             spec.check_value(ctx, i, value)
@@ -249,7 +265,8 @@ def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameter
     return Parameters((height, width), (height_ratio, width_ratio), tuple(points) or (0, 0), bool(nchw))
 
 
-def _check_run_shapes(ctx: OperationContext, x: np.ndarray, rois: np.ndarray, batches: np.ndarray) -> None:
+def _check_run_shapes(ctx: OperationContext, x: np.ndarray, rois: np.ndarray,
+                      batches: np.ndarray) -> None:
     """What inference takes a 0 for unknown in, and the reference refuses as zero-sized."""
     check(all(x.shape), "{}: input 0 (feature map) has shape {}: only the ROIs may be none",
           ctx.name, list(x.shape))
@@ -262,7 +279,8 @@ def regions(ctx: OperationContext, x: np.ndarray, rois: np.ndarray, batches: np.
             ratio: tuple[float, float]) -> np.ndarray:
     """The ROIs' corners [x1, y1, x2, y2] in map coordinates (float32), once they are found
     to be regions of the NHWC map ``x``."""
-    boxes = rois.astype(F32) if rois.dtype != np.uint16 else real_values_f32(rois, BOX_SCALE, BOX_ZERO_POINT)
+    boxes = (real_values_f32(rois, BOX_SCALE, BOX_ZERO_POINT) if rois.dtype == np.uint16
+             else rois.astype(F32))
     height_scale, width_scale = F32(1) / F32(ratio[0]), F32(1) / F32(ratio[1])
     corners = boxes * np.array([width_scale, height_scale] * 2, F32)
     batch_count, height, width, _ = x.shape
@@ -273,8 +291,11 @@ def regions(ctx: OperationContext, x: np.ndarray, rois: np.ndarray, batches: np.
         fail(f"{ctx.name}: input 1 (rois): ROI {k} {boxes[k].tolist()} is not a region of the "
              f"{height} x {width} feature map at ratios {list(ratio)}: 0 <= x1 <= x2 and 0 <= y1 <= y2 "
              f"must hold, and x2 and y2 divided by their ratio be within it")
-    if not ((batches >= 0) & (batches < batch_count)).all():
-        fail(f"{ctx.name}: input 2 (batch indexes) {batches.tolist()} must lie in [0, {batch_count})")
+    known = (batches >= 0) & (batches < batch_count)
+    if not known.all():
+        k = int(np.argmin(known))
+        fail(f"{ctx.name}: input 2 (batch indexes): ROI {k}'s batch {batches[k]} is not in "
+             f"[0, {batch_count})")
     return corners
 
 
@@ -294,7 +315,7 @@ def build_roi_operation(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-def _bins(start: np.ndarray, end: np.ndarray, bins: int, points: int) -> tuple[np.ndarray, np.ndarray]:
+def _bins(start: np.ndarray, end: np.ndarray, bins: int, points: int) -> tuple[np.ndarray, ...]:
     """ROI_ALIGN along one axis: each ROI's bin size and sampling points per bin."""
     step = np.maximum(end - start, F32(1)) / F32(bins)
     count = np.ceil(step).astype(np.int64) if points == 0 else np.full(len(step), points, np.int64)
@@ -323,10 +344,13 @@ def _align(ctx: OperationContext, x: np.ndarray, batches: np.ndarray, corners: n
     (out_height, out_width), (height_points, width_points) = p.out_size, p.points
     height_step, height_count = _bins(corners[:, 1], corners[:, 3], out_height, height_points)
     width_step, width_count = _bins(corners[:, 0], corners[:, 2], out_width, width_points)
+    # The values of every sampling point are held at once, 8 bytes each (int64 sums).
     check_shape((len(corners), out_height * int(height_count.max()), out_width * int(width_count.max()),
                  x.shape[3]), 8, f"{ctx.name}, its sampling points")
-    top, bottom, dy, rows = _sampling_points(corners[:, 1], height_step, height_count, out_height, x.shape[1])
-    left, right, dx, columns = _sampling_points(corners[:, 0], width_step, width_count, out_width, x.shape[2])
+    top, bottom, dy, rows = _sampling_points(corners[:, 1], height_step, height_count, out_height,
+                                             x.shape[1])
+    left, right, dx, columns = _sampling_points(corners[:, 0], width_step, width_count, out_width,
+                                                x.shape[2])
     # Axes [roi, out row, row point, out column, column point]: the rows' arrays get two
     # trailing axes, the columns' two after the ROI.
     batch = batches[:, None, None, None, None]
@@ -343,8 +367,10 @@ def _align(ctx: OperationContext, x: np.ndarray, batches: np.ndarray, corners: n
         return (interpolated.sum(axis=(2, 4), where=points) / counts.astype(F32)).astype(x.dtype)
     inp, out = ctx.inputs[INPUT], ctx.outputs[0]
     shifted = x.astype(np.int32) - np.int32(inp.zeroPoint)
-    interpolated = sum(round_half_away(w / WEIGHT_SCALE).astype(np.int32)[..., None] * shifted[batch, r, c]
-                       for w, (r, c) in zip(weights, neighbours))
+    # Each weight in 1/255, divided in single precision as the reference divides: a half
+    # is 127/255, 0.5 / (1/255) being just under 127.5.
+    interpolated = sum(round_half_away(w / WEIGHT_SCALE).astype(np.int32)[..., None]
+                       * shifted[batch, r, c] for w, (r, c) in zip(weights, neighbours))
     # The reference sums in int32.
     total = wrap_int32(interpolated.sum(axis=(2, 4), where=points, dtype=np.int64))
     significand, exponent = _average_multipliers(ctx, inp.scale, out.scale, counts)
@@ -366,7 +392,8 @@ def _average_multipliers(ctx: OperationContext, in_scale: float, out_scale: floa
     return multipliers[which, 0].reshape(real.shape), multipliers[which, 1].reshape(real.shape)
 
 
-def _pooling_bins(start: np.ndarray, end: np.ndarray, bins: int, in_size: int) -> tuple[np.ndarray, ...]:
+def _pooling_bins(start: np.ndarray, end: np.ndarray, bins: int,
+                  in_size: int) -> tuple[np.ndarray, ...]:
     """ROI_POOLING along one axis, [num_rois, bins, most pixels] each: the pixels of each
     bin (padded to the widest, clamped to the map), and which of them are in the bin."""
     first = round_half_away(start)
@@ -383,7 +410,7 @@ def _max_pool(ctx: OperationContext, x: np.ndarray, batches: np.ndarray, corners
     (out_height, out_width), (_, height, width, depth) = p.out_size, x.shape
     rows, in_rows = _pooling_bins(corners[:, 1], corners[:, 3], out_height, height)
     columns, in_columns = _pooling_bins(corners[:, 0], corners[:, 2], out_width, width)
-    check_shape((len(corners), rows.shape[1] * rows.shape[2], columns.shape[1] * columns.shape[2], depth),
+    check_shape((len(corners), out_height * rows.shape[2], out_width * columns.shape[2], depth),
                 x.itemsize, f"{ctx.name}, its bins")
     # Axes [roi, out row, bin row, out column, bin column, channel].
     window = x[batches[:, None, None, None, None], rows[..., None, None], columns[:, None, None]]
@@ -408,15 +435,15 @@ def build_heatmap(ctx: OperationContext) -> Kernel:
         nchw = flag(ctx, HEATMAP_LAYOUT, (heatmaps, boxes, layout))
         maps = to_nhwc(heatmaps, nchw)
         num_boxes, size, width, _ = maps.shape
-        check(size == width and size >= 2, "{}: input 0 (heatmaps) has shape {}: its heatmaps must be "
-              "square, at least 2 x 2", ctx.name, list(heatmaps.shape))
+        check(size == width and size >= 2, "{}: input 0 (heatmaps) has shape {}: its heatmaps must "
+              "be square, at least 2 x 2", ctx.name, list(heatmaps.shape))
         check(boxes.shape == (num_boxes, 4), "{}: input 1 (boxes) has shape {}, expected [{}, 4]",
               ctx.name, list(boxes.shape), num_boxes)
         if quantized:
             maps = real_values_f32(maps, heatmaps_info.scale, heatmaps_info.zeroPoint)
             boxes = real_values_f32(boxes, boxes_info.scale, boxes_info.zeroPoint)
-        scores, keypoints = max_keypoints(ctx, maps.astype(F32, copy=False), boxes.astype(F32, copy=False),
-                                          tolerance)
+        scores, keypoints = max_keypoints(ctx, maps.astype(F32, copy=False),
+                                          boxes.astype(F32, copy=False), tolerance)
         if quantized:
             return (quantize_f32(scores, scores_info), quantize_f32(keypoints, keypoints_info))
         return scores.astype(heatmaps.dtype), keypoints.astype(heatmaps.dtype)
@@ -430,7 +457,8 @@ def max_keypoints(ctx: OperationContext, maps: np.ndarray, boxes: np.ndarray,
     ordered = (x1 <= x2) & (y1 <= y2)
     if not ordered.all():
         k = int(np.argmin(ordered))
-        fail(f"{ctx.name}: input 1 (boxes): box {k} {boxes[k].tolist()} must have x1 <= x2 and y1 <= y2")
+        fail(f"{ctx.name}: input 1 (boxes): box {k} {boxes[k].tolist()} must have x1 <= x2 "
+             f"and y1 <= y2")
     num_boxes, size, _, num_keypoints = maps.shape
     flat = maps.reshape(num_boxes, size * size, num_keypoints)
     # As the reference searches: from -FLT_MAX up, NaN never taken, the first maximum kept.
@@ -481,9 +509,9 @@ def quantize_f32(real: np.ndarray, operand) -> np.ndarray:
         STORAGE_DTYPE[operand.type])
 
 
-register(OperationDef(OperationType.ROI_ALIGN, roi_signatures(ALIGN_SCALARS), infer_roi_shapes,
+register(OperationDef(OperationType.ROI_ALIGN, roi_signatures(True), infer_roi_shapes,
                       build_roi_operation, check_roi_operation, ALIGN_EXAMPLES))
-register(OperationDef(OperationType.ROI_POOLING, roi_signatures(POOLING_SCALARS), infer_roi_shapes,
+register(OperationDef(OperationType.ROI_POOLING, roi_signatures(False), infer_roi_shapes,
                       build_roi_operation, check_roi_operation, POOLING_EXAMPLES))
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, HEATMAP_SIGNATURES, infer_heatmap_shapes,
                       build_heatmap, check_heatmap_operation, HEATMAP_EXAMPLES))

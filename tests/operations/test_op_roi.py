@@ -239,7 +239,8 @@ def test_roi_align_rejections():
             "ROI_ALIGN\\): input 1 \\(rois, operand 1\\) has type TENSOR_INT32, expected TENSOR_FLOAT32")
     rejects(ALIGN, align_instance(i1=tensor(F32, [2, 4, 1])), out, "input 1 \\(rois, operand 1\\) has rank 3 > 2")
     rejects(ALIGN, align_instance(i0=tensor(F32, [4, 4, 1])), out, "input 0 \\(feature map.*rank 3 < 4")
-    rejects(ALIGN, align_instance(i3=const(T.INT32, 0)), out, "ROI_ALIGN\\): input 3.*output height 0 must be positive")
+    rejects(ALIGN, align_instance(i3=const(T.INT32, 0)), out,
+            "ROI_ALIGN\\): input 3.*output height 0 must be positive")
     rejects(ALIGN, align_instance(i6=const(T.FLOAT32, 0.0)), out, "input 6.*width ratio 0.0 must be positive")
     rejects(ALIGN, align_instance(i7=const(T.INT32, -1)), out,
             "input 7.*height sampling points -1 must be non-negative")
@@ -252,7 +253,8 @@ def test_roi_align_rejections():
 
 def test_quantized_roi_rejections():
     quantized = roi_inputs(ALIGN, tensor(Q8, [1, 4, 4, 1], 0.5, 0), tensor(Q16, [1, 4], 0.25, 0), 1)
-    rejects(ALIGN, quantized, [output(Q8, (), 0.5, 0)], "ROI_ALIGN\\): input 1 \\(operand 1\\) must have scale 0.125")
+    rejects(ALIGN, quantized, [output(Q8, (), 0.5, 0)],
+            "ROI_ALIGN\\): input 1 \\(rois, operand 1\\) must have scale 0.125")
     quantized[1] = tensor(Q16, [1, 4], 0.125, 0)
     rejects(ALIGN, quantized, [output(Q8, (), 0.0, 0)], "output 0 .*scale 0.0 <= 0")
     rejects(ALIGN, quantized[:1] + [tensor(F32, [1, 4])] + quantized[2:], [output(Q8, (), 0.5, 0)],
@@ -264,12 +266,14 @@ def test_quantized_roi_rejections():
 
 def test_heatmap_rejections():
     def instance(heatmaps=(2, 3, 3, 4), boxes=(2, 4), operand_type=F32, nchw=False):
-        return [tensor(operand_type, heatmaps, *((0.5, 0) if operand_type == Q8 else ())),
-                tensor(Q16 if operand_type == Q8 else operand_type, boxes, *((0.125, 0) if operand_type == Q8 else ())),
-                const(T.BOOL, nchw)]
+        if operand_type == Q8:
+            return [tensor(Q8, heatmaps, 0.5, 0), tensor(Q16, boxes, 0.125, 0), const(T.BOOL, nchw)]
+        return [tensor(operand_type, heatmaps), tensor(operand_type, boxes), const(T.BOOL, nchw)]
     floats = [output(F32), output(F32)]
-    rejects(HEATMAP, instance(heatmaps=(2, 3, 4, 4)), floats, "HEATMAP_MAX_KEYPOINT\\): height and width .*3 and 4 differ")
-    rejects(HEATMAP, instance(heatmaps=(2, 4, 1, 1), nchw=True), floats, "input 0 \\(heatmaps\\) has size 1, under 2")
+    rejects(HEATMAP, instance(heatmaps=(2, 3, 4, 4)), floats,
+            "HEATMAP_MAX_KEYPOINT\\): height and width .*3 and 4 differ")
+    rejects(HEATMAP, instance(heatmaps=(2, 4, 1, 1), nchw=True), floats,
+            "input 0 \\(heatmaps\\) has size 1, under 2")
     rejects(HEATMAP, instance(boxes=(3, 4)), floats, "num_boxes of input 0 .*2 and 3 differ")
     rejects(HEATMAP, instance(boxes=(2, 4, 1)), floats, "input 1 \\(boxes, operand 1\\) has rank 3 > 2")
     rejects(HEATMAP, instance(boxes=(2, 2)), floats, "input 1 \\(boxes\\) has shape \\[2, 2\\]")
@@ -277,7 +281,8 @@ def test_heatmap_rejections():
     rejects(HEATMAP, instance(operand_type=Q8), [output(Q8, (), 0.5, 0), output(Q16, (), 0.25, 0)],
             "output 1 \\(operand 4\\) must have scale 0.125 and zero point 0, has 0.25")
     rejects(HEATMAP, instance(operand_type=Q8), [output(Q8, (), 0.5, 0), output(Q8, (), 0.5, 0)],
-            "output 1 \\(keypoints, operand 4\\) has type TENSOR_QUANT8_ASYMM, expected TENSOR_QUANT16_ASYMM")
+            "output 1 \\(keypoints, operand 4\\) has type TENSOR_QUANT8_ASYMM, "
+            "expected TENSOR_QUANT16_ASYMM")
 
 
 # --- values refused at run time -----------------------------------------------------------------
@@ -292,13 +297,13 @@ def roi_kernel(operation, inputs, out):
     ([[0, 0, 1, 1], [2, 0, 1, 1]], [0, 0], "input 1 \\(rois\\): ROI 1 .* 0 <= x1 <= x2"),
     ([[-1, 0, 1, 1]], [0], "input 1 \\(rois\\): ROI 0 \\[-1.0"),
     ([[np.nan, 0, 1, 1]], [0], "input 1 \\(rois\\): ROI 0 \\[nan"),
-    ([[0, 0, 1, 1]], [1], "input 2 \\(batch indexes\\) \\[1\\] must lie in \\[0, 1\\)"),
+    ([[0, 0, 1, 1]], [1], "input 2 \\(batch indexes\\): ROI 0.s batch 1 is not in \\[0, 1\\)"),
     ([[0, 0, 1, 1]], [-1], "input 2 \\(batch indexes\\)"),
 ])
 def test_rois_outside_the_map_are_refused(operation, rois, batches, match):
     rois = np.asarray(rois, np.float32)
-    kernel = roi_kernel(operation, roi_inputs(operation, tensor(F32, RAMP.shape), tensor(F32, rois.shape), len(rois)),
-                        output(F32))
+    inputs = roi_inputs(operation, tensor(F32, RAMP.shape), tensor(F32, rois.shape), len(rois))
+    kernel = roi_kernel(operation, inputs, output(F32))
     scalars = [np.int32(2), np.int32(2), np.float32(1), np.float32(1)] + [np.int32(2)] * 2 * (operation == ALIGN)
     with pytest.raises(ValidationError, match=f"{operation.name}\\): {match}"):
         kernel(RAMP, rois, np.array(batches, np.int32), *scalars, np.bool_(False))
