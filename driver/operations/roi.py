@@ -26,8 +26,9 @@ the input's.
 
 ROI_POOLING rounds the ROI's corners, in map coordinates, to whole pixels (a ROI is at
 least one pixel), splits it into bins whose bounds are rounded outwards and held within
-the map, and takes each bin's maximum; a bin past the map's edge is empty and gives 0
-(the zero point). Its quantized output has the input's quantization.
+the map, and takes each bin's maximum (a NaN anywhere in a bin is its maximum, where the
+reference keeps one only as the bin's first value); a bin past the map's edge is empty and
+gives 0 (the zero point). Its quantized output has the input's quantization.
 
 HEATMAP_MAX_KEYPOINT takes heatmaps [num_boxes, size, size, num_keypoints] (NHWC or NCHW,
 size >= 2) and boxes [num_boxes, 4] as [x1, y1, x2, y2] with x1 <= x2 and y1 <= y2. For
@@ -268,7 +269,7 @@ def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameter
 def _check_run_shapes(ctx: OperationContext, x: np.ndarray, rois: np.ndarray,
                       batches: np.ndarray) -> None:
     """What inference takes a 0 for unknown in, and the reference refuses as zero-sized."""
-    check(all(x.shape), "{}: input 0 (feature map) has shape {}: only the ROIs may be none",
+    check(all(x.shape), "{}: input 0 (feature map) has shape {}: only num_rois may be 0",
           ctx.name, list(x.shape))
     check(rois.shape[1] == 4 and batches.shape == rois.shape[:1],
           "{}: input 1 (rois) has shape {} and input 2 (batch indexes) {}: expected [num_rois, 4] "
