@@ -7,7 +7,8 @@ input [max_time, batch_size, input_size] when time-major, else [batch_size, max_
 input_size]) or along it by a forward and a backward cell (BIDIRECTIONAL). A cell's
 weights are [num_units, input_size], its recurrent weights [num_units, num_units], its bias
 [num_units] and its hidden state [batch_size, num_units]; each output step is the new
-hidden state. Float16 is computed in single precision and rounded once at the end.
+hidden state. Float16 is computed in single precision and rounded once at the end. A
+sequence may have at most MAX_TIME_STEPS steps (driver/limits.py): they run one by one.
 
 BIDIRECTIONAL_SEQUENCE_RNN links an auxiliary input (inputs 9-11, all optional) in one of
 three ways: none of them (no linking); the auxiliary input alone, which is then the
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandLifeTime, OperandType as T, OperationType
+from ..limits import check_time_steps
 from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size
 from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand as Arg, Signature, same_as, scalar, tensor
@@ -43,9 +45,14 @@ class Cell:
     weights: int
     aux: Optional[tuple[int, int]] = None
 
+    @property
+    def products(self) -> tuple[tuple[Optional[int], int], ...]:
+        """The (input, weights) pairs whose products feed the cell."""
+        return ((self.input, self.weights), *((self.aux,) if self.aux else ()))
 
-def cell_operands(first: int, prefix: str = "") -> tuple:
-    """The weights, recurrent weights, bias and hidden state of a cell, from input ``first``."""
+
+def cell_operands(prefix: str = "") -> tuple:
+    """The weights, recurrent weights, bias and hidden state of a cell."""
     return (same_as(INPUT, (2, 2), f"{prefix}weights"), same_as(INPUT, (2, 2), f"{prefix}recurrent_weights"),
             same_as(INPUT, (1, 1), f"{prefix}bias"), same_as(INPUT, (2, 2), f"{prefix}hidden_state"))
 
@@ -53,20 +60,20 @@ def cell_operands(first: int, prefix: str = "") -> tuple:
 # --- signatures -------------------------------------------------------------------------------
 
 RNN_ACTIVATION = 5
-RNN_SIGNATURES = (Signature(inputs=(tensor(FLOATS, (2, 2), "input"), *cell_operands(1), ACTIVATION),
+RNN_SIGNATURES = (Signature(inputs=(tensor(FLOATS, (2, 2), "input"), *cell_operands(), ACTIVATION),
                             outputs=(same_as(INPUT), same_as(INPUT))),)
 
 UNI_ACTIVATION, UNI_TIME_MAJOR = 5, 6
 UNI_SIGNATURES = tuple(
-    Signature(inputs=(tensor(FLOATS, (3, 3), "input"), *cell_operands(1), ACTIVATION,
+    Signature(inputs=(tensor(FLOATS, (3, 3), "input"), *cell_operands(), ACTIVATION,
                       scalar(T.INT32, frozenset({0, 1}), "time_major")),
               outputs=(same_as(INPUT),) * outputs)
     for outputs in (1, 2))      # the final hidden state since HAL 1.3
 
-AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS = 9, 10, 11
+AUX = AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS = 9, 10, 11
 BI_ACTIVATION, BI_TIME_MAJOR, MERGE_OUTPUTS = 12, 13, 14
 # The auxiliary operands have no declared rank: a request may omit one declared [0].
-BI_INPUTS = (tensor(FLOATS, (3, 3), "input"), *cell_operands(1, "fw_"), *cell_operands(5, "bw_"),
+BI_INPUTS = (tensor(FLOATS, (3, 3), "input"), *cell_operands("fw_"), *cell_operands("bw_"),
              *(replace(same_as(INPUT, name=name), optional=True)
                for name in ("aux_input", "fw_aux_weights", "bw_aux_weights")),
              ACTIVATION, scalar(T.BOOL, name="time_major"))
@@ -102,7 +109,7 @@ def linking(ctx: OperationContext, present: Sequence[Optional[bool]]) -> Optiona
     return modes[0] if len(modes) == 1 else None
 
 
-def may_be_omitted(operand: OperandInfo) -> Optional[bool]:
+def has_value(operand: OperandInfo) -> Optional[bool]:
     """Whether an optional input has a value, None when the request decides."""
     if operand.is_omitted:
         return False
@@ -110,7 +117,7 @@ def may_be_omitted(operand: OperandInfo) -> Optional[bool]:
 
 
 def check_bidirectional(ctx: OperationContext) -> None:
-    linking(ctx, [may_be_omitted(ctx.inputs[i]) for i in (AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS)])
+    linking(ctx, [has_value(ctx.inputs[i]) for i in AUX])
 
 
 # --- shapes -----------------------------------------------------------------------------------
@@ -143,7 +150,7 @@ def check_aux_ranks(ctx: OperationContext, shapes: Sequence[Shape], mode: Option
     """The ranks of the auxiliary operands present (signatures cannot say them: a request
     may omit an operand declared [0])."""
     if mode is not None:
-        for i, rank, present in zip((AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS), (3, 2, 2), mode.value):
+        for i, rank, present in zip(AUX, (3, 2, 2), mode.value):
             if present:
                 check_rank(ctx, shapes, i, rank)
 
@@ -155,19 +162,22 @@ def cell_sizes(ctx: OperationContext, shapes: Sequence[Shape], cells: Sequence[C
     of the cells' operands agree. ``axes``: the batch, time and feature axes of the input
     sequences; ``exact``: the shapes are those of a run (see agreed_size)."""
     batch_axis, time_axis, feature_axis = axes
-    sequences = sorted({c.input for c in cells if c.input is not None} | {c.aux[0] for c in cells if c.aux})
-    batch = agreed_size(ctx, shapes, "batch_size", [(c.weights + 3, 0) for c in cells] + (
-        [] if batch_axis is None else [(i, batch_axis) for i in sequences]), exact=exact)
+    sequences = sorted({x for c in cells for x, _ in c.products if x is not None})
+    hidden_states = [(c.weights + 3, 0) for c in cells]
+    batch = agreed_size(ctx, shapes, "batch_size", hidden_states if batch_axis is None else
+                        [(i, batch_axis) for i in sequences] + hidden_states, exact=exact)
     time = 0 if time_axis is None else agreed_size(
         ctx, shapes, "max_time", [(i, time_axis) for i in sequences], exact=exact)
+    check_time_steps(time, ctx.name)
     units = []
     for cell in cells:
         w = cell.weights
         units.append(agreed_size(ctx, shapes, "num_units", [
-            (w, 0), (w + 1, 0), (w + 1, 1), (w + 2, 0), (w + 3, 1), *([(cell.aux[1], 0)] if cell.aux else [])],
+            *((weights, 0) for _, weights in cell.products), (w + 1, 0), (w + 1, 1), (w + 2, 0), (w + 3, 1)],
             exact=exact))
-        for x, weights in ([] if cell.input is None else [(cell.input, w)]) + ([cell.aux] if cell.aux else []):
-            agreed_size(ctx, shapes, "input_size", [(x, feature_axis), (weights, 1)], exact=exact)
+        for x, weights in cell.products:
+            if x is not None:
+                agreed_size(ctx, shapes, "input_size", [(x, feature_axis), (weights, 1)], exact=exact)
     return batch, time, units
 
 
@@ -183,7 +193,7 @@ def infer_unidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list
 
 
 def infer_bidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
-    mode = linking(ctx, [may_be_omitted(ctx.inputs[i]) for i in (AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS)])
+    mode = linking(ctx, [has_value(ctx.inputs[i]) for i in AUX])
     check_aux_ranks(ctx, shapes, mode)
     time_major = ctx.scalar(BI_TIME_MAJOR)
     batch, time, (fw, bw) = cell_sizes(ctx, shapes, BI_CELLS[mode], sequence_axes(time_major))
@@ -199,19 +209,20 @@ def run_cell(cell: Cell, values: Sequence[np.ndarray], bounds: tuple[float, floa
     """The cell along a time-major sequence (single precision): the hidden state after
     each step [max_time, batch_size, num_units], and the last one (a copy)."""
     w = cell.weights
-    # The input's part of every step at once: only the recurrent part waits for the step before.
-    steps = values[cell.input] @ values[w].T + values[w + 2]
-    if cell.aux:
-        steps += values[cell.aux[0]] @ values[cell.aux[1]].T
+    # The inputs' part of every step at once: only the recurrent part waits for the step before.
+    steps = values[w + 2]
+    for x, weights in cell.products:
+        steps = steps + values[x] @ values[weights].T
     hidden, recurrent = values[w + 3], values[w + 1].T
     if steps.size:          # else nothing to compute, however many steps
         low, high = bounds
-        clip = low != -np.inf or high != np.inf
-        for t in range(len(steps) - 1, -1, -1) if backward else range(len(steps)):
-            step = steps[t]
+        floor, ceiling = low != -np.inf, high != np.inf
+        for step in steps[::-1] if backward else steps:
             step += hidden @ recurrent
-            if clip:
-                np.clip(step, low, high, out=step)
+            if floor:       # np.maximum and np.minimum cost half what np.clip does
+                np.maximum(step, low, out=step)
+            if ceiling:
+                np.minimum(step, high, out=step)
             hidden = step
     return steps, hidden.copy()
 
@@ -252,7 +263,7 @@ def results(dtype: np.dtype, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def build_rnn(ctx: OperationContext) -> Kernel:
-    specs, floats, dtype = RNN_SIGNATURES[0].inputs, float_inputs(ctx, 5), STORAGE_DTYPE[ctx.inputs[INPUT].type]
+    specs, floats, dtype = RNN_SIGNATURES[0].inputs, float_inputs(ctx, 5), STORAGE_DTYPE[ctx.inputs[0].type]
     cell = Cell(INPUT, 1)
 
     def kernel(*inputs):
@@ -266,7 +277,7 @@ def build_rnn(ctx: OperationContext) -> Kernel:
 
 
 def build_unidirectional(ctx: OperationContext) -> Kernel:
-    specs, floats, dtype = UNI_SIGNATURES[0].inputs, float_inputs(ctx, 5), STORAGE_DTYPE[ctx.inputs[INPUT].type]
+    specs, floats, dtype = UNI_SIGNATURES[0].inputs, float_inputs(ctx, 5), STORAGE_DTYPE[ctx.inputs[0].type]
     cell = Cell(INPUT, 1)
 
     def kernel(*inputs):
@@ -286,7 +297,7 @@ def build_bidirectional(ctx: OperationContext) -> Kernel:
     merged, with_states = len(ctx.outputs) % 2 == 1, len(ctx.outputs) > 2
 
     def kernel(*inputs):
-        mode = linking(ctx, [inputs[i] is not None for i in (AUX_INPUT, FW_AUX_WEIGHTS, BW_AUX_WEIGHTS)])
+        mode = linking(ctx, [inputs[i] is not None for i in AUX])
         time_major = scalar_value(ctx, specs, BI_TIME_MAJOR, inputs)
         scalar_value(ctx, specs, MERGE_OUTPUTS, inputs)     # checked against the output count
         shapes = shapes_of(inputs)
@@ -298,7 +309,8 @@ def build_bidirectional(ctx: OperationContext) -> Kernel:
         for i in (INPUT, AUX_INPUT):
             if values[i] is not None:
                 values[i] = time_major_view(values[i], time_major)
-        (fw, fw_hidden), (bw, bw_hidden) = run_cell(fw_cell, values, bounds), run_cell(bw_cell, values, bounds, True)
+        fw, fw_hidden = run_cell(fw_cell, values, bounds)
+        bw, bw_hidden = run_cell(bw_cell, values, bounds, backward=True)
         sequences = [np.concatenate((fw, bw), axis=2)] if merged else [fw, bw]
         return results(dtype, *(time_major_view(s, time_major) for s in sequences),
                        *((fw_hidden, bw_hidden) if with_states else ()))
@@ -326,7 +338,8 @@ def flag(operand_type: int, value) -> Arg:
 F32, F16 = FLOATS
 OMITTED = (Arg(F32, omitted=True),) * 3
 RNN_EXAMPLES = (
-    Example(inputs=(Arg(F32, (2, 3)), *cell_args(F32, 2, 3, 2), flag(T.INT32, 1)), outputs=((F32, 0.0, 0),) * 2),
+    Example(inputs=(Arg(F32, (2, 3)), *cell_args(F32, 2, 3, 2), flag(T.INT32, 1)),
+            outputs=((F32, 0.0, 0),) * 2),
     # Run-time weights and activation.
     Example(inputs=(Arg(F16, (1, 2)), Arg(F16, (3, 2)), Arg(F16, (3, 3)), Arg(F16, (3,)), Arg(F16, (1, 3)),
                     Arg(T.INT32, value=3)), outputs=((F16, 0.0, 0),) * 2))
@@ -347,7 +360,8 @@ BI_EXAMPLES = (
             outputs=((F16, 0.0, 0),) * 3),
     # Parallel linking: the auxiliary input feeds the backward cell; all four outputs.
     Example(inputs=(Arg(F32, (1, 2, 2)), *cell_args(F32, 2, 2, 1), *cell_args(F32, 2, 3, 1),
-                    Arg(F32, (1, 2, 3)), *OMITTED[:2], flag(T.INT32, 0), flag(T.BOOL, False), flag(T.BOOL, False)),
+                    Arg(F32, (1, 2, 3)), *OMITTED[:2], flag(T.INT32, 0), flag(T.BOOL, False),
+                    flag(T.BOOL, False)),
             outputs=((F32, 0.0, 0),) * 4),
     # No linking, time-major, merged.
     Example(inputs=(Arg(F32, (3, 2, 1)), *cell_args(F32, 1, 1, 2), *cell_args(F32, 2, 1, 2), *OMITTED,
