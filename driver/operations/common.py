@@ -167,6 +167,25 @@ def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
     return a or b
 
 
+def agreed_size(ctx: OperationContext, shapes: Sequence[Shape], what: str,
+                dims: Sequence[tuple[int, int]], size: int | None = None, exact: bool = False) -> int:
+    """The size ``what`` that dimension ``axis`` of each input ``(i, axis)`` in ``dims``
+    must have (``size`` too, unless None), or 0 while none is known; inputs without a shape
+    are skipped. A 0 is an unknown size unless ``exact``: the actual shapes of a run, where
+    it is a zero size, which the others must have too."""
+    agreed = size if exact or size else None
+    for i, axis in dims:
+        shape = shapes[i]
+        if shape is None or not (exact or shape[axis]):
+            continue
+        if agreed is None:
+            agreed = shape[axis]
+        elif shape[axis] != agreed:
+            fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has {what} "
+                 f"{shape[axis]} in dimension {axis}, expected {agreed}")
+    return agreed or 0
+
+
 def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:
     """The value of constant tensor input i, flattened; None when only known at run time."""
     value = ctx.inputs[i].value

@@ -31,7 +31,8 @@ def test_definitions_cover_every_supported_operation():
     assert all(d.signatures for d in found)
     optional = {d.type: d.optional_inputs for d in found if d.optional_inputs}
     assert optional == {Op.SQUEEZE: frozenset({1}), Op.TRANSPOSE: frozenset({1}),
-                        Op.LSH_PROJECTION: frozenset({2})}
+                        Op.LSH_PROJECTION: frozenset({2}), Op.SVDF: frozenset({3}),
+                        Op.BIDIRECTIONAL_SEQUENCE_RNN: frozenset({9, 10, 11})}
 
 
 @pytest.mark.parametrize("definition", definitions(), ids=lambda d: d.type.name)
