@@ -30,6 +30,7 @@ reference does.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -63,22 +64,18 @@ _ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
 
 #: Gates in the HAL's order; under CIFG the input gate has no weights of its own.
 INPUT_GATE, FORGET_GATE, CELL_GATE, OUTPUT_GATE = range(4)
+GATES = ("input", "forget", "cell", "output")
 #: Offsets of a cell's 17 weights and biases from its first (the HAL's order).
 INPUT_TO, RECURRENT_TO, CELL_TO_INPUT, CELL_TO_FORGET, CELL_TO_OUTPUT = 0, 4, 8, 9, 10
 BIAS, PROJECTION_WEIGHTS, PROJECTION_BIAS = 11, 15, 16
-_WEIGHTS = (("input-to-input weights", 2, True), ("input-to-forget weights", 2, False),
-            ("input-to-cell weights", 2, False), ("input-to-output weights", 2, False),
-            ("recurrent-to-input weights", 2, True), ("recurrent-to-forget weights", 2, False),
-            ("recurrent-to-cell weights", 2, False), ("recurrent-to-output weights", 2, False),
-            ("cell-to-input weights", 1, True), ("cell-to-forget weights", 1, True),
-            ("cell-to-output weights", 1, True), ("input gate bias", 1, True),
-            ("forget gate bias", 1, False), ("cell gate bias", 1, False),
-            ("output gate bias", 1, False), ("projection weights", 2, True),
-            ("projection bias", 1, True))
-_GATE_NAMES = ("input", "forget", "cell", "output")
-#: The sizes each weight's dimensions have (see _sizes).
-_WEIGHT_DIMS = ((("num_units", "input_size"),) * 4 + (("num_units", "output_size"),) * 4
-                + (("num_units",),) * 7 + (("output_size", "num_units"), ("output_size",)))
+_BY_INPUT, _BY_OUTPUT, _UNITS = ("num_units", "input_size"), ("num_units", "output_size"), ("num_units",)
+#: The 17: name, the sizes their dimensions have (see _sizes), whether they are optional.
+_WEIGHTS = (*((f"input-to-{gate} weights", _BY_INPUT, gate == "input") for gate in GATES),
+            *((f"recurrent-to-{gate} weights", _BY_OUTPUT, gate == "input") for gate in GATES),
+            *((f"cell-to-{gate} weights", _UNITS, True) for gate in ("input", "forget", "output")),
+            *((f"{gate} gate bias", _UNITS, gate == "input") for gate in GATES),
+            ("projection weights", ("output_size", "num_units"), True),
+            ("projection bias", ("output_size",), True))
 
 
 @dataclass(frozen=True)
@@ -132,12 +129,15 @@ def _input(name: str, rank: int, optional: bool = False) -> Operand:
 
 
 def _cell_operands(prefix: str = "") -> list[Operand]:
-    return [_input(prefix + name, rank, optional) for name, rank, optional in _WEIGHTS]
+    return [_input(prefix + name, len(dims), optional) for name, dims, optional in _WEIGHTS]
 
 
-def _gate_operands(what: str, prefix: str = "") -> list[Operand]:
-    return [_input(f"{prefix}{what.format(gate)}", 2 if "input-to" in what else 1, True)
-            for gate in _GATE_NAMES]
+def _layer_norm(prefix: str = "") -> list[Operand]:
+    return [_input(f"{prefix}{gate} layer norm weights", 1, True) for gate in GATES]
+
+
+def _aux_weights(prefix: str) -> list[Operand]:
+    return [_input(f"{prefix}aux input-to-{gate} weights", 2, True) for gate in GATES]
 
 
 def _states(prefix: str = "") -> list[Operand]:
@@ -147,24 +147,23 @@ def _states(prefix: str = "") -> list[Operand]:
 def _lstm_inputs(tensor_type: T, clip_type: T, layer_norm: bool) -> tuple[Operand, ...]:
     return (tensor((tensor_type,), (2, 2), "input"), *_cell_operands(), *_states(), ACTIVATION,
             *_CLIPS[clip_type],
-            *(_gate_operands("{} layer norm weights") if layer_norm else ()))
+            *(_layer_norm() if layer_norm else ()))
 
 
 def _unidirectional_inputs(tensor_type: T, clip_type: T) -> tuple[Operand, ...]:
     return (tensor((tensor_type,), (3, 3), "input"), *_cell_operands(), *_states(), ACTIVATION,
             *_CLIPS[clip_type],
-            scalar(T.BOOL, name="time_major"), *_gate_operands("{} layer norm weights"))
+            scalar(T.BOOL, name="time_major"), *_layer_norm())
 
 
 def _bidirectional_inputs(tensor_type: T, clip_type: T) -> tuple[Operand, ...]:
     return (tensor((tensor_type,), (3, 3), "input"), *_cell_operands("forward "),
             *_cell_operands("backward "), *_states("forward "), *_states("backward "),
-            _input("aux input", 3, True), *_gate_operands("aux input-to-{} weights", "forward "),
-            *_gate_operands("aux input-to-{} weights", "backward "), ACTIVATION,
+            _input("aux input", 3, True), *_aux_weights("forward "), *_aux_weights("backward "),
+            ACTIVATION,
             *_CLIPS[clip_type],
             scalar(T.BOOL, name="merge_outputs"), scalar(T.BOOL, name="time_major"),
-            *_gate_operands("{} layer norm weights", "forward "),
-            *_gate_operands("{} layer norm weights", "backward "))
+            *_layer_norm("forward "), *_layer_norm("backward "))
 
 
 def _outputs(*names: str) -> tuple[Operand, ...]:
@@ -244,7 +243,7 @@ def _present_when(ctx: OperationContext, has: Presence, i: int, condition: Optio
     """Input ``i`` is present exactly when ``condition`` holds (None: not known yet)."""
     present = has(i)
     if condition is not None and present is not None and present != condition:
-        fail(f"{ctx.name}: {_name(ctx, i)} must be {'present' if condition else 'omitted'} {why}")
+        fail(f"{ctx.name}: {_name(ctx, i)} must be {'present' if condition else 'omitted'} ({why})")
 
 
 def _check_presence(ctx: OperationContext, layout: Layout, has: Presence) -> None:
@@ -254,18 +253,20 @@ def _check_presence(ctx: OperationContext, layout: Layout, has: Presence) -> Non
         w = cell.weights
         gated = has(w + INPUT_TO + INPUT_GATE)             # False under CIFG
         _together(ctx, has, (w + INPUT_TO + INPUT_GATE, w + RECURRENT_TO + INPUT_GATE))
-        _present_when(ctx, has, w + BIAS + INPUT_GATE, gated, "exactly when the input-to-input weights are")
+        _present_when(ctx, has, w + BIAS + INPUT_GATE, gated,
+                      "it is present exactly when the input-to-input weights are")
         _together(ctx, has, (w + CELL_TO_FORGET, w + CELL_TO_OUTPUT))
         _present_when(ctx, has, w + CELL_TO_INPUT, _both(has(w + CELL_TO_OUTPUT), gated),
-                      "exactly when the other peephole weights and the input-to-input weights are")
+                      "it is present exactly when the other peephole weights and the "
+                      "input-to-input weights are")
         if has(w + PROJECTION_WEIGHTS) is False:
             _present_when(ctx, has, w + PROJECTION_BIAS, False, "without projection weights")
         for first in (cell.layer_norm, cell.aux_weights):
             if first is not None:
                 _together(ctx, has, range(first + FORGET_GATE, first + 4))
                 _present_when(ctx, has, first + INPUT_GATE, _both(has(first + OUTPUT_GATE), gated),
-                              f"exactly when {_name(ctx, first + OUTPUT_GATE)} and the "
-                              f"input-to-input weights are")
+                              f"it is present exactly when {_name(ctx, first + OUTPUT_GATE)} "
+                              f"and the input-to-input weights are")
     if layout.aux_input is not None:
         forward, backward = (cell.aux_weights + FORGET_GATE for cell in layout.cells)
         _together(ctx, has, (forward, backward))
@@ -291,14 +292,20 @@ def _fit(ctx: OperationContext, sizes: dict, i: int, shape: Shape, dims: Sequenc
                  f"{name} is {sizes[name]}")
 
 
+def _leading_dims(layout: Layout, time_major: Optional[bool]) -> tuple[Optional[str], ...]:
+    """The sizes of an input's dimensions before input_size: [batch] for one step, else
+    [max_time, batch] time-major or [batch, max_time] batch-major (None: not known)."""
+    if layout.time_major is None:
+        return ("batch",)
+    return (None, None) if time_major is None else ("max_time", "batch") if time_major else ("batch", "max_time")
+
+
 def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: Presence,
            exact: bool, time_major: Optional[bool]) -> dict[str, int]:
     """The sizes the inputs' shapes agree on: batch, max_time, and each cell's input_size,
     num_units and output_size (prefixed by its direction), aux_input_size."""
     sizes: dict[str, int] = {}
-    steps = (() if layout.time_major is None else ("max_time", "batch") if time_major
-             else ("batch", "max_time") if time_major is not None else (None, None))
-    sequence = steps or ("batch",)
+    sequence = _leading_dims(layout, time_major)
     aux_weights = None
     if layout.aux_input is not None:
         aux_weights = has(layout.cells[0].aux_weights + FORGET_GATE)
@@ -310,9 +317,9 @@ def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: 
         # Parallel linking: the auxiliary input is the backward cell's input.
         if k == 0 or aux_weights is not None and (aux_weights or has(layout.aux_input) is False):
             _fit(ctx, sizes, 0, shapes[0], (*sequence, cell.size("input_size")), exact, has)
-        fitted = [(w + INPUT_TO + OUTPUT_GATE, _WEIGHT_DIMS[INPUT_TO + OUTPUT_GATE]),
-                  (w + RECURRENT_TO + OUTPUT_GATE, _WEIGHT_DIMS[RECURRENT_TO + OUTPUT_GATE]),
-                  *((w + j, dims) for j, dims in enumerate(_WEIGHT_DIMS)),
+        # num_units and output_size from the output gate's weights first, as the reference.
+        fitted = [(w + INPUT_TO + OUTPUT_GATE, _BY_INPUT), (w + RECURRENT_TO + OUTPUT_GATE, _BY_OUTPUT),
+                  *((w + j, dims) for j, (_, dims, _) in enumerate(_WEIGHTS)),
                   (cell.states, ("batch", "output_size")), (cell.states + 1, ("batch", "num_units"))]
         if cell.layer_norm is not None:
             fitted += [(cell.layer_norm + g, ("num_units",)) for g in range(4)]
@@ -321,17 +328,16 @@ def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: 
         for i, dims in fitted:
             _fit(ctx, sizes, i, shapes[i], [d if d in (None, "batch", "aux_input_size")
                                             else cell.size(d) for d in dims], exact, has)
+        if has(w + PROJECTION_WEIGHTS) is False:     # the output is o_t . g(C_t) itself
+            units, output_size = (sizes.get(cell.size(name)) for name in ("num_units", "output_size"))
+            check(units is None or output_size is None or units == output_size,
+                  "{}: {} has output_size {}, not num_units {}, without projection weights",
+                  ctx.name, _name(ctx, w + RECURRENT_TO + OUTPUT_GATE), output_size, units)
     return sizes
 
 
-def _shape(sizes: dict, *names: str) -> tuple[int, ...]:
+def _shape(sizes: dict, *names: Optional[str]) -> tuple[int, ...]:
     return tuple(sizes.get(name, 0) for name in names)
-
-
-def _sequence(ctx: OperationContext, layout: Layout) -> tuple[str, str]:
-    time_major = ctx.scalar(layout.time_major)
-    return (("max_time", "batch") if time_major else ("batch", "max_time") if time_major is not None
-            else ("", ""))
 
 
 def infer_lstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -347,7 +353,8 @@ def infer_unidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
     sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, ctx.scalar(layout.time_major))
     states = [_shape(sizes, "batch", "output_size"), _shape(sizes, "batch", "num_units")]
-    return [_shape(sizes, *_sequence(ctx, layout), "output_size"), *states][:len(ctx.outputs)]
+    sequence = _leading_dims(layout, ctx.scalar(layout.time_major))
+    return [_shape(sizes, *sequence, "output_size"), *states][:len(ctx.outputs)]
 
 
 def _merged(ctx: OperationContext) -> bool:
@@ -359,7 +366,7 @@ def _merged(ctx: OperationContext) -> bool:
 def infer_bidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
     sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, ctx.scalar(layout.time_major))
-    sequence = _shape(sizes, *_sequence(ctx, layout))
+    sequence = _shape(sizes, *_leading_dims(layout, ctx.scalar(layout.time_major)))
     forward, backward = (sizes.get(f"{d} output_size", 0) for d in ("forward", "backward"))
     outputs = ([(*sequence, forward + backward if forward and backward else 0)] if _merged(ctx)
                else [(*sequence, forward), (*sequence, backward)])
@@ -377,13 +384,12 @@ def _check_merge_outputs(ctx: OperationContext, layout: Layout, value: bool) -> 
 
 
 def check_lstm(ctx: OperationContext) -> None:
-    layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
-    _check_presence(ctx, layout, _declared_presence(ctx))
+    layout, has = _LAYOUTS[ctx.type, len(ctx.inputs)], _declared_presence(ctx)
+    _check_presence(ctx, layout, has)
     if layout.merge_outputs is not None and ctx.scalar(layout.merge_outputs) is not None:
         _check_merge_outputs(ctx, layout, ctx.scalar(layout.merge_outputs))
-    _sizes(ctx, layout, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs],
-           _declared_presence(ctx), False, None if layout.time_major is None
-           else ctx.scalar(layout.time_major))
+    _sizes(ctx, layout, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs], has,
+           False, None if layout.time_major is None else ctx.scalar(layout.time_major))
 
 
 # --- the cell -------------------------------------------------------------------------------
@@ -569,7 +575,7 @@ def build_lstm(ctx: OperationContext) -> Kernel:
         x = args[0].astype(np.float32)[None]
         _, h, c, gates = run_cell(run.weights[0], run.parameters, x, None, *_states_of(cell, args))
         scratch = np.stack(gates).reshape(x.shape[1], len(gates) * c.shape[1])
-        return _results(args[0].dtype, scratch, h, c, h)
+        return _results(args[0].dtype, scratch, h, c, h.copy())
     return kernel
 
 
@@ -610,11 +616,14 @@ def build_bidirectional(ctx: OperationContext) -> Kernel:
 
 # --- examples -------------------------------------------------------------------------------
 
+_EXAMPLE_VALUES = np.array([0.3, -0.2, 0.1, 0.4, -0.5, 0.25, -0.15])
+
+
 def _weights_example(operand_type: T, dims: Sequence[int], seed: int) -> ExampleOperand:
     """A constant of small values, different per ``seed``."""
-    values = np.resize(np.array([0.3, -0.2, 0.1, 0.4, -0.5, 0.25, -0.15]) * (1 + seed % 3 / 4),
-                       int(np.prod(dims)))
-    return ExampleOperand(operand_type, tuple(dims), constant=np.roll(values, seed).reshape(dims).tolist())
+    positions = (np.arange(math.prod(dims)) + seed) % len(_EXAMPLE_VALUES)
+    return ExampleOperand(operand_type, tuple(dims),
+                          constant=(_EXAMPLE_VALUES[positions] * (1 + seed % 3 / 4)).reshape(dims))
 
 
 def _cell_example(t: T, input_size: int, units: int, output_size: int, batch: int,
@@ -627,7 +636,7 @@ def _cell_example(t: T, input_size: int, units: int, output_size: int, batch: in
     dims = {"num_units": units, "input_size": input_size, "output_size": output_size}
     weights = [_weights_example(t, [dims[d] for d in shape], seed + j) if here
                else ExampleOperand(t, omitted=True)
-               for j, (here, shape) in enumerate(zip(present, _WEIGHT_DIMS))]
+               for j, (here, (_, shape, _)) in enumerate(zip(present, _WEIGHTS))]
     return weights + [ExampleOperand(t, (batch, output_size)), ExampleOperand(t, (batch, units))]
 
 
