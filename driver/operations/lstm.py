@@ -30,6 +30,7 @@ reference does.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
@@ -284,12 +285,28 @@ def _fit(ctx: OperationContext, sizes: dict, i: int, shape: Shape, dims: Sequenc
     weights that its requests omit as [0])."""
     if shape is None or has(i) is None and i in _OPTIONAL[ctx.type, len(ctx.inputs)]:
         return
-    check(len(shape) == len(dims), "{}: {} has rank {}, expected {}", ctx.name, _name(ctx, i),
-          len(shape), len(dims))
+    if len(shape) != len(dims):
+        fail(f"{ctx.name}: {_name(ctx, i)} has rank {len(shape)}, expected {len(dims)}")
     for axis, (size, name) in enumerate(zip(shape, dims)):
         if name is not None and (size or exact) and sizes.setdefault(name, size) != size:
             fail(f"{ctx.name}: {_name(ctx, i)} has {size} in dimension {axis}, but its "
                  f"{name} is {sizes[name]}")
+
+
+@functools.cache
+def _cell_dims(cell: Cell) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """The sizes the dimensions of a cell's inputs have (but its input's), by position."""
+    w = cell.weights
+    # num_units and output_size from the output gate's weights first, as the reference.
+    dims = [(w + INPUT_TO + OUTPUT_GATE, _BY_INPUT), (w + RECURRENT_TO + OUTPUT_GATE, _BY_OUTPUT),
+            *((w + j, dims) for j, (_, dims, _) in enumerate(_WEIGHTS)),
+            (cell.states, ("batch", "output_size")), (cell.states + 1, ("batch", "num_units"))]
+    if cell.layer_norm is not None:
+        dims += [(cell.layer_norm + g, ("num_units",)) for g in range(4)]
+    if cell.aux_weights is not None:
+        dims += [(cell.aux_weights + g, ("num_units", "aux_input_size")) for g in range(4)]
+    return tuple((i, tuple(d if d in ("batch", "aux_input_size") else cell.size(d) for d in names))
+                 for i, names in dims)
 
 
 def _leading_dims(layout: Layout, time_major: Optional[bool]) -> tuple[Optional[str], ...]:
@@ -317,17 +334,8 @@ def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: 
         # Parallel linking: the auxiliary input is the backward cell's input.
         if k == 0 or aux_weights is not None and (aux_weights or has(layout.aux_input) is False):
             _fit(ctx, sizes, 0, shapes[0], (*sequence, cell.size("input_size")), exact, has)
-        # num_units and output_size from the output gate's weights first, as the reference.
-        fitted = [(w + INPUT_TO + OUTPUT_GATE, _BY_INPUT), (w + RECURRENT_TO + OUTPUT_GATE, _BY_OUTPUT),
-                  *((w + j, dims) for j, (_, dims, _) in enumerate(_WEIGHTS)),
-                  (cell.states, ("batch", "output_size")), (cell.states + 1, ("batch", "num_units"))]
-        if cell.layer_norm is not None:
-            fitted += [(cell.layer_norm + g, ("num_units",)) for g in range(4)]
-        if cell.aux_weights is not None:
-            fitted += [(cell.aux_weights + g, ("num_units", "aux_input_size")) for g in range(4)]
-        for i, dims in fitted:
-            _fit(ctx, sizes, i, shapes[i], [d if d in (None, "batch", "aux_input_size")
-                                            else cell.size(d) for d in dims], exact, has)
+        for i, dims in _cell_dims(cell):
+            _fit(ctx, sizes, i, shapes[i], dims, exact, has)
         if has(w + PROJECTION_WEIGHTS) is False:     # the output is o_t . g(C_t) itself
             units, output_size = (sizes.get(cell.size(name)) for name in ("num_units", "output_size"))
             check(units is None or output_size is None or units == output_size,
@@ -351,10 +359,10 @@ def infer_lstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 
 def infer_unidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
-    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, ctx.scalar(layout.time_major))
+    time_major = ctx.scalar(layout.time_major)
+    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
     states = [_shape(sizes, "batch", "output_size"), _shape(sizes, "batch", "num_units")]
-    sequence = _leading_dims(layout, ctx.scalar(layout.time_major))
-    return [_shape(sizes, *sequence, "output_size"), *states][:len(ctx.outputs)]
+    return [_shape(sizes, *_leading_dims(layout, time_major), "output_size"), *states][:len(ctx.outputs)]
 
 
 def _merged(ctx: OperationContext) -> bool:
@@ -365,8 +373,9 @@ def _merged(ctx: OperationContext) -> bool:
 
 def infer_bidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
-    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, ctx.scalar(layout.time_major))
-    sequence = _shape(sizes, *_leading_dims(layout, ctx.scalar(layout.time_major)))
+    time_major = ctx.scalar(layout.time_major)
+    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
+    sequence = _shape(sizes, *_leading_dims(layout, time_major))
     forward, backward = (sizes.get(f"{d} output_size", 0) for d in ("forward", "backward"))
     outputs = ([(*sequence, forward + backward if forward and backward else 0)] if _merged(ctx)
                else [(*sequence, forward), (*sequence, backward)])
@@ -388,8 +397,9 @@ def check_lstm(ctx: OperationContext) -> None:
     _check_presence(ctx, layout, has)
     if layout.merge_outputs is not None and ctx.scalar(layout.merge_outputs) is not None:
         _check_merge_outputs(ctx, layout, ctx.scalar(layout.merge_outputs))
+    time_major = None if layout.time_major is None else ctx.scalar(layout.time_major)
     _sizes(ctx, layout, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs], has,
-           False, None if layout.time_major is None else ctx.scalar(layout.time_major))
+           False, time_major)
 
 
 # --- the cell -------------------------------------------------------------------------------
@@ -520,6 +530,10 @@ class Run:
     time_major: bool
 
 
+#: Shapes of a run's inputs remembered as valid per operation.
+_MAX_CHECKED = 16
+
+
 def _preparer(ctx: OperationContext, layout: Layout) -> Callable[[Sequence], Run]:
     """Checks a run's inputs (the rules validation could not apply to values and omissions
     known only now, zero sizes) and gives each cell's weights, laid out once if constant."""
@@ -527,6 +541,7 @@ def _preparer(ctx: OperationContext, layout: Layout) -> Callable[[Sequence], Run
     constant = [all(ctx.inputs[i].is_constant or ctx.inputs[i].is_omitted for i in _weight_positions(cell))
                 for cell in layout.cells]
     laid_out: dict[int, CellWeights] = {}
+    checked: set[tuple] = set()           # the shapes (None: omitted) found valid, and time_major
 
     def prepare(args: Sequence) -> Run:
         parameters = CellParameters(_ACTIVATIONS[_parameter(ctx, args, layout.activation, ACTIVATION)],
@@ -535,10 +550,14 @@ def _preparer(ctx: OperationContext, layout: Layout) -> Callable[[Sequence], Run
         time_major = layout.time_major is None or bool(args[layout.time_major])
         if layout.merge_outputs is not None:
             _check_merge_outputs(ctx, layout, bool(args[layout.merge_outputs]))
-        has = lambda i: args[i] is not None  # noqa: E731
-        _check_presence(ctx, layout, has)
-        _sizes(ctx, layout, [None if a is None else a.shape for a in args], has, True,
-               None if layout.time_major is None else time_major)
+        shapes = tuple(None if a is None else a.shape for a in args)
+        if (shapes, time_major) not in checked:
+            has = lambda i: args[i] is not None  # noqa: E731
+            _check_presence(ctx, layout, has)
+            _sizes(ctx, layout, shapes, has, True, None if layout.time_major is None else time_major)
+            if len(checked) >= _MAX_CHECKED:
+                checked.clear()
+            checked.add((shapes, time_major))
         weights = []
         for k, cell in enumerate(layout.cells):
             laid = laid_out.get(k) or cell_weights(cell, args)
