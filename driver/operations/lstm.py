@@ -115,6 +115,7 @@ class Layout:
 # --- signatures -----------------------------------------------------------------------------
 
 ACTIVATION = scalar(T.INT32, frozenset(Activation), "activation")
+TIME_MAJOR = scalar(T.BOOL, name="time_major")
 
 
 #: Per scalar type of the clipping thresholds (that of the tensors' elements): cell_clip
@@ -145,25 +146,17 @@ def _states(prefix: str = "") -> list[Operand]:
     return [_input(prefix + "output state in", 2), _input(prefix + "cell state in", 2)]
 
 
-def _lstm_inputs(tensor_type: T, clip_type: T, layer_norm: bool) -> tuple[Operand, ...]:
-    return (tensor((tensor_type,), (2, 2), "input"), *_cell_operands(), *_states(), ACTIVATION,
-            *_CLIPS[clip_type],
-            *(_layer_norm() if layer_norm else ()))
-
-
-def _unidirectional_inputs(tensor_type: T, clip_type: T) -> tuple[Operand, ...]:
-    return (tensor((tensor_type,), (3, 3), "input"), *_cell_operands(), *_states(), ACTIVATION,
-            *_CLIPS[clip_type],
-            scalar(T.BOOL, name="time_major"), *_layer_norm())
+def _one_cell_inputs(tensor_type: T, clip_type: T, rank: int) -> tuple[Operand, ...]:
+    """The first 23 inputs of LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM."""
+    return (tensor((tensor_type,), (rank, rank), "input"), *_cell_operands(), *_states(), ACTIVATION,
+            *_CLIPS[clip_type])
 
 
 def _bidirectional_inputs(tensor_type: T, clip_type: T) -> tuple[Operand, ...]:
     return (tensor((tensor_type,), (3, 3), "input"), *_cell_operands("forward "),
             *_cell_operands("backward "), *_states("forward "), *_states("backward "),
             _input("aux input", 3, True), *_aux_weights("forward "), *_aux_weights("backward "),
-            ACTIVATION,
-            *_CLIPS[clip_type],
-            scalar(T.BOOL, name="merge_outputs"), scalar(T.BOOL, name="time_major"),
+            ACTIVATION, *_CLIPS[clip_type], scalar(T.BOOL, name="merge_outputs"), TIME_MAJOR,
             *_layer_norm("forward "), *_layer_norm("backward "))
 
 
@@ -174,11 +167,11 @@ def _outputs(*names: str) -> tuple[Operand, ...]:
 _FAMILIES = ((F32, T.FLOAT32), (F16, T.FLOAT16))
 _STATES_OUT = ("output state out", "cell state out")
 LSTM_SIGNATURES = tuple(
-    Signature(_lstm_inputs(t, clip, layer_norm),
+    Signature((*_one_cell_inputs(t, clip, 2), *(_layer_norm() if layer_norm else ())),
               _outputs("scratch buffer", "output state out", "cell state out", "output"))
     for layer_norm in (False, True) for t, clip in _FAMILIES)
 UNIDIRECTIONAL_SIGNATURES = tuple(
-    Signature(_unidirectional_inputs(t, clip), _outputs("output", *states))
+    Signature((*_one_cell_inputs(t, clip, 3), TIME_MAJOR, *_layer_norm()), _outputs("output", *states))
     for states in ((), _STATES_OUT) for t, clip in _FAMILIES)
 #: Outputs: the forward and backward outputs, or the two merged; then, optionally (HAL 1.3),
 #: the final states of the forward and backward cells.
