@@ -74,7 +74,8 @@ _BY_INPUT, _BY_OUTPUT, _UNITS = ("num_units", "input_size"), ("num_units", "outp
 _WEIGHTS = (*((f"input-to-{gate} weights", _BY_INPUT, gate == "input") for gate in GATES),
             *((f"recurrent-to-{gate} weights", _BY_OUTPUT, gate == "input") for gate in GATES),
             *((f"cell-to-{gate} weights", _UNITS, True) for gate in ("input", "forget", "output")),
-            *((f"{gate} gate bias", _UNITS, gate == "input") for gate in GATES),
+            *((f"{gate} gate bias" if gate != "cell" else "cell bias", _UNITS, gate == "input")
+              for gate in GATES),
             ("projection weights", ("output_size", "num_units"), True),
             ("projection bias", ("output_size",), True))
 
