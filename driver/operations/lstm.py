@@ -308,7 +308,9 @@ def _leading_dims(layout: Layout, time_major: Optional[bool]) -> tuple[Optional[
     [max_time, batch] time-major or [batch, max_time] batch-major (None: not known)."""
     if layout.time_major is None:
         return ("batch",)
-    return (None, None) if time_major is None else ("max_time", "batch") if time_major else ("batch", "max_time")
+    if time_major is None:
+        return (None, None)
+    return ("max_time", "batch") if time_major else ("batch", "max_time")
 
 
 def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: Presence,
