@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L, OperandType as T, OperationType
+from ..limits import check_time_steps
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -337,6 +338,7 @@ def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: 
             check(units is None or output_size is None or units == output_size,
                   "{}: {} has output_size {}, not num_units {}, without projection weights",
                   ctx.name, _name(ctx, w + RECURRENT_TO + OUTPUT_GATE), output_size, units)
+    check_time_steps(sizes.get("max_time", 0), ctx.name)
     return sizes
 
 

@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from driver.errors import ValidationError
+from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.limits import MAX_TIME_STEPS
 from tests.operations.helpers import (OMITTED, const, context, definition, infer, omitted, output,
                                       rejects, run, scalar, tensor, validate)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
@@ -321,6 +322,14 @@ def test_sequence_shape_inference_time_and_batch_major():
     ctx = context(Op.BIDIRECTIONAL_SEQUENCE_LSTM, *bidirectional_operation(x, fw, bw, states, merge=True,
                                                                            outputs_with_states=True))
     assert infer(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ctx) == [(3, 2, 5), (2, 3), (2, 3), (2, 2), (2, 2)]
+
+
+def test_time_steps_over_the_limit_are_refused():
+    cell, state = random_cell(1, 1, 1), np.zeros((1, 1))
+    x = np.zeros((MAX_TIME_STEPS + 1, 1, 1), np.float32)
+    ctx = context(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, *unidirectional_operation(x, cell, state, state))
+    with pytest.raises(ResourceError, match="time steps"):
+        infer(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, ctx)
 
 
 def test_zero_sizes_give_empty_outputs():
