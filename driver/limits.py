@@ -1,7 +1,7 @@
-"""The driver's limits: the rank and byte size of any one value, and the bytes the values of
-one execution may hold at once.
+"""The driver's limits: the rank and byte size of any one value, the bytes the values of one
+execution may hold at once, and the time steps of a sequence.
 
-The HAL bounds neither: a model or request asking for more is valid, only more than this
+The HAL bounds none of them: a model or request asking for more is valid, only more than this
 driver holds. So a model declaring a rank over the limit has its operations reported
 unsupported (getSupportedOperations_1_3; prepareModel_1_3 then refuses it, as it refuses
 any model with an unsupported operation), and every other shape over a limit, whether
@@ -39,6 +39,11 @@ MAX_VALUE_BYTES = 32 * 1024 * 1024
 #: memory again, so retrying cannot help.
 MEMORY_BUDGET_BYTES = 32 * MAX_VALUE_BYTES
 
+#: The most time steps a recurrent operation runs. Its steps follow one another, a few numpy
+#: calls each (some microseconds), so the largest sequence a value may hold (16 million steps
+#: of one float16) would run for a minute; 32,768 steps of a bidirectional RNN take 0.2 s.
+MAX_TIME_STEPS = 1 << 15
+
 #: Bytes per element by operand type (1 for types without a storage dtype).
 _ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
 
@@ -63,6 +68,12 @@ def check_rank(rank: int, what: str) -> None:
     """Refuse a rank over MAX_RANK; called before a shape of that rank is built."""
     if rank > MAX_RANK:
         raise ResourceError(f"{what}: rank {rank} is over this driver's limit of {MAX_RANK}")
+
+
+def check_time_steps(steps: int, what: str) -> None:
+    """Refuse a sequence of more than MAX_TIME_STEPS steps."""
+    if steps > MAX_TIME_STEPS:
+        raise ResourceError(f"{what}: {steps} time steps are over this driver's limit of {MAX_TIME_STEPS}")
 
 
 def value_nbytes(shape: Sequence[int], item_bytes: int) -> int:

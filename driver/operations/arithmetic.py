@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import FusedActivationFunc, OperandType as T, OperationType as Op
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
-                     broadcast, broadcast_failure, check_quant_params, dequantize,
+                     broadcast, broadcasting, check_quant_params, dequantize,
                      quantized_activation_range, requantize)
 from .registry import Kernel, OperationContext, OperationDef, register, with_binary_ufunc
 from .signatures import Signature, same_as, scalar, tensor
@@ -77,18 +77,12 @@ def _int_kernel(ctx: OperationContext, int_fn: BinaryFn) -> Kernel:
     # int32 arrays wrap silently in numpy (no warning), as int32 arithmetic does in C.
     if ctx.scalar(2) is not None:      # validation accepted it, so it is NONE
         def int_kernel(a, b, _activation):
-            try:
-                return (int_fn(a, b),)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            return (broadcasting(ctx, int_fn, a, b),)
         return with_binary_ufunc(int_kernel, int_fn)
 
     def int_kernel_checked(a, b, activation):
         activation_value(ctx, 2, (a, b, activation), NO_ACTIVATION)
-        try:
-            return (int_fn(a, b),)
-        except ValueError:
-            broadcast_failure(ctx, a, b)
+        return (broadcasting(ctx, int_fn, a, b),)
     return int_kernel_checked
 
 
@@ -99,29 +93,20 @@ def _float_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
     # (registry.py, "Floating-point errors").
     if static_activation == FusedActivationFunc.NONE:
         def float_kernel(a, b, _activation):
-            try:
-                return (float_fn(a, b),)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            return (broadcasting(ctx, float_fn, a, b),)
         return with_binary_ufunc(float_kernel, float_fn)
 
     if static_activation is not None:
         low, high = activation_bounds(static_activation)
 
         def float_clamped_kernel(a, b, _activation):
-            try:
-                result = float_fn(a, b)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            result = broadcasting(ctx, float_fn, a, b)
             return (np.clip(result, low, high).astype(result.dtype, copy=False),)
         return float_clamped_kernel
 
     def float_dynamic_kernel(a, b, activation):
         low, high = activation_bounds(activation_value(ctx, 2, (a, b, activation)))
-        try:
-            result = float_fn(a, b)
-        except ValueError:
-            broadcast_failure(ctx, a, b)
+        result = broadcasting(ctx, float_fn, a, b)
         return (np.clip(result, low, high).astype(result.dtype, copy=False),)
     return float_dynamic_kernel
 
@@ -139,11 +124,8 @@ def _quant_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
                                                     out.scale, out.zeroPoint, out.type)
         else:
             qmin, qmax = static_range
-        try:
-            real = float_fn(dequantize(a, in0.scale, in0.zeroPoint),
+        real = broadcasting(ctx, float_fn, dequantize(a, in0.scale, in0.zeroPoint),
                             dequantize(b, in1.scale, in1.zeroPoint))
-        except ValueError:
-            broadcast_failure(ctx, a, b)
         return (requantize(real, out.scale, out.zeroPoint, qmin, qmax, a.dtype),)
     return quant_kernel
 

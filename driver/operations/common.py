@@ -3,7 +3,7 @@ fused activations and quantization arithmetic. Pure functions; no registration h
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -65,10 +65,16 @@ def broadcast(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     return [broadcast_shapes(ctx, shapes[0], shapes[1])]
 
 
-def broadcast_failure(ctx: OperationContext, a: np.ndarray, b: np.ndarray) -> None:
-    """Report inputs numpy could not broadcast. Shape inference treats a 0 dimension as
-    unknown, so a zero-sized dimension against n > 1 is only caught when the kernel runs."""
-    fail(f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} do not broadcast")
+def broadcasting(ctx: OperationContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``fn(a, b)`` for a numpy function broadcasting ``a`` against ``b``; inputs it cannot
+    broadcast are the operation's error. Shape inference treats a 0 dimension as unknown, so
+    a zero-sized dimension against n > 1 is only caught when the kernel runs."""
+    try:
+        return fn(a, b)
+    except ValueError:
+        fail(f"{ctx.name}: input shapes {list(np.shape(a))} and {list(np.shape(b))} do not "
+             "broadcast")
 
 
 def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -159,6 +165,25 @@ def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
     if not (a == 0 or b == 0 or a == b):
         fail(f"{ctx.name}: {what}: sizes {a} and {b} differ")
     return a or b
+
+
+def agreed_size(ctx: OperationContext, shapes: Sequence[Shape], what: str,
+                dims: Sequence[tuple[int, int]], size: int | None = None, exact: bool = False) -> int:
+    """The size ``what`` that dimension ``axis`` of each input ``(i, axis)`` in ``dims``
+    must have (``size`` too, unless None), or 0 while none is known; inputs without a shape
+    are skipped. A 0 is an unknown size unless ``exact``: the actual shapes of a run, where
+    it is a zero size, which the others must have too."""
+    agreed = size if exact or size else None
+    for i, axis in dims:
+        shape = shapes[i]
+        if shape is None or not (exact or shape[axis]):
+            continue
+        if agreed is None:
+            agreed = shape[axis]
+        elif shape[axis] != agreed:
+            fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has {what} "
+                 f"{shape[axis]} in dimension {axis}, expected {agreed}")
+    return agreed or 0
 
 
 def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcast_failure, check_quant_params,
+from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
                      real_values_f32)
 from .registry import Kernel, OperationContext, OperationDef, register, with_binary_ufunc
 from .signatures import Signature, same_as, tensor
@@ -36,28 +36,19 @@ def build_comparison(ctx: OperationContext, compare: Comparison) -> Kernel:
     in0, in1 = ctx.inputs[0], ctx.inputs[1]
     if in0.type in QUANT8_ASYMM_TENSORS:
         def quant_kernel(a, b):
-            try:
-                return (compare(real_values_f32(a, in0.scale, in0.zeroPoint),
-                                real_values_f32(b, in1.scale, in1.zeroPoint)),)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            return (broadcasting(ctx, compare, real_values_f32(a, in0.scale, in0.zeroPoint),
+                                 real_values_f32(b, in1.scale, in1.zeroPoint)),)
         return quant_kernel
 
     if in0.type == T.TENSOR_BOOL8:
         # The reference compares the stored bytes, and a client may store any nonzero
         # byte as true: compare bytes too (numpy would treat 2 and 1 as equal booleans).
         def bool_kernel(a, b):
-            try:
-                return (compare(a.view(np.uint8), b.view(np.uint8)),)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            return (broadcasting(ctx, compare, a.view(np.uint8), b.view(np.uint8)),)
         return bool_kernel
 
     def kernel(a, b):
-        try:
-            return (compare(a, b),)
-        except ValueError:
-            broadcast_failure(ctx, a, b)
+        return (broadcasting(ctx, compare, a, b),)
     return with_binary_ufunc(kernel, compare)
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import broadcast, broadcast_failure, same_shape
+from .common import broadcast, broadcasting, same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, tensor
 
@@ -16,10 +16,7 @@ BOOL = tensor((T.TENSOR_BOOL8,))
 
 def build_binary(ctx: OperationContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
     def kernel(a, b):
-        try:
-            return (fn(a, b),)
-        except ValueError:
-            broadcast_failure(ctx, a, b)
+        return (broadcasting(ctx, fn, a, b),)
     return kernel
 
 

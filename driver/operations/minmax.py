@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcast_failure, check_quant_params,
+from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
                      requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, tensor
@@ -42,17 +42,11 @@ def build_minmax(ctx: OperationContext, pick: Pick) -> Kernel:
         def quant_kernel(a, b):
             a_out = requantize_values(a, in0.scale, in0.zeroPoint, out.scale, out.zeroPoint, out.type)
             b_out = requantize_values(b, in1.scale, in1.zeroPoint, out.scale, out.zeroPoint, out.type)
-            try:
-                return (pick(a_out, b_out),)
-            except ValueError:
-                broadcast_failure(ctx, a, b)
+            return (broadcasting(ctx, pick, a_out, b_out),)
         return quant_kernel
 
     def kernel(a, b):
-        try:
-            return (pick(a, b),)
-        except ValueError:
-            broadcast_failure(ctx, a, b)
+        return (broadcasting(ctx, pick, a, b),)
     return kernel
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from .common import broadcast, broadcast_failure
+from .common import broadcast, broadcasting
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, tensor
 
@@ -18,14 +18,10 @@ def build(ctx: OperationContext) -> Kernel:
     half = ctx.inputs[0].type == T.TENSOR_FLOAT16
 
     def kernel(base, exponent):
-        try:
-            with np.errstate(all="ignore"):
-                if half:    # computed in single precision, as the reference does
-                    return (np.power(base.astype(np.float32), exponent.astype(np.float32))
-                            .astype(np.float16),)
-                return (np.power(base, exponent),)
-        except ValueError:
-            broadcast_failure(ctx, base, exponent)
+        if half:    # computed in single precision, as the reference does
+            return (broadcasting(ctx, np.power, base.astype(np.float32),
+                                 exponent.astype(np.float32)).astype(np.float16),)
+        return (broadcasting(ctx, np.power, base, exponent),)
     return kernel
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcast_failure, check_quant_params,
+from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
                      quant_range)
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
@@ -34,10 +34,7 @@ def build(ctx: OperationContext) -> Kernel:
     inp, alpha_info, out = ctx.inputs[INPUT], ctx.inputs[ALPHA], ctx.outputs[0]
     if inp.type not in QUANT8_ASYMM_TENSORS:
         def float_kernel(x, alpha):
-            try:
-                return (np.where(x >= 0, x, x * alpha),)
-            except ValueError:
-                broadcast_failure(ctx, x, alpha)
+            return (np.where(x >= 0, x, broadcasting(ctx, np.multiply, x, alpha)),)
         return float_kernel
 
     # The reference forms the multipliers from single-precision scales: s_in / s_out is a
@@ -51,10 +48,7 @@ def build(ctx: OperationContext) -> Kernel:
 
     def quantized_kernel(x, alpha):
         values = x.astype(np.int64) - inp.zeroPoint
-        try:
-            product = values * (alpha.astype(np.int64) - alpha_info.zeroPoint)
-        except ValueError:
-            broadcast_failure(ctx, x, alpha)
+        product = broadcasting(ctx, np.multiply, values, alpha.astype(np.int64) - alpha_info.zeroPoint)
         scaled = np.where(values >= 0, multiply_by_quantized_multiplier(values, *positive),
                           multiply_by_quantized_multiplier(product, *negative))
         return (np.clip(scaled + out.zeroPoint, low, high).astype(x.dtype),)

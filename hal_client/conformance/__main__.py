@@ -51,6 +51,8 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="write a JSON list of {name, status, reason}")
     parser.add_argument("--list", action="store_true", help="list the examples, run nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print skipped examples")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit status 1 also when an example was skipped")
     return parser.parse_args(argv)
 
 
@@ -106,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.report.write_text(json.dumps(report, indent=1) + "\n")
     print(f"{counts[Verdict.PASSED]} passed, {counts[Verdict.FAILED]} failed, "
           f"{counts[Verdict.SKIPPED]} skipped")
-    return 1 if counts[Verdict.FAILED] else 0
+    incomplete = counts[Verdict.FAILED] or (arguments.strict and counts[Verdict.SKIPPED])
+    return 1 if incomplete else 0
 
 
 if __name__ == "__main__":

@@ -175,6 +175,17 @@ def test_cli_filters_paths_and_processes(suite, capsys):
     assert capsys.readouterr().out.splitlines() == ["1 passed, 0 failed, 0 skipped"]
 
 
+def unsupporting_device():
+    return FakeDevice(Mistakes(unsupported=True))
+
+
+@pytest.mark.parametrize("strict, status", [(False, 0), (True, 1)])
+def test_cli_strict_counts_a_skipped_example_as_incomplete(suite, capsys, strict, status):
+    arguments = [str(suite / "sub"), "--driver", f"{__name__}:unsupporting_device"]
+    assert main(arguments + ["--strict"] * strict) == status
+    assert capsys.readouterr().out.splitlines()[-1] == "0 passed, 0 failed, 2 skipped"
+
+
 def test_cli_list(suite, capsys):
     assert main([str(suite / "sub"), "--list"]) == 0
     assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == [

@@ -30,9 +30,15 @@ def test_definitions_cover_every_supported_operation():
     assert [d.type for d in found] == sorted(supported_types())
     assert all(d.signatures for d in found)
     optional = {d.type: d.optional_inputs for d in found if d.optional_inputs}
+    cell = {1, 5, 9, 10, 11, 12, 16, 17}       # an LSTM cell's CIFG, peephole, projection weights
     assert optional == {Op.SQUEEZE: frozenset({1}), Op.TRANSPOSE: frozenset({1}),
-                        Op.LSH_PROJECTION: frozenset({2}),
-                        Op.QUANTIZED_LSTM: frozenset({1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23})}
+                        Op.LSH_PROJECTION: frozenset({2}), Op.SVDF: frozenset({3}),
+                        Op.BIDIRECTIONAL_SEQUENCE_RNN: frozenset({9, 10, 11}),
+                        Op.LSTM: frozenset(cell | {23, 24, 25, 26}),
+                        Op.UNIDIRECTIONAL_SEQUENCE_LSTM: frozenset(cell | {24, 25, 26, 27}),
+                        Op.BIDIRECTIONAL_SEQUENCE_LSTM: frozenset(
+                            cell | {k + 17 for k in cell} | set(range(39, 48)) | set(range(53, 61))),
+                        Op.QUANTIZED_LSTM: frozenset(cell | {20, 21, 22, 23})}
 
 
 @pytest.mark.parametrize("definition", definitions(), ids=lambda d: d.type.name)
