@@ -26,11 +26,12 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 
 from ..errors import check, fail
+from ..limits import check_shape, itemsize
 from ..hal.enums import OperandType as T, OperationType
 from ._spatial import LAYOUT, layout_shape, nhwc_shape, to_nhwc
 from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_same_quantization, quant_range,
                      real_values_f32, round_half_away)
-from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, register
+from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, lookup, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
 
@@ -118,17 +119,9 @@ def check_shapes(ctx: OperationContext, shapes: Sequence[Shape], expected: dict[
     either side is unknown and matches; at run time sizes are sizes."""
     for i, want in expected.items():
         got = known(shapes[i], len(want))
-        check(all(g == w or (not exact and (g == 0 or w == 0)) for g, w in zip(got, want)),
-              "{}: input {} ({}) has shape {}, expected {}", ctx.name, i,
-              ctx_operand_name(ctx, i), list(got), list(want))
-
-
-def ctx_operand_name(ctx: OperationContext, i: int) -> str:
-    return INPUT_NAMES[ctx.type][i]
-
-
-#: The names of the inputs of each operation, for messages.
-INPUT_NAMES: dict[int, tuple[str, ...]] = {}
+        if not all(g == w or (not exact and (g == 0 or w == 0)) for g, w in zip(got, want)):
+            name = lookup(ctx.type).signatures[0].inputs[i].name
+            fail(f"{ctx.name}: input {i} ({name}) has shape {list(got)}, expected {list(want)}")
 
 
 # --- box arithmetic -----------------------------------------------------------------------
@@ -228,8 +221,6 @@ def best_of_each(groups: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray,
 # --- AXIS_ALIGNED_BBOX_TRANSFORM ------------------------------------------------------------
 
 ROIS, DELTAS, BATCHES, IMAGE_SIZE = range(4)
-INPUT_NAMES[OperationType.AXIS_ALIGNED_BBOX_TRANSFORM] = ("boxes", "deltas", "batch indexes",
-                                                          "image sizes")
 BBOX_SIGNATURES = (
     Signature(inputs=(tensor(FLOAT_TENSORS, rank=(2, 2), name="boxes"),
                       same_as(ROIS, rank=(2, 2), name="deltas"),
@@ -276,7 +267,7 @@ def build_bbox_transform(ctx: OperationContext) -> Kernel:
               "{}: input 2 (batch indexes) has an index outside [0, {})", ctx.name, len(image_sizes))
         boxes = real(rois, rois_in)
         check_boxes(ctx, boxes, "input 0 (boxes)")
-        moved = apply_deltas(boxes[:, None, :], real(deltas, deltas_in).reshape(num_rois, -1, 4),
+        moved = apply_deltas(boxes[:, None, :], real(deltas, deltas_in).reshape(num_rois, values // 4, 4),
                              real(image_sizes, images_in)[batches][:, None, :])
         return (stored(moved.reshape(num_rois, values), out),)
     return kernel
@@ -317,7 +308,6 @@ class NmsKernel(enum.IntEnum):
 
 
 SCORES, NMS_ROIS, NMS_BATCHES, SCORE_THRESHOLD = range(4)
-INPUT_NAMES[OperationType.BOX_WITH_NMS_LIMIT] = ("scores", "boxes", "batch indexes")
 
 
 def nms_signature(scores: Sequence[int], rois: Operand, float_scalar: int) -> Signature:
@@ -444,7 +434,6 @@ register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, NMS_SIGNATURES, infer_bo
 
 (PROPOSAL_SCORES, PROPOSAL_DELTAS, ANCHORS, PROPOSAL_IMAGE_SIZE, HEIGHT_STRIDE, WIDTH_STRIDE,
  PRE_NMS_MAX, POST_NMS_MAX, PROPOSAL_IOU, MIN_SIZE, PROPOSAL_LAYOUT) = range(11)
-INPUT_NAMES[OperationType.GENERATE_PROPOSALS] = ("scores", "deltas", "anchors", "image sizes")
 
 
 def proposals_signature(scores: Sequence[int], anchors: Operand, image_size: Operand,
@@ -505,12 +494,12 @@ def proposals(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> tuple[np.n
     check_boxes(ctx, anchors, "input 2 (anchors)")
     deltas = to_nhwc(real(inputs[PROPOSAL_DELTAS], deltas_in), nchw)
     image_size = real(inputs[PROPOSAL_IMAGE_SIZE], image_in)
+    count = height * width * num_anchors
     boxes = apply_deltas(anchors[None], deltas.reshape(batches, height, width, num_anchors, 4),
-                         image_size[:, None, None, None, :]).reshape(batches, -1, 4)
-    scores = scores.reshape(batches, -1)
+                         image_size[:, None, None, None, :]).reshape(batches, count, 4)
+    scores = scores.reshape(batches, count)
     # The candidates of each image: its pre_nms best boxes (all when pre_nms <= 0 or more
     # than there are, in their order), then those large enough with their centre inside.
-    count = scores.shape[1]
     if 0 < pre_nms < count:
         index = np.argsort(-scores, axis=1, kind="stable")[:, :pre_nms]
     else:
@@ -579,7 +568,6 @@ register(OperationDef(OperationType.GENERATE_PROPOSALS, PROPOSALS_SIGNATURES, in
 (DETECTION_SCORES, DETECTION_DELTAS, DETECTION_ANCHORS, SCALE_Y, SCALE_X, SCALE_H, SCALE_W,
  REGULAR_NMS, MAX_DETECTIONS, MAX_CLASSES_PER_DETECTION, MAX_DETECTIONS_PER_CLASS,
  DETECTION_SCORE_THRESHOLD, DETECTION_IOU, BACKGROUND_IN_LABELS) = range(14)
-INPUT_NAMES[OperationType.DETECTION_POSTPROCESSING] = ("scores", "deltas", "anchors")
 
 POSITIVE, NON_NEGATIVE = Range(0, low_exclusive=True), Range(0)
 DETECTION_LIMIT = scalar(T.INT32, Range(1), "max detections")
@@ -710,10 +698,12 @@ def fast_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters):
 def build_detection(ctx: OperationContext) -> Kernel:
     scores_in, deltas_in, anchors_in = ctx.inputs[:3]
     dtype = STORAGE_DTYPE[scores_in.type]
+    boxes_out = f"{ctx.name}: output 1 (boxes)"
 
     def kernel(*inputs):
         batches = detection_sizes(ctx, [x.shape for x in inputs[:3]], exact=True)[0]
         p = detection_parameters(ctx, inputs)
+        check_shape((batches, p.rows, 4), itemsize(scores_in.type), boxes_out)
         scores = real(inputs[DETECTION_SCORES], scores_in)
         boxes = decode_centred(real(inputs[DETECTION_ANCHORS], anchors_in),
                                real(inputs[DETECTION_DELTAS], deltas_in)[..., :4], p)
