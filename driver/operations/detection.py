@@ -12,7 +12,9 @@ scale 0.125 and zero point 0.
 Greedy NMS picks, in each group of candidate boxes (a class of an image, or an image), the
 highest score, then lowers or drops the others by their IoU with the pick, and repeats.
 Each pick depends on the ones before, so picks are made in rounds, one pick per group a
-round, every group at once. Of equal scores the earliest candidate is picked.
+round, every group at once. Of equal scores the earliest candidate is picked (the
+reference picks the first in an order its swaps keep changing; no test model depends on
+the difference). Sorts that follow are stable.
 
 BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS keep a number of boxes that depends on the
 values: shape inference reports it as unknown (0) unless every input is a constant (the
@@ -97,13 +99,30 @@ def scalar_values(ctx: OperationContext, operands: Sequence[Operand], first: int
     return values
 
 
-def results_shapes(ctx: OperationContext, compute, unknown: list[Shape]) -> list[Shape]:
+#: An operation's computation: (ctx, inputs, the values of its scalar inputs) -> results.
+Compute = Callable[[OperationContext, Sequence[np.ndarray], list], tuple[np.ndarray, ...]]
+
+
+def parameterised_kernel(ctx: OperationContext, compute: Compute, operands: Sequence[Operand],
+                         first: int) -> Kernel:
+    """The kernel of ``compute``, whose scalar inputs from ``first`` on are read once here
+    when they are constants."""
+    fixed = scalar_values(ctx, operands, first)
+    if fixed is not None:
+        return lambda *inputs: compute(ctx, inputs, fixed)
+    return lambda *inputs: compute(ctx, inputs, scalar_values(ctx, operands, first, inputs))
+
+
+def results_shapes(ctx: OperationContext, compute: Compute, operands: Sequence[Operand], first: int,
+                   unknown: list[Shape]) -> list[Shape]:
     """The shapes of results whose sizes depend on input values: computed when every input
-    is a constant, else ``unknown``."""
+    is a constant (with floating-point errors ignored, as during an execution), else
+    ``unknown``."""
     values = [operand.value for operand in ctx.inputs]
     if any(value is None for value in values):
         return unknown
-    return [result.shape for result in compute(ctx, values)]
+    with np.errstate(all="ignore"):
+        return [result.shape for result in compute(ctx, values, scalar_values(ctx, operands, first))]
 
 
 # --- shapes -------------------------------------------------------------------------------
@@ -127,7 +146,8 @@ def check_shapes(ctx: OperationContext, shapes: Sequence[Shape], expected: dict[
 # --- box arithmetic -----------------------------------------------------------------------
 
 def check_boxes(ctx: OperationContext, boxes: np.ndarray, what: str) -> None:
-    """Every box [x1, y1, x2, y2] has x1 <= x2 and y1 <= y2 (NaN coordinates do not)."""
+    """Every box [x1, y1, x2, y2] has x1 <= x2 and y1 <= y2 (NaN coordinates do not), as
+    types.hal defines a valid box (the reference's BOX_WITH_NMS_LIMIT checks only some)."""
     check(np.all(boxes[..., 0] <= boxes[..., 2]) and np.all(boxes[..., 1] <= boxes[..., 3]),
           "{}: {} has a box with x2 < x1 or y2 < y1", ctx.name, what)
 
@@ -179,13 +199,12 @@ def greedy_nms(scores: np.ndarray, boxes: np.ndarray, groups: np.ndarray, limit:
     if n == 0 or limit == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.float32), np.zeros(0, np.intp)
     scores = scores.copy()
-    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-    segment = np.cumsum(np.r_[False, groups[1:] != groups[:-1]])
+    starts, segment = runs(groups)
     positions = np.arange(n)
     pick_of_segment = np.empty(len(starts), np.intp)
     alive = np.ones(n, bool)
-    picks, picked_scores, rounds = [], [], []
-    for round_number in range(n if limit is None else min(limit, n)):
+    picks, picked_scores = [], []
+    for _ in range(n if limit is None else min(limit, n)):
         # NaN scores are picked last.
         key = np.where(alive & (scores == scores), scores, np.float32(-np.inf))
         best = np.maximum.reduceat(key, starts)[segment]
@@ -196,13 +215,19 @@ def greedy_nms(scores: np.ndarray, boxes: np.ndarray, groups: np.ndarray, limit:
         alive[picked] = False
         picks.append(picked)
         picked_scores.append(scores[picked])
-        rounds.append(np.full(len(picked), round_number))
         pick_of_segment.fill(-1)
         pick_of_segment[segment[picked]] = picked
         rest = np.flatnonzero(alive & (pick_of_segment[segment] >= 0))
         scores[rest], alive[rest] = suppress(scores[rest],
                                              iou(boxes[rest], boxes[pick_of_segment[segment[rest]]]))
-    return np.concatenate(picks), np.concatenate(picked_scores), np.concatenate(rounds)
+    rounds = np.repeat(np.arange(len(picks)), [len(p) for p in picks])
+    return np.concatenate(picks), np.concatenate(picked_scores), rounds
+
+
+def runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal consecutive ``keys`` starts, and the run of each key."""
+    change = keys[1:] != keys[:-1]
+    return np.concatenate(([0], np.flatnonzero(change) + 1)), np.concatenate(([0], np.cumsum(change)))
 
 
 def best_of_each(groups: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray, ...],
@@ -211,9 +236,8 @@ def best_of_each(groups: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray,
     descending, equal scores in the order of the keys ``ties`` (the last key first):
     their indexes, and their ranks in their group."""
     order = np.lexsort((*ties, -scores, groups))
-    sorted_groups = groups[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    starts, run = runs(groups[order])
+    rank = np.arange(len(order)) - starts[run[:len(order)]]
     kept = rank < (len(order) if limit is None else limit)
     return order[kept], rank[kept]
 
@@ -347,19 +371,20 @@ def nms_sizes(ctx: OperationContext, shapes: Sequence[Shape], exact: bool) -> tu
 
 def infer_box_with_nms(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     nms_sizes(ctx, shapes, exact=False)
-    return results_shapes(ctx, box_with_nms, [(0,), (0, 4), (0,), (0,)])
+    return results_shapes(ctx, box_with_nms, NMS_OPERANDS[ctx.inputs[SCORES].type], SCORE_THRESHOLD,
+                          [(0,), (0, 4), (0,), (0,)])
 
 
-def box_with_nms(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+def box_with_nms(ctx: OperationContext, inputs: Sequence[np.ndarray],
+                 parameters: list) -> tuple[np.ndarray, ...]:
     scores_in, rois, batches = inputs[:3]
     num_rois, classes = nms_sizes(ctx, [x.shape for x in inputs[:3]], exact=True)
-    score_threshold, max_detections, nms_kernel, iou_threshold, sigma, nms_score_threshold = (
-        scalar_values(ctx, NMS_OPERANDS[ctx.inputs[SCORES].type], SCORE_THRESHOLD, inputs))
+    score_threshold, max_detections, nms_kernel, iou_threshold, sigma, nms_score_threshold = parameters
     scores = real(scores_in, ctx.inputs[SCORES])
     boxes = real(rois, ctx.inputs[NMS_ROIS]).reshape(num_rois, classes, 4)
     check_boxes(ctx, boxes, "input 1 (boxes)")
     # Boxes of one image are consecutive: each run of equal batch indexes is an image.
-    image = np.cumsum(np.r_[False, batches[1:] != batches[:-1]])
+    image = runs(batches)[1]
     # The candidates: the boxes of each class but 0 (the background) scoring above the
     # threshold, grouped by image and class, in box order.
     box, cls = np.nonzero((scores > score_threshold) & (np.arange(classes) > 0))
@@ -401,7 +426,7 @@ def soft_suppression(nms_kernel: int, iou_threshold: np.float32, sigma: np.float
 
 
 def build_box_with_nms(ctx: OperationContext) -> Kernel:
-    return lambda *inputs: box_with_nms(ctx, inputs)
+    return parameterised_kernel(ctx, box_with_nms, NMS_OPERANDS[ctx.inputs[SCORES].type], SCORE_THRESHOLD)
 
 
 def nms_example(score_type: int, roi_type: int, scalar_type: int, scale: float = 0.0,
@@ -476,21 +501,22 @@ def infer_proposals(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shap
     nchw = ctx.scalar(PROPOSAL_LAYOUT)
     if nchw is not None:
         check_proposal_shapes(ctx, shapes, nchw, exact=False)
-    return results_shapes(ctx, proposals, [(0,), (0, 4), (0,)])
+    return results_shapes(ctx, proposals, PROPOSALS_OPERANDS[ctx.inputs[PROPOSAL_SCORES].type],
+                          HEIGHT_STRIDE, [(0,), (0, 4), (0,)])
 
 
-def proposals(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    height_stride, width_stride, pre_nms, post_nms, iou_threshold, min_size, nchw = scalar_values(
-        ctx, PROPOSALS_OPERANDS[ctx.inputs[PROPOSAL_SCORES].type], HEIGHT_STRIDE, inputs)
+def proposals(ctx: OperationContext, inputs: Sequence[np.ndarray],
+              parameters: list) -> tuple[np.ndarray, ...]:
+    height_stride, width_stride, pre_nms, post_nms, iou_threshold, min_size, nchw = parameters
     check_proposal_shapes(ctx, [x.shape for x in inputs], nchw, exact=True)
     scores_in, deltas_in, anchors_in, image_in = (ctx.inputs[i] for i in range(4))
     scores = to_nhwc(real(inputs[PROPOSAL_SCORES], scores_in), nchw)
     batches, height, width, num_anchors = scores.shape
     # Each anchor at each cell of the feature map, shifted by the cell's place in the image.
-    shift = np.float32([width_stride, height_stride])
-    cells = np.stack(np.meshgrid(np.arange(height, dtype=np.float32), np.arange(width, dtype=np.float32),
-                                 indexing="ij")[::-1], axis=-1) * shift
-    anchors = (real(inputs[ANCHORS], anchors_in)[None, None] + np.tile(cells, 2)[:, :, None, :])
+    shifts = np.empty((height, width, 1, 4), np.float32)
+    shifts[..., 0::2] = (np.arange(width, dtype=np.float32) * width_stride)[:, None, None]
+    shifts[..., 1::2] = (np.arange(height, dtype=np.float32) * height_stride)[:, None, None, None]
+    anchors = real(inputs[ANCHORS], anchors_in) + shifts
     check_boxes(ctx, anchors, "input 2 (anchors)")
     deltas = to_nhwc(real(inputs[PROPOSAL_DELTAS], deltas_in), nchw)
     image_size = real(inputs[PROPOSAL_IMAGE_SIZE], image_in)
@@ -524,7 +550,8 @@ def proposals(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> tuple[np.n
 
 
 def build_proposals(ctx: OperationContext) -> Kernel:
-    return lambda *inputs: proposals(ctx, inputs)
+    return parameterised_kernel(ctx, proposals, PROPOSALS_OPERANDS[ctx.inputs[PROPOSAL_SCORES].type],
+                                HEIGHT_STRIDE)
 
 
 def proposals_example(score_type: int, nchw: bool, scale: float = 0.0, zero_point: int = 0) -> Example:
@@ -699,10 +726,11 @@ def build_detection(ctx: OperationContext) -> Kernel:
     scores_in, deltas_in, anchors_in = ctx.inputs[:3]
     dtype = STORAGE_DTYPE[scores_in.type]
     boxes_out = f"{ctx.name}: output 1 (boxes)"
+    fixed = detection_parameters(ctx)
 
     def kernel(*inputs):
         batches = detection_sizes(ctx, [x.shape for x in inputs[:3]], exact=True)[0]
-        p = detection_parameters(ctx, inputs)
+        p = fixed or detection_parameters(ctx, inputs)
         check_shape((batches, p.rows, 4), itemsize(scores_in.type), boxes_out)
         scores = real(inputs[DETECTION_SCORES], scores_in)
         boxes = decode_centred(real(inputs[DETECTION_ANCHORS], anchors_in),

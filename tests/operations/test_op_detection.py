@@ -69,9 +69,11 @@ def test_bbox_transform_rejections():
     rejects(op, [good_in[0], tensor(F32, [1, 6]), *good_in[2:]], good_out, "6 values a box")
     rejects(op, [tensor(F32, [1, 5]), *good_in[1:]], good_out, r"input 0 \(boxes\) has shape \[1, 5\]")
     rejects(op, [*good_in[:2], tensor(I32, [2]), good_in[3]], good_out, r"input 2 \(batch indexes\)")
-    quantized = [tensor(Q16A, [1, 4], 0.125), tensor(Q8, [1, 4], 0.1, 128), tensor(I32, [1]), tensor(Q16A, [1, 2], 0.125)]
+    quantized = [tensor(Q16A, [1, 4], 0.125), tensor(Q8, [1, 4], 0.1, 128), tensor(I32, [1]),
+                 tensor(Q16A, [1, 2], 0.125)]
     definition(op).validate(context(op, quantized, [output(Q16A, (), 0.125)]))
-    rejects(op, [tensor(Q16A, [1, 4], 0.25), *quantized[1:]], [output(Q16A, (), 0.125)], r"input 0 \(boxes.*scale 0.125")
+    rejects(op, [tensor(Q16A, [1, 4], 0.25), *quantized[1:]], [output(Q16A, (), 0.125)],
+            r"input 0 \(boxes.*scale 0.125")
     rejects(op, [*quantized[:3], tensor(Q16A, [1, 2], 0.125, 1)], [output(Q16A, (), 0.125)], r"input 3 \(image sizes")
     rejects(op, quantized, [output(Q16A, (), 0.5)], "output 0 .* must have scale 0.125")
     rejects(op, [quantized[0], tensor(Q16A, [1, 4], 0.125), *quantized[2:]], [output(Q16A, (), 0.125)], "input 1")
@@ -154,7 +156,8 @@ def test_nms_output_shapes_are_known_only_from_constants():
     inputs, outputs = nms(NMS_SCORES, NMS_BOXES, [0] * 4)
     assert infer(Op.BOX_WITH_NMS_LIMIT, context(Op.BOX_WITH_NMS_LIMIT, inputs, outputs)) == [(0,), (0, 4), (0,), (0,)]
     constants = [const(F32, NMS_SCORES), const(F32, NMS_BOXES), const(I32, [0] * 4), *inputs[3:]]
-    assert infer(Op.BOX_WITH_NMS_LIMIT, context(Op.BOX_WITH_NMS_LIMIT, constants, outputs)) == [(2,), (2, 4), (2,), (2,)]
+    assert infer(Op.BOX_WITH_NMS_LIMIT, context(Op.BOX_WITH_NMS_LIMIT, constants, outputs)) == [
+        (2,), (2, 4), (2,), (2,)]
 
 
 def test_nms_rejections():
