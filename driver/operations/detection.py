@@ -31,8 +31,8 @@ from ..errors import check, fail
 from ..limits import check_shape, itemsize
 from ..hal.enums import OperandType as T, OperationType
 from ._spatial import LAYOUT, layout_shape, nhwc_shape, to_nhwc
-from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_same_quantization, quant_range,
-                     real_values_f32, round_half_away)
+from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_same_quantization, quantize_f32,
+                     real_values_f32)
 from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, lookup, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
@@ -57,22 +57,20 @@ def real(x: np.ndarray, operand: OperandInfo) -> np.ndarray:
 
 
 def stored(values: np.ndarray, operand: OperandInfo) -> np.ndarray:
-    """float32 results in the operand's type; quantized: ``round(v / scale + zero point)``
-    in single precision, halves away from zero, saturated (NaN gives the zero point)."""
-    dtype = STORAGE_DTYPE[operand.type]
+    """float32 results in the operand's type (quantized as common.quantize_f32)."""
     if operand.type in FLOAT_TENSORS:
-        return values.astype(dtype)
-    low, high = quant_range(operand.type)
-    q = round_half_away(values / np.float32(operand.scale) + np.float32(operand.zeroPoint))
-    return np.clip(np.nan_to_num(q, nan=operand.zeroPoint), low, high).astype(dtype)
+        return values.astype(STORAGE_DTYPE[operand.type])
+    return quantize_f32(values, operand)
 
 
 def check_box_quantization(ctx: OperationContext, i: int, what: str) -> None:
-    """Quantized box coordinates (input ``i``) have scale 0.125 and zero point 0."""
+    """Quantized box coordinates (input ``i``: boxes, ROIs, anchors, image sizes) have
+    scale 0.125 and zero point 0 (the scale compared in single precision, as HAL scales
+    are). The region operations (roi.py) hold their boxes to it too."""
     operand = ctx.inputs[i]
-    if not (np.float32(operand.scale) == np.float32(BOX_SCALE) and operand.zeroPoint == BOX_ZERO_POINT):
-        fail(f"{ctx.name}: input {i} ({what}, operand {operand.index}) must have scale {BOX_SCALE} "
-             f"and zero point {BOX_ZERO_POINT}, has {operand.scale} and {operand.zeroPoint}")
+    check(np.float32(operand.scale) == np.float32(BOX_SCALE) and operand.zeroPoint == BOX_ZERO_POINT,
+          "{}: input {} ({}, operand {}) must have scale {} and zero point {}, has {} and {}",
+          ctx.name, i, what, operand.index, BOX_SCALE, BOX_ZERO_POINT, operand.scale, operand.zeroPoint)
 
 
 def check_scores_quantization(ctx: OperationContext) -> None:
