@@ -73,10 +73,15 @@ def cache_token(token) -> bytes:
     return bytes(token)
 
 
-def cache_handles(handles, name: str) -> list:
+def cache_handles(handles, name: str) -> list[int]:
+    """A list of cache handles: each what a hidl_handle of a cache file carries here, one
+    open file descriptor (a non-negative int)."""
     check(isinstance(handles, (list, tuple)), "{} must be a list of handles", name)
     check(len(handles) <= Constant.MAX_NUMBER_OF_CACHE_FILES, "{} has {} "
           "handles, more than {}", name, len(handles), int(Constant.MAX_NUMBER_OF_CACHE_FILES))
+    for i, handle in enumerate(handles):
+        check(type(handle) is int and handle >= 0, "{}[{}]: {!r} is not a file descriptor",
+              name, i, handle)
     return list(handles)
 
 
