@@ -38,8 +38,9 @@ class DeviceBuffer:
     def __init__(self, layout: BufferLayout) -> None:
         self.operand = layout.operand       # its type, and the dimensions known at allocation
         self.roles = layout.roles
-        self._lock = threading.Lock()
-        self._content: Optional[tuple[bytes, list[int]]] = None   # (data, dimensions)
+        # (data, dimensions), or None while uninitialised. Replaced by one assignment, so
+        # that any thread reads either the old content or the new, never a mix.
+        self._content: Optional[tuple[bytes, list[int]]] = None
 
     # --- IBuffer ---------------------------------------------------------------------
 
@@ -99,12 +100,10 @@ class DeviceBuffer:
         return content
 
     def store(self, data: bytes, dimensions: list[int]) -> None:
-        with self._lock:
-            self._content = (data, dimensions)
+        self._content = (data, dimensions)
 
     def forget(self) -> None:
-        with self._lock:
-            self._content = None
+        self._content = None
 
 
 class BufferTracker:
@@ -118,7 +117,6 @@ class BufferTracker:
     def add(self, buffer: DeviceBuffer) -> int:
         """A token for ``buffer``, unique among the live buffers."""
         with self._lock:
-            check(len(self._buffers) < MAX_TOKEN, "no token is free")
             while self._next in self._buffers:
                 self._next = self._next % MAX_TOKEN + 1
             token = self._next

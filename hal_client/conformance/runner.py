@@ -7,7 +7,14 @@ executes it through every path (sync, async, fenced, burst) and variant:
 - ``dynamic``: the main outputs' dimensions are unknown in the model, so the driver must
   infer them and report them in the output shapes;
 - ``insufficient``: as ``dynamic``, with one output buffer a byte too small: the driver
-  must answer OUTPUT_INSUFFICIENT_SIZE and report the shape it needed.
+  must answer OUTPUT_INSUFFICIENT_SIZE and report the shape it needed;
+- ``buffers``: the model as given, every input and output in a driver-managed buffer of
+  its own (IDevice.allocate; inputs set by IBuffer.copyFrom, outputs read by copyTo);
+- ``cache``: the model as given, prepared with cache files, then prepared again from them
+  (prepareModelFromCache_1_3) and run on the first path only: what the cache adds is in
+  the preparation, and the paths are the same for any prepared model.
+A driver that offers no memory domains (allocate answers GENERAL_FAILURE) or caches
+nothing (getNumberOfCacheFilesNeeded answers 0 and 0) passes those two variants unrun.
 
 It then checks the statuses, output shapes, timings and output values: the rules any
 client checks (hal_client.contract, applied by hal_client.paths) and the CTS's own. The
@@ -18,8 +25,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
 import itertools
 import queue
+import tempfile
 import threading
 import time
 import traceback
@@ -28,21 +37,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming, Model, Operand,
-                        OperationType, OptionalTimePoint, OutputShape, Priority, Request)
+from driver.hal import (BufferDesc, BufferRole, DataLocation, ErrorStatus, ExecutionPreference,
+                        MeasureTiming, Memory, MemoryPool, Model, Operand, OperationType,
+                        OptionalTimePoint, OutputShape, Priority, Request, RequestArgument)
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 
+from .. import contract
 from ..contract import HangViolation, OracleViolation, outputs_fully_specified
 from ..device import DEFAULT_DRIVER, make_device
 from ..paths import ExecutionArguments, ExecutionPath, HalClient, read_outputs
 from .compare import check_outputs
-from .loader import Example, LoadError, build_model, build_request, load_examples, shrinkable_output
+from .loader import (Example, LoadError, build_model, build_request, load_examples,
+                     output_buffer_size, shrinkable_output)
 
 
 class Variant(enum.Enum):
     NORMAL = "normal"
     DYNAMIC = "dynamic"
     INSUFFICIENT = "insufficient"
+    BUFFERS = "buffers"
+    CACHE = "cache"
+
+
+#: The variants that run the model with its outputs' shapes as given.
+KNOWN_SHAPE_VARIANTS = (Variant.NORMAL, Variant.BUFFERS, Variant.CACHE)
 
 
 class Verdict(enum.Enum):
@@ -177,12 +195,14 @@ def has_known_size(operand: Operand) -> bool:
 
 
 def applicable_variants(example: Example, options: RunOptions) -> list[Variant]:
-    """The VTS runs the unknown-shape variants only on valid models without scalar
-    outputs (a scalar has no dimension to leave unknown), and the insufficient one only
-    when some output buffer can lose a byte."""
+    """Every variant runs valid models only. The VTS runs the unknown-shape variants only
+    on models without scalar outputs (a scalar has no dimension to leave unknown), and
+    the insufficient one only when some output buffer can lose a byte."""
     variants = []
     for variant in options.variants:
-        if variant is not Variant.NORMAL and (example.expectFailure or example.has_scalar_outputs):
+        if variant is not Variant.NORMAL and example.expectFailure:
+            continue
+        if variant not in KNOWN_SHAPE_VARIANTS and example.has_scalar_outputs:
             continue
         if variant is Variant.INSUFFICIENT and shrinkable_output(example) is None:
             continue
@@ -191,6 +211,8 @@ def applicable_variants(example: Example, options: RunOptions) -> list[Variant]:
 
 
 def applicable_paths(variant: Variant, options: RunOptions) -> list[ExecutionPath]:
+    if variant is Variant.CACHE:
+        return list(options.paths[:1])
     # The insufficient variant checks the shape the driver says it needed, which only the
     # paths that report output shapes can tell (as in the VTS, not executeFenced).
     return [path for path in options.paths
@@ -212,9 +234,10 @@ class ExampleRun:
     def run(self) -> ExampleResult:
         variants = applicable_variants(self.example, self.options)
         checks: list[Check] = []
-        if Variant.NORMAL in variants:
-            checks += self.run_model(zero_output_dims=False, variants=[Variant.NORMAL])
-        unknown_shape_variants = [v for v in variants if v is not Variant.NORMAL]
+        known_shape_variants = [v for v in variants if v in KNOWN_SHAPE_VARIANTS]
+        if known_shape_variants:
+            checks += self.run_model(zero_output_dims=False, variants=known_shape_variants)
+        unknown_shape_variants = [v for v in variants if v not in KNOWN_SHAPE_VARIANTS]
         if unknown_shape_variants:
             checks += self.run_model(zero_output_dims=True, variants=unknown_shape_variants)
         return summarize(self.example, checks)
@@ -238,10 +261,37 @@ class ExampleRun:
             return [Check(step, first, Verdict.FAILED, describe_exception(error))]
         if prepared is None:
             return [Check(step, first, Verdict.PASSED, "rejected at preparation")]
+        checks: list[Check] = []
+        for variant in variants:
+            target = self.guarded_step("allocate" if variant is Variant.BUFFERS else "prepare",
+                                       variant, lambda: self.prepared_for(variant, model, prepared))
+            checks += [target] if isinstance(target, Check) else self.run_variant(model, target, variant)
+        return checks
+
+    def prepared_for(self, variant: Variant, model: Model, prepared: Any) -> Any:
+        """The prepared model ``variant`` executes, or the Check that ends the variant
+        before any execution."""
+        if variant is Variant.CACHE:
+            return self.prepare_from_cache(model)
+        if variant is Variant.BUFFERS:
+            return self.buffers_offered(prepared) or prepared
+        return prepared
+
+    def run_variant(self, model: Model, prepared: Any, variant: Variant) -> list[Check]:
         bursts: list[Any] = []
         return [self.guarded(path, variant, lambda: self.execute_and_judge(
                     model, prepared, bursts, path, variant))
-                for variant in variants for path in applicable_paths(variant, self.options)]
+                for path in applicable_paths(variant, self.options)]
+
+    @staticmethod
+    def guarded_step(step: str, variant: Variant, action: Callable[[], Any]) -> Any:
+        """What ``action`` returns, or the Check of its failure."""
+        try:
+            return action()
+        except (CheckFailed, OracleViolation) as failure:
+            return Check(step, variant, Verdict.FAILED, str(failure))
+        except Exception as error:  # a bug of the runner: report it and go on
+            return Check(step, variant, Verdict.FAILED, describe_exception(error))
 
     @staticmethod
     def guarded(path: ExecutionPath, variant: Variant, action: Callable[[], Check]) -> Check:
@@ -294,12 +344,120 @@ class ExampleRun:
             return None
         raise CheckFailed(f"prepareModel_1_3 notified {status.name}")
 
+    def prepare_from_cache(self, model: Model) -> Any:
+        """The model prepared with cache files, then prepared from them; a passing Check
+        when the driver caches nothing."""
+        what = "getNumberOfCacheFilesNeeded"
+        status, model_files, data_files = contract.unpack(
+            self.client.call(self.options.call_timeout, what, self.device.getNumberOfCacheFilesNeeded),
+            3, what)
+        if (status, model_files, data_files) == (ErrorStatus.NONE, 0, 0):
+            return Check("prepare", Variant.CACHE, Verdict.PASSED, "the driver caches nothing")
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"{what} returned {status}")
+        token = hashlib.sha256(self.example.name.encode()).digest()
+        files = [tempfile.TemporaryFile() for _ in range(model_files + data_files)]
+        try:
+            handles = [file.fileno() for file in files]
+            model_cache, data_cache = handles[:model_files], handles[model_files:]
+            status, _, _ = self.client.prepare(self.device, model, ExecutionPreference.FAST_SINGLE_ANSWER,
+                                               Priority.MEDIUM, OptionalTimePoint(), model_cache,
+                                               data_cache, token)
+            if status != ErrorStatus.NONE:
+                raise CheckFailed(f"prepareModel_1_3 with cache files notified {status.name}")
+            status, prepared, _ = self.client.prepare_from_cache(
+                self.device, OptionalTimePoint(), model_cache, data_cache, token)
+        finally:
+            for file in files:
+                file.close()
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"prepareModelFromCache_1_3 notified {status.name} for the files "
+                              f"prepareModel_1_3 had just written")
+        return prepared
+
+    def buffers_offered(self, prepared: Any) -> Check | None:
+        """A passing Check when the driver offers no memory domains (allocate answers
+        GENERAL_FAILURE for the first input or output)."""
+        role = [BufferRole(0, 0, 1.0)]
+        inputs, outputs = (role, []) if self.example.main.inputs else ([], role)
+        status, _, _ = self.allocate(prepared, inputs, outputs)
+        if status == ErrorStatus.GENERAL_FAILURE:
+            return Check("allocate", Variant.BUFFERS, Verdict.PASSED, "the driver offers no memory domains")
+        return None
+
+    def allocate(self, prepared: Any, inputRoles: list[BufferRole], outputRoles: list[BufferRole],
+                 ) -> tuple[ErrorStatus, Any, int]:
+        what = "IDevice.allocate"
+        status, buffer, token = contract.unpack(self.client.call(
+            self.options.call_timeout, what, self.device.allocate, BufferDesc(), [prepared],
+            inputRoles, outputRoles), 3, what)
+        status = contract.as_status(status, what)
+        if status not in (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE):
+            raise CheckFailed(f"{what} returned {status.name} for a role of the model")
+        if (status == ErrorStatus.NONE) != (buffer is not None and isinstance(token, int) and token > 0):
+            raise CheckFailed(f"{what} returned {status.name} with buffer {buffer!r} and token {token!r}")
+        return status, buffer, token
+
+    def buffer_request(self, prepared: Any) -> tuple[Request, list[Any], list[Any]]:
+        """The example's request with each input and output in a buffer of its own (an
+        input without data stays without a value), the output buffers and the input
+        buffers. A driver may free a buffer, and forget its token, as soon as the client
+        drops its IBuffer: the caller holds them all until the execution ends."""
+        base = build_request(self.example)
+        pools, inputs, input_buffers = [], [], []
+        for position, (argument, spec) in enumerate(zip(base.inputs, self.example.main.inputs)):
+            if argument.hasNoValue:
+                inputs.append(argument)
+                continue
+            _, buffer, token = self.allocated(prepared, [BufferRole(0, position, 1.0)], [])
+            dimensions = [] if spec.is_scalar else list(spec.dimensions)
+            status = self.client.call(self.options.call_timeout, "IBuffer.copyFrom", buffer.copyFrom,
+                                      Memory.from_bytes(spec.values.tobytes()), dimensions)
+            if status != ErrorStatus.NONE:
+                raise CheckFailed(f"IBuffer.copyFrom of input {position} returned {status!r}")
+            pools.append(MemoryPool(token=token))
+            inputs.append(RequestArgument(location=DataLocation(len(pools) - 1)))
+            input_buffers.append(buffer)
+        outputs, buffers = [], []
+        for position in range(len(self.example.main.outputs)):
+            _, buffer, token = self.allocated(prepared, [], [BufferRole(0, position, 1.0)])
+            pools.append(MemoryPool(token=token))
+            outputs.append(RequestArgument(location=DataLocation(len(pools) - 1)))
+            buffers.append(buffer)
+        return Request(inputs=inputs, outputs=outputs, pools=pools), buffers, input_buffers
+
+    def allocated(self, prepared: Any, inputRoles: list[BufferRole], outputRoles: list[BufferRole],
+                  ) -> tuple[ErrorStatus, Any, int]:
+        status, buffer, token = self.allocate(prepared, inputRoles, outputRoles)
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"IDevice.allocate returned {status.name} for one role, "
+                              f"having allocated a buffer for another")
+        return status, buffer, token
+
+    def read_buffers(self, buffers: list[Any]) -> list[bytes | None]:
+        """Each output buffer's content (IBuffer.copyTo); None where it cannot be read."""
+        contents: list[bytes | None] = []
+        for spec, buffer in zip(self.example.main.outputs, buffers):
+            size = output_buffer_size(spec) if spec.byte_size else 0
+            if size == 0:   # a zero-sized output has nothing to compare
+                contents.append(b"")
+                continue
+            memory = Memory.create(size)
+            status = self.client.call(self.options.call_timeout, "IBuffer.copyTo", buffer.copyTo, memory)
+            contents.append(memory.read() if status == ErrorStatus.NONE else None)
+        return contents
+
     # --- executions ---
 
     def execute_and_judge(self, model: Model, prepared: Any, bursts: list[Any],
                           path: ExecutionPath, variant: Variant) -> Check:
         shrunk = shrinkable_output(self.example) if variant is Variant.INSUFFICIENT else None
-        request = build_request(self.example, shrink_output=shrunk)
+        if variant is Variant.BUFFERS:
+            request, output_buffers, input_buffers = self.buffer_request(prepared)  # noqa: F841
+            read = lambda: self.read_buffers(output_buffers)  # noqa: E731
+        else:
+            request = build_request(self.example, shrink_output=shrunk)
+            read = lambda: read_outputs(request)  # noqa: E731
         arguments = ExecutionArguments(measureTiming=next(self.measures))
         limit_s = self.options.call_timeout
         if path is ExecutionPath.BURST and not bursts:
@@ -313,7 +471,7 @@ class ExampleRun:
         else:
             status, shapes = self.client.execute(prepared, request, path, arguments, limit_s)
         elapsed = time.monotonic() - start
-        problems = self.judge(model, status, shapes, request, path, variant, shrunk)
+        problems = self.judge(model, status, shapes, request, path, variant, shrunk, read)
         return Check(path.label, variant, Verdict.FAILED if problems else Verdict.PASSED,
                      "; ".join(problems), status, elapsed)
 
@@ -327,8 +485,9 @@ class ExampleRun:
 
     def judge(self, model: Model, status: ErrorStatus, shapes: list[OutputShape] | None,
               request: Request, path: ExecutionPath, variant: Variant,
-              shrunk: int | None) -> list[str]:
-        """``shapes`` is None for the fenced path, which reports none."""
+              shrunk: int | None, read: Callable[[], list[bytes | None]]) -> list[str]:
+        """``shapes`` is None for the fenced path, which reports none; ``read`` gives the
+        outputs the execution wrote."""
         example = self.example
         if example.expectFailure:
             if example.is_infinite_loop_test:
@@ -346,7 +505,11 @@ class ExampleRun:
             return []
         problems = [] if shapes is None else self.shape_problems(shapes, fully_specified, shrunk)
         if variant is not Variant.INSUFFICIENT:
-            problems += check_outputs(example, read_outputs(request))
+            contents = read()
+            unread = [i for i, content in enumerate(contents) if content is None]
+            if unread:
+                return problems + [f"output {i}: IBuffer.copyTo failed" for i in unread]
+            problems += check_outputs(example, contents)
         return problems
 
     @staticmethod
