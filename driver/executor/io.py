@@ -77,11 +77,11 @@ class LaunchedRequest:
     buffer (driver/buffers.py) to that buffer; such an output has no value in the pools
     (hasNoValue) and is stored into its buffer when the execution succeeds."""
     request: Request
-    buffers: list
+    buffers: list[memoryview | None]   # None for a pool naming a driver-managed buffer
     device_outputs: Mapping[int, Any]
 
     @classmethod
-    def of(cls, request: Request, buffers: list | None = None,
+    def of(cls, request: Request, buffers: list[memoryview | None] | None = None,
            device_outputs: Mapping[int, Any] = NO_DEVICE_OUTPUTS) -> "LaunchedRequest":
         """``buffers``: the pools' views, if not those of the request's memories."""
         copy = Request(inputs=[_copied(argument) for argument in request.inputs],
