@@ -265,7 +265,7 @@ class ExampleRun:
             return [Check(step, first, Verdict.PASSED, "rejected at preparation")]
         checks: list[Check] = []
         for variant in variants:
-            target = self.guarded_step("allocate" if variant is Variant.BUFFERS else "prepare",
+            target = self.guarded("allocate" if variant is Variant.BUFFERS else "prepare",
                                        variant, lambda: self.prepared_for(variant, model, prepared))
             checks += [target] if isinstance(target, Check) else self.run_variant(model, target, variant)
         return checks
@@ -281,12 +281,12 @@ class ExampleRun:
 
     def run_variant(self, model: Model, prepared: Any, variant: Variant) -> list[Check]:
         bursts: list[Any] = []
-        return [self.guarded(path, variant, lambda: self.execute_and_judge(
+        return [self.guarded(path.label, variant, lambda: self.execute_and_judge(
                     model, prepared, bursts, path, variant))
                 for path in applicable_paths(variant, self.options)]
 
     @staticmethod
-    def guarded_step(step: str, variant: Variant, action: Callable[[], Any]) -> Any:
+    def guarded(step: str, variant: Variant, action: Callable[[], Any]) -> Any:
         """What ``action`` returns, or the Check of its failure."""
         try:
             return action()
@@ -294,15 +294,6 @@ class ExampleRun:
             return Check(step, variant, Verdict.FAILED, str(failure))
         except Exception as error:  # a bug of the runner: report it and go on
             return Check(step, variant, Verdict.FAILED, describe_exception(error))
-
-    @staticmethod
-    def guarded(path: ExecutionPath, variant: Variant, action: Callable[[], Check]) -> Check:
-        try:
-            return action()
-        except (CheckFailed, OracleViolation) as failure:
-            return Check(path.label, variant, Verdict.FAILED, str(failure))
-        except Exception as error:  # a bug of the runner: report it and go on
-            return Check(path.label, variant, Verdict.FAILED, describe_exception(error))
 
     # --- device ---
 
