@@ -40,6 +40,9 @@ from .memory import Memory
 #: getNumberOfCacheFilesNeeded: (numModelCache, numDataCache).
 MODEL_CACHE_FILES, DATA_CACHE_FILES = 1, 1
 
+#: Larger files are neither written nor read (reading one whole could exhaust memory).
+MAX_CACHE_FILE_BYTES = 2 ** 32
+
 MAGIC = b"NNHALPY\0"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sHB32s32sQ")
@@ -63,9 +66,13 @@ def save(model: Model, model_fds: Sequence[int], data_fds: Sequence[int], token:
          driver_version: str) -> None:
     """Write ``model`` to the cache files (OSError when a file cannot be written)."""
     structure, data = serialize_model(model)
-    model_payload = structure + hashlib.sha256(data).digest()
-    _write_file(data_fds[0], _seal(CacheKind.DATA, data, token, driver_version))
-    _write_file(model_fds[0], _seal(CacheKind.MODEL, model_payload, token, driver_version))
+    model_file = _seal(CacheKind.MODEL, structure + hashlib.sha256(data).digest(), token,
+                       driver_version)
+    data_file = _seal(CacheKind.DATA, data, token, driver_version)
+    if max(len(model_file), len(data_file)) > MAX_CACHE_FILE_BYTES:
+        return      # it could not be read back
+    _write_file(data_fds[0], data_file)
+    _write_file(model_fds[0], model_file)
 
 
 def load(model_fds: Sequence[int], data_fds: Sequence[int], token: bytes,
@@ -92,6 +99,9 @@ def _write_file(fd: int, content: bytes) -> None:
 def _read_file(fd: int) -> bytes:
     try:
         size = os.fstat(fd).st_size
+        if size > MAX_CACHE_FILE_BYTES:
+            raise CacheError(f"cache file descriptor {fd} has {size} bytes, more than "
+                             f"{MAX_CACHE_FILE_BYTES}")
         chunks, offset = [], 0
         while offset < size:
             chunk = os.pread(fd, size - offset, offset)

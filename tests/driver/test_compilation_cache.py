@@ -173,8 +173,8 @@ def test_preparing_from_another_number_of_files_is_refused(device, files, counts
     assert_refused(device, model_cache, data_cache)
 
 
-@pytest.mark.parametrize("handle", [None, "3", -1, 2.0, True, object()],
-                         ids=["None", "str", "-1", "float", "bool", "object"])
+@pytest.mark.parametrize("handle", [None, "3", -1, 2 ** 31, 2.0, True, object()],
+                         ids=["None", "str", "-1", "2^31", "float", "bool", "object"])
 def test_a_handle_that_is_no_file_descriptor_is_invalid(device, files, handle):
     model_cache, data_cache = saved(device, files, add_model())
     case = add_model()
@@ -210,6 +210,11 @@ def test_a_closed_descriptor_is_refused(device, files):
     closed = os.open(files.folder / "model", os.O_RDONLY)
     os.close(closed)
     assert_refused(device, [closed], data_cache)
+    case = add_model()
+    for handles in ([closed], [2 ** 31 - 1]):     # no open file, so nothing is saved
+        status, prepared = prepare_with_cache(device, case.model, handles, data_cache)
+        assert status == ErrorStatus.NONE
+        np.testing.assert_array_equal(computes(prepared, case)[0], case.expected[0])
 
 
 def test_an_invalid_model_is_never_cached(device, files):
@@ -280,6 +285,17 @@ def test_another_format_version_is_refused(device, files, monkeypatch):
     model_cache, data_cache = saved(device, files, add_model())
     monkeypatch.undo()
     assert_refused(device, model_cache, data_cache)
+
+
+def test_files_larger_than_the_driver_writes_are_refused_unread(device, files, monkeypatch):
+    model_cache, data_cache = saved(device, files, add_model())
+    monkeypatch.setattr(cache, "MAX_CACHE_FILE_BYTES", len(files.read("model")) - 1)
+    assert_refused(device, model_cache, data_cache)
+    # Nor is such a cache written.
+    other_model, other_data = files.handles("other-")
+    case = add_model()
+    assert prepare_with_cache(device, case.model, other_model, other_data)[0] == ErrorStatus.NONE
+    assert files.read("other-model") == b"" and files.read("other-data") == b""
 
 
 def test_empty_files_are_refused(device, files):
