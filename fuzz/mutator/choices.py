@@ -113,3 +113,13 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
     if choices.wait_fences == 0:
         choices.wait_fence_delay_ns = 0
     return True
+
+
+@mutation(weight=4)
+def relate(spec: CaseSpec, rng: Rng) -> bool:
+    """Check the case by a metamorphic relation too (fuzz/relations.py), another one."""
+    relation = rng.choice(_RELATIONS)
+    if relation == spec.choices.relation:
+        return False
+    spec.choices.relation = relation
+    return True
