@@ -6,7 +6,8 @@
 Prints:
 - libFuzzer's exec/s of ``fuzz/driver_fuzz.py`` fuzzing from the corpus for --seconds, one
   process (instrumented, with the custom mutator), and the harness statistics of that run:
-  prepare and execute success rates, the share of executions running IF/WHILE;
+  prepare and execute success rates, the share of executions running IF/WHILE; then the
+  same with the metamorphic relations off (--no-relations);
 - the in-process rate of ``run_one`` over the corpus inputs and mutations of them (no
   instrumentation, no libFuzzer: the harness and driver alone), with each of the oracles
   that know the right answer on and off: the metamorphic relations (on by default), and
@@ -42,11 +43,11 @@ def corpus_files(corpus: Path) -> list[Path]:
     return sorted(p for p in corpus.iterdir() if p.is_file()) if corpus.is_dir() else []
 
 
-def fuzz_rate(corpus: Path, seconds: int) -> dict:
-    """Fuzz for ``seconds`` from a scratch copy of the corpus; libFuzzer's figures and the
-    harness statistics line."""
+def fuzz_rate(corpus: Path, seconds: int, flags: tuple[str, ...] = ()) -> dict:
+    """Fuzz for ``seconds`` from a scratch copy of the corpus (with the entry point's
+    ``flags``); libFuzzer's figures and the harness statistics line."""
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as scratch:
-        command = [sys.executable, str(FUZZ_ENTRY), scratch, str(corpus), f"-max_total_time={seconds}",
+        command = [sys.executable, str(FUZZ_ENTRY), *flags, scratch, str(corpus), f"-max_total_time={seconds}",
                    "-print_final_stats=1", f"-artifact_prefix={scratch}/", "-timeout=30"]
         run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
                              timeout=seconds * 3 + 120)
@@ -218,10 +219,11 @@ def main() -> int:
 
     inputs = corpus_files(args.corpus)
     print(f"corpus: {args.corpus} ({len(inputs)} inputs)")
-    if not args.skip_fuzz:
-        fuzz = fuzz_rate(args.corpus, args.seconds)
+    for flags in (() if args.skip_fuzz else ((), ("--no-relations",))):
+        fuzz = fuzz_rate(args.corpus, args.seconds, flags)
         verdict = "meets" if fuzz["execs_per_s"] >= TARGET_EXECS_PER_S else "below"
-        print(f"libFuzzer, 1 process, {args.seconds} s: {fuzz['execs_per_s']} exec/s "
+        print(f"libFuzzer, 1 process, {args.seconds} s{''.join(' ' + f for f in flags)}: "
+              f"{fuzz['execs_per_s']} exec/s "
               f"({fuzz['executed']} inputs; {verdict} the {TARGET_EXECS_PER_S} exec/s target)")
         print(f"  {fuzz['setup']}")
         print(f"  {fuzz['harness']}")
