@@ -40,9 +40,8 @@ from hal_client.contract import OracleViolation
 from hal_client.paths import THREAD_FAILURES, HalClient, deadline_point, read_outputs
 from hal_client.watchdog import WATCHDOG
 
-from . import oracles
+from . import oracles, relations
 from .branch_counters import BranchCounters
-from . import relations
 from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from .oracles import ExecutionResult
 
@@ -340,7 +339,7 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     prepare_status, prepared, prepare_callback = prepare(device, model, choices)
     oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
     oracles.check_supported_vs_prepare(supported_status, supported, prepare_status,
-                                        prepare_arguments_valid(choices))
+                                       prepare_arguments_valid(choices))
     if reference is not None and model_error is None:
         check_model_rejection(reference, case, supported_status, prepare_status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status)
@@ -369,7 +368,7 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     change = choices.request_change if choices.second_path in LAUNCHED_PATHS else RequestChange.NONE
     second = execute(prepared, case, fresh, choices.second_path, limit_s, change)
     oracles.check_same_results(first, second, model, request,
-                                contract.outputs_fully_specified(model, request), change)
+                               contract.outputs_fully_specified(model, request), change)
     # What later runs must give: the first results, with shapes from the second where the
     # first path (fenced) reports none.
     expected = first if first.shapes is not None else replace(first, shapes=second.shapes)

@@ -10,7 +10,7 @@ import pytest
 from driver import SampleDriver
 from driver.hal import ErrorStatus, OperandType as T, OutputShape
 from fuzz import harness, oracles, relations
-from fuzz.case import ExecutionPath, Relation
+from fuzz.case import ExecutionPath, FuzzCase, Relation
 from fuzz.codec import decode
 from fuzz.drivers import make_device
 from fuzz.oracles import ExecutionResult
@@ -133,7 +133,7 @@ def test_a_valid_model_the_driver_rejects_is_a_reference_verdict():
     x = b.main.input(T.TENSOR_FLOAT32, [2])
     b.main.outputs(b.main.sub(x, x))
     model = b.build()
-    case = harness.FuzzCase(model, make_request([np.ones(2, np.float32)], [out_like(np.float32, [2])]).request)
+    case = FuzzCase(model, make_request([np.ones(2, np.float32)], [out_like(np.float32, [2])]).request)
     with pytest.raises(oracles.ReferenceVerdictViolation, match="the driver rejects it"):
         harness.run_case(case, RejectsEverySub(), harness.Oracles(SampleDriver(), False))
     harness.run_case(case, RejectsEverySub(), harness.Oracles(None, False))
