@@ -9,6 +9,7 @@ from .errors import check
 from .hal.enums import (Constant, ExecutionPreference, LoopTimeoutDurationNs, MeasureTiming,
                         Priority, UINT64_MAX)
 from .hal.structs import OptionalTimeoutDuration, OptionalTimePoint
+from .validation.common import INT32_MAX
 
 
 def _enum_value(enum_type, value, name: str):
@@ -73,10 +74,15 @@ def cache_token(token) -> bytes:
     return bytes(token)
 
 
-def cache_handles(handles, name: str) -> list:
+def cache_handles(handles, name: str) -> list[int]:
+    """A list of cache handles: each what a hidl_handle of a cache file carries here, one
+    file descriptor (a non-negative C int)."""
     check(isinstance(handles, (list, tuple)), "{} must be a list of handles", name)
     check(len(handles) <= Constant.MAX_NUMBER_OF_CACHE_FILES, "{} has {} "
           "handles, more than {}", name, len(handles), int(Constant.MAX_NUMBER_OF_CACHE_FILES))
+    for i, handle in enumerate(handles):
+        check(type(handle) is int and 0 <= handle <= INT32_MAX,
+              "{}[{}]: {!r} is not a file descriptor", name, i, handle)
     return list(handles)
 
 

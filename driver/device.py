@@ -3,17 +3,22 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import arguments
-from .errors import DriverError, ValidationError
+from . import arguments, cache
+from .buffers import BufferTracker, DeviceBuffer
+from .errors import DriverError, ValidationError, check
 from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
 from .fingerprint import MODEL_MEMO, ModelFingerprint, model_fingerprint
-from .hal.enums import DeviceStatus, DeviceType, ErrorStatus, OperandType
+from .hal.dtypes import byte_size
+from .hal.enums import (DeviceStatus, DeviceType, ErrorStatus, ExecutionPreference,
+                        OperandType, Priority)
 from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
-                          OperandPerformance, OptionalTimePoint,
-                          PerformanceInfo, Subgraph)
+                          OperandExtraParams, OperandPerformance, OptionalTimePoint,
+                          PerformanceInfo, Subgraph, SymmPerChannelQuantParams)
 from .limits import MEMORY_BUDGET_BYTES
 from .prepared_model import SamplePreparedModel
+from .validation.buffer import validate_allocation
+from .validation.common import is_extension_type
 from .validation.model import validate_fingerprinted_model
 
 VERSION = "nnhal-py-1.3"
@@ -26,12 +31,15 @@ class SampleDriver:
     ``memory_budget_bytes``: the most memory the values of one execution may hold (of any
     prepared model of this device, read when the execution starts); past it, an execution
     fails with RESOURCE_EXHAUSTED_PERSISTENT instead of exhausting the host. A client may
-    lower it (the fuzz harness does, and holds the driver to it)."""
+    lower it (the fuzz harness does, and holds the driver to it).
+
+    ``buffers``: the driver-managed buffers allocated by this device, by token."""
 
     def __init__(self, name: str = "sample-python",
                  memory_budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:
         self.name = name
         self.memory_budget_bytes = memory_budget_bytes
+        self.buffers = BufferTracker()
 
     # --- queries -------------------------------------------------------------------------
 
@@ -56,7 +64,7 @@ class SampleDriver:
         return ErrorStatus.NONE, []
 
     def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
-        return ErrorStatus.NONE, 0, 0
+        return ErrorStatus.NONE, cache.MODEL_CACHE_FILES, cache.DATA_CACHE_FILES
 
     def getStatus(self) -> DeviceStatus:
         return DeviceStatus.AVAILABLE
@@ -90,6 +98,8 @@ class SampleDriver:
             return ErrorStatus.INVALID_ARGUMENT     # nobody to notify
         status, prepared = self._prepare(model, preference, priority, deadline, modelCache,
                                          dataCache, token)
+        if status == ErrorStatus.NONE:
+            self._save_to_cache(model, modelCache, dataCache, token)
         # Preparation is done before returning; the callback hears the outcome. A missed
         # deadline is a failure of the launched preparation, not of the launch (as the
         # VTS quality-of-service tests expect), so the launch itself reports NONE.
@@ -120,21 +130,61 @@ class SampleDriver:
         return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority,
                                                      self)
 
+    def _save_to_cache(self, model: Model, modelCache: list[int], dataCache: list[int],
+                       token: bytes) -> None:
+        """Save a model just prepared, when the client gave as many cache files as
+        getNumberOfCacheFilesNeeded asks for (with none, or another number, it caches
+        nothing). A failure to save must not fail the preparation (IDevice.hal): a file
+        that cannot be written leaves no cache the token would find whole."""
+        if (len(modelCache), len(dataCache)) != (cache.MODEL_CACHE_FILES, cache.DATA_CACHE_FILES):
+            return
+        try:
+            cache.save(model, modelCache, dataCache, token, VERSION)
+        except OSError:
+            pass
+
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
                                   dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:
         try:
             arguments.callback(callback, "notify_1_3")
         except ValidationError:
             return ErrorStatus.INVALID_ARGUMENT
-        # getNumberOfCacheFilesNeeded says 0: this driver has nothing to prepare from.
-        callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, None)
-        return ErrorStatus.GENERAL_FAILURE
+        try:
+            arguments.deadline(deadline)
+            model_fds = arguments.cache_handles(modelCache, "modelCache")
+            data_fds = arguments.cache_handles(dataCache, "dataCache")
+            checked_token = arguments.cache_token(token)
+            check_cache_counts(len(model_fds), len(data_fds))
+            model = cache.load(model_fds, data_fds, checked_token, VERSION)
+        except DriverError as error:
+            callback.notify_1_3(error.status, None)
+            return error.status
+        # The stored model is prepared as any other: validated and compiled anew.
+        status, prepared = self._prepare(model, ExecutionPreference.FAST_SINGLE_ANSWER,
+                                         Priority.MEDIUM, deadline, [], [], checked_token)
+        callback.notify_1_3(status, prepared)
+        return status
 
     def allocate(self, desc: BufferDesc, preparedModels, inputRoles: Sequence[BufferRole],
                  outputRoles: Sequence[BufferRole]) -> tuple[ErrorStatus, Any, int]:
-        # Driver-managed buffers (memory domains) are not offered: the HAL's answer for
-        # that is GENERAL_FAILURE.
-        return ErrorStatus.GENERAL_FAILURE, None, 0
+        try:
+            layout = validate_allocation(desc, preparedModels, inputRoles, outputRoles,
+                                         self._model_of)
+        except ValidationError:
+            return ErrorStatus.INVALID_ARGUMENT, None, 0
+        operand_type = layout.operand.type
+        if is_extension_type(operand_type) or byte_size(operand_type, [1]) is None:
+            # Valid, but this driver keeps no buffers of types it cannot size.
+            return ErrorStatus.GENERAL_FAILURE, None, 0
+        buffer = DeviceBuffer(layout)
+        return ErrorStatus.NONE, buffer, self.buffers.add(buffer)
+
+    def _model_of(self, prepared_model: object) -> Model | None:
+        """What a prepared model of this device checks requests against (its main inputs
+        and outputs); None for anything else."""
+        if isinstance(prepared_model, SamplePreparedModel) and prepared_model._device is self:
+            return prepared_model._model
+        return None
 
 
 def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None) -> ModelAnalysis:
@@ -170,7 +220,19 @@ def _model_for_requests(model: Model) -> Model:
 
 
 def _request_operand(operand: Operand) -> Operand:
-    # Location and extra parameters are left empty: no request check reads them.
+    # The location is left empty: no request check reads it. The extra parameters are
+    # kept, as allocate compares those of a buffer's roles.
+    channel_quant = operand.extraParams.channelQuant
+    extra_params = OperandExtraParams(
+        channelQuant=None if channel_quant is None else SymmPerChannelQuantParams(
+            list(channel_quant.scales), channel_quant.channelDim),
+        extension=operand.extraParams.extension)
     return Operand(type=operand.type, dimensions=list(operand.dimensions),
                    numberOfConsumers=operand.numberOfConsumers, scale=operand.scale,
-                   zeroPoint=operand.zeroPoint, lifetime=operand.lifetime)
+                   zeroPoint=operand.zeroPoint, lifetime=operand.lifetime, extraParams=extra_params)
+
+
+def check_cache_counts(model_files: int, data_files: int) -> None:
+    check((model_files, data_files) == (cache.MODEL_CACHE_FILES, cache.DATA_CACHE_FILES),
+          "{} model and {} data cache files given, where this driver needs {} and {}",
+          model_files, data_files, cache.MODEL_CACHE_FILES, cache.DATA_CACHE_FILES)

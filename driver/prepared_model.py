@@ -8,8 +8,9 @@ import time
 from typing import Callable, Optional, Sequence
 
 from . import arguments
+from .buffers import bind_device_memory, has_device_memory
 from .burst import ExecutionBurst
-from .errors import ValidationError
+from .errors import DriverError, ValidationError
 from .executor.io import LaunchedRequest
 from .executor.run import ExecutionResult, MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
@@ -96,7 +97,8 @@ class SamplePreparedModel:
         self._model = program.model
         self._program = program
         self.priority = priority
-        self._device = device           # whose memory budget each execution gets
+        # Whose memory budget each execution gets, and whose buffers requests may name.
+        self._device = device
 
     # --- shared ----------------------------------------------------------------------
 
@@ -118,6 +120,14 @@ class SamplePreparedModel:
             measure = arguments.measure_timing(measure)
         return measure, self._context(deadline, loopTimeoutDuration)
 
+    def _launched(self, request: Request, allow_unspecified_output: bool = True) -> LaunchedRequest:
+        """``request`` validated for an execution of this model, with the driver-managed
+        buffers it names bound (driver/buffers.py)."""
+        validate_request(request, self._model, allow_unspecified_output=allow_unspecified_output)
+        if has_device_memory(request):
+            return bind_device_memory(request, self, self._device.buffers, allow_unspecified_output)
+        return LaunchedRequest.of(request)
+
     # --- executeSynchronously_1_3 --------------------------------------------------------
 
     def executeSynchronously_1_3(self, request: Request, measure: MeasureTiming,
@@ -127,7 +137,10 @@ class SamplePreparedModel:
         started = time.perf_counter_ns()
         try:
             measure, ctx = self._checked(request, measure, deadline, loopTimeoutDuration)
-        except ValidationError as error:
+            if has_device_memory(request):
+                # Buffers are resolved here; a plain request is validated as it runs.
+                request = self._launched(request)
+        except DriverError as error:
             return failure(error).as_tuple()
         return self._execute(request, measure, ctx, started).as_tuple()
 
@@ -143,11 +156,10 @@ class SamplePreparedModel:
         try:
             measure, ctx = self._checked(request, measure, deadline, loopTimeoutDuration)
             # Request errors are reported at launch, as the reference driver does.
-            validate_request(request, self._model)
-        except ValidationError as error:
+            launched = self._launched(request)
+        except DriverError as error:
             callback.notify_1_3(error.status, [], NO_TIMING)
             return error.status
-        launched = LaunchedRequest.of(request)
 
         def run() -> None:
             try:
@@ -173,17 +185,19 @@ class SamplePreparedModel:
             duration_ns = arguments.duration(duration, "duration")
             fences = arguments.sync_fences(waitFor)
             # A fenced execution cannot report output shapes: every output must be known.
-            validate_request(request, self._model, allow_unspecified_output=False)
-        except ValidationError:
-            return ErrorStatus.INVALID_ARGUMENT, None, None
+            launched = self._launched(request, allow_unspecified_output=False)
+        except DriverError as error:
+            return error.status, None, None
         if arguments.deadline_passed(ctx.deadline_ns):
+            launched.forget_outputs()
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None, None
-        launched = LaunchedRequest.of(request)
         done = SyncFence()
         info = FencedExecutionCallback()
 
         def finish(status: ErrorStatus, message: str = "", timing_launched: Timing = NO_TIMING,
                    timing_fenced: Timing = NO_TIMING) -> None:
+            if status != ErrorStatus.NONE:
+                launched.forget_outputs()
             info._complete(status, timing_launched, timing_fenced, message)
             done.signal(FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR)
 

@@ -21,6 +21,20 @@ class RequestChange(enum.IntEnum):
     CLOSED = 3      # the pools closed and the Request emptied
 
 
+class Relation(enum.IntEnum):
+    """The metamorphic relation a case is also checked by (fuzz/relations.py): the model
+    and request are rewritten into ones that must give the same outputs, run on the same
+    driver and compared."""
+    NONE = 0
+    IF_THEN = 1                  # the main subgraph as the then-branch of IF(true)
+    IF_ELSE = 2                  # ... as the else-branch of IF(false)
+    CONSTANT_COPY = 3            # a main input given as a CONSTANT_COPY operand
+    CONSTANT_REFERENCE = 4       # ... as a CONSTANT_REFERENCE operand in a model pool
+    OWN_POOLS = 5                # each request argument in a pool of its own, at an offset
+    RENUMBERED = 6               # operands and operations renumbered, operations reordered
+    UNKNOWN_OUTPUT_SHAPES = 7    # main output dimensions left for the driver to work out
+
+
 @dataclass(kw_only=True)
 class ExecutionChoices(ExecutionArguments):
     """How a case is run: the execution's arguments besides the request (those of
@@ -31,6 +45,8 @@ class ExecutionChoices(ExecutionArguments):
     priority: Priority = Priority.MEDIUM
     #: What happens to the second execution's request after an ASYNC or FENCED launch.
     request_change: RequestChange = RequestChange.NONE
+    #: The metamorphic relation the case is also checked by, once it ran successfully.
+    relation: Relation = Relation.NONE
 
 
 @dataclass

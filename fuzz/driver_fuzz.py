@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Coverage-guided fuzzing of an NN HAL 1.3 driver with atheris and libFuzzer.
 
-    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--trace-comparisons] [--no-cpu-binding]
+    python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--reference MODULE:FACTORY|none]
+                               [--no-relations] [--trace-comparisons] [--no-cpu-binding]
                                [CORPUS_DIR ...] [libFuzzer flags]
 
 ``--driver`` names a callable returning an IDevice (default ``driver:SampleDriver``); the
-bundled driver package and the named driver's package are instrumented for coverage. Every
+bundled driver package and the named driver's package are instrumented for coverage.
+``--reference`` names the driver whose outputs and verdicts the driver's are compared with
+(default: the bundled driver, unless it is the one under test; ``none``: no reference), and
+``--no-relations`` turns the metamorphic relations off (see fuzz/harness.py). Every
 other argument goes to libFuzzer unchanged (-max_total_time, -runs, -jobs, -fork, -timeout,
 -merge, -minimize_crash, -dict, ...). Artifacts go to the repository's crashes/ unless
 -artifact_prefix says otherwise; -timeout defaults to 60 s (the harness reports hangs
@@ -27,7 +31,8 @@ Each process that runs inputs binds itself to a CPU no other fuzzing process hol
 fraction on one CPU); ``--no-cpu-binding`` leaves it to the kernel.
 
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
-it is executable and carries the driver, tracing and binding choices in the environment.
+it is executable and carries the driver, reference, relations, tracing and binding
+choices in the environment.
 A process that ran inputs also writes its harness statistics, as JSON, into the folder
 $NNHAL_FUZZ_STATS_DIR when that is set: -fork children's output goes to logs libFuzzer
 deletes (scripts/nightly.py adds them up).
@@ -50,10 +55,13 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     sys.path[0] = str(REPO_ROOT)
 
 from fuzz.cpu_binding import NO_BINDING_ENV, bind_to_free_cpu, supervises_others  # noqa: E402
-from fuzz.drivers import DRIVER_ENV, configured_spec, top_package  # noqa: E402
+from fuzz.drivers import (DRIVER_ENV, NO_RELATIONS_ENV, REFERENCE_ENV, configured_spec,  # noqa: E402
+                          top_package)
 
 DEFAULT_TIMEOUT_S = 60
 DRIVER_FLAG = "--driver"
+REFERENCE_FLAG = "--reference"
+NO_RELATIONS_FLAG = "--no-relations"
 TRACE_COMPARISONS_FLAG = "--trace-comparisons"
 TRACE_COMPARISONS_ENV = "NNHAL_FUZZ_TRACE_COMPARISONS"
 NO_CPU_BINDING_FLAG = "--no-cpu-binding"
@@ -64,33 +72,28 @@ STATS_DIR_ENV = "NNHAL_FUZZ_STATS_DIR"
 NOT_INSTRUMENTED = frozenset({"driver.fingerprint"})
 
 
-def split_driver_flag(argv: list[str]) -> tuple[str | None, list[str]]:
-    """(``--driver`` value or None, the other arguments). libFuzzer would take the flag
-    for one of its own, misspelt, so it must not reach atheris.Setup."""
+def split_driver_flag(argv: list[str], flag: str = DRIVER_FLAG) -> tuple[str | None, list[str]]:
+    """(``--driver`` value or None, the other arguments); or of ``flag``, another flag
+    with a value. libFuzzer would take such a flag for one of its own, misspelt, so it must
+    not reach atheris.Setup."""
     spec = None
     rest: list[str] = []
     arguments = iter(argv)
     for argument in arguments:
-        if argument == DRIVER_FLAG:
+        if argument == flag:
             spec = next(arguments, None)
             if spec is None:
-                raise SystemExit(f"{DRIVER_FLAG} needs a value: MODULE:FACTORY")
-        elif argument.startswith(DRIVER_FLAG + "="):
+                raise SystemExit(f"{flag} needs a value: MODULE:FACTORY")
+        elif argument.startswith(flag + "="):
             spec = argument.split("=", 1)[1]
         else:
             rest.append(argument)
     return spec, rest
 
 
-def split_trace_flag(argv: list[str]) -> tuple[bool, list[str]]:
-    """(whether ``--trace-comparisons`` was given, the other arguments)."""
-    rest = [argument for argument in argv if argument != TRACE_COMPARISONS_FLAG]
-    return len(rest) != len(argv), rest
-
-
-def split_no_binding_flag(argv: list[str]) -> tuple[bool, list[str]]:
-    """(whether ``--no-cpu-binding`` was given, the other arguments)."""
-    rest = [argument for argument in argv if argument != NO_CPU_BINDING_FLAG]
+def split_switch(argv: list[str], flag: str) -> tuple[bool, list[str]]:
+    """(whether the switch ``flag`` (e.g. ``--no-cpu-binding``) was given, the other arguments)."""
+    rest = [argument for argument in argv if argument != flag]
     return len(rest) != len(argv), rest
 
 
@@ -246,11 +249,17 @@ def main() -> None:
     if spec:
         os.environ[DRIVER_ENV] = spec   # inherited by -fork / -jobs / -minimize_crash children
     spec = configured_spec()
-    trace_comparisons, argv = split_trace_flag(argv)
+    reference, argv = split_driver_flag(argv, REFERENCE_FLAG)
+    if reference:
+        os.environ[REFERENCE_ENV] = reference
+    no_relations, argv = split_switch(argv, NO_RELATIONS_FLAG)
+    if no_relations:
+        os.environ[NO_RELATIONS_ENV] = "1"
+    trace_comparisons, argv = split_switch(argv, TRACE_COMPARISONS_FLAG)
     if trace_comparisons:
         os.environ[TRACE_COMPARISONS_ENV] = "1"
     trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
-    no_binding, argv = split_no_binding_flag(argv)
+    no_binding, argv = split_switch(argv, NO_CPU_BINDING_FLAG)
     if no_binding:
         os.environ[NO_BINDING_ENV] = "1"
     keep_interpreter_for_children()
@@ -265,6 +274,7 @@ def main() -> None:
         from hal_client.watchdog import WATCHDOG
         supported_types()            # operation modules load lazily: load them instrumented
         device = make_device(spec)
+    oracles = harness.configured_oracles()
 
     stats_dir = os.environ.get(STATS_DIR_ENV)
 
@@ -280,7 +290,7 @@ def main() -> None:
     def test_one_input(data: bytes) -> None:
         coverage.start_input()
         try:
-            harness.run_one(data, device)
+            harness.run_one(data, device, oracles)
         except BaseException as error:
             print_stats()
             record_finding(findings, data, error)

@@ -11,11 +11,19 @@ execution of a case declaring large values runs under tracemalloc, and its peak 
 within the memory budget the harness gives the driver. A broken rule raises an
 OracleViolation (see oracles.py and hal_client/contract.py). The driver is reached only
 through the HAL surface, by hal_client.
+
+Two oracles know the right answer (``Oracles``). A reference driver runs each case the
+driver under test ran successfully (prepared like it, on its first path, over fresh pools):
+its outputs must match within the accuracy criteria, and it must not reject what the driver
+accepted; where the driver rejects a model or request with INVALID_ARGUMENT that the
+reference validator finds valid, the reference must reject it too. A metamorphic relation
+(``choices.relation``, fuzz/relations.py) rewrites a case that ran successfully into one
+that must give the same outputs, which runs on the same driver.
 """
 from __future__ import annotations
 
 import tracemalloc
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from math import prod
 from operator import attrgetter
 from typing import Any, Sequence
@@ -32,9 +40,9 @@ from hal_client.contract import OracleViolation
 from hal_client.paths import THREAD_FAILURES, HalClient, deadline_point, read_outputs
 from hal_client.watchdog import WATCHDOG
 
-from . import oracles
+from . import oracles, relations
 from .branch_counters import BranchCounters
-from .case import ExecutionChoices, ExecutionPath, FuzzCase, RequestChange
+from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from .oracles import ExecutionResult
 
 #: How long a driver may take to answer a call that does not execute the model.
@@ -67,6 +75,11 @@ class HarnessStats:
     prepared: int = 0        # prepareModel_1_3 gave a prepared model
     executed_ok: int = 0     # first execution returned NONE
     control_flow: int = 0    # executions of a model with IF/WHILE in its main subgraph
+    reference_compared: int = 0   # outputs compared with the reference driver's
+    reference_skipped: int = 0    # ran on the driver, but the reference did not run it successfully
+    related_compared: int = 0     # outputs compared with those of a metamorphic relation
+    related_skipped: int = 0      # a relation that did not apply, or whose case did not run
+    outputs_not_compared: int = 0  # NaN or infinite in the expected outputs, or random ones
     violations: int = 0      # oracle failures
 
     def summary(self) -> str:
@@ -80,6 +93,14 @@ class HarnessStats:
 
 
 STATS = HarnessStats()
+
+
+@dataclass(frozen=True)
+class Oracles:
+    """The oracles a run may go without: a reference driver to compare with (None: none),
+    and the metamorphic relations."""
+    reference: Any = None
+    relations: bool = True
 
 
 @dataclass(frozen=True)
@@ -295,21 +316,23 @@ def prepare_arguments_valid(choices: ExecutionChoices) -> bool:
             and choices.deadline_ns is None)
 
 
-def run_case(case: FuzzCase, device: Any) -> Outcome:
-    """Run one case through ``device`` and apply every oracle; raises OracleViolation."""
+def run_case(case: FuzzCase, device: Any, enabled: Oracles = Oracles()) -> Outcome:
+    """Run one case through ``device`` and apply every oracle (of the optional ones, those
+    ``enabled``); raises OracleViolation."""
     try:
-        return _run_case(case, device)
+        return _run_case(case, device, enabled)
     except OracleViolation:
         STATS.violations += 1
         raise
 
 
-def _run_case(case: FuzzCase, device: Any) -> Outcome:
+def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     THREAD_FAILURES.install()
     model, request, choices = case.model, case.request, case.choices
     model_error, request_error = reference_errors(model, request)
     if model_error is None and request_error is None:
         STATS.valid += 1
+    reference = enabled.reference
 
     supported_status, supported = CLIENT.get_supported_operations(device, model)
 
@@ -317,6 +340,8 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
     oracles.check_supported_vs_prepare(supported_status, supported, prepare_status,
                                        prepare_arguments_valid(choices))
+    if reference is not None and model_error is None:
+        check_model_rejection(reference, case, supported_status, prepare_status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status)
     if prepare_status != ErrorStatus.NONE:
         return _finish(outcome, prepare_callback)
@@ -332,6 +357,8 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     if has_control_flow(model):
         STATS.control_flow += 1
     oracles.check_invalid_request_rejected(request_error, first.status, first.path)
+    if reference is not None and request_error is None and first.status == ErrorStatus.INVALID_ARGUMENT:
+        run_on_reference(reference, case, snapshot, limit_s, first.status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status, first)
     if first.status != ErrorStatus.NONE:
         return _finish(outcome, prepare_callback)
@@ -342,8 +369,82 @@ def _run_case(case: FuzzCase, device: Any) -> Outcome:
     second = execute(prepared, case, fresh, choices.second_path, limit_s, change)
     oracles.check_same_results(first, second, model, request,
                                contract.outputs_fully_specified(model, request), change)
+    # What later runs must give: the first results, with shapes from the second where the
+    # first path (fenced) reports none.
+    expected = first if first.shapes is not None else replace(first, shapes=second.shapes)
+    if reference is not None:
+        compare_with_reference(reference, case, expected, snapshot, limit_s)
+    if enabled.relations and choices.relation != Relation.NONE:
+        compare_with_relation(device, case, expected, snapshot, limit_s)
     return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
                    prepare_callback)
+
+
+# --- the oracles that know the right answer ---------------------------------------------------
+
+def check_model_rejection(reference: Any, case: FuzzCase, supported_status: ErrorStatus,
+                          prepare_status: ErrorStatus) -> None:
+    """A model the reference validator finds valid, which the driver rejects with
+    INVALID_ARGUMENT: the reference driver, asked the same, must reject it too."""
+    if supported_status == ErrorStatus.INVALID_ARGUMENT:
+        status, _ = CLIENT.get_supported_operations(reference, case.model)
+        oracles.check_reference_verdict(status, supported_status, "getSupportedOperations_1_3")
+    if prepare_status == ErrorStatus.INVALID_ARGUMENT:
+        status, _, _ = prepare(reference, case.model, case.choices)
+        oracles.check_reference_verdict(status, prepare_status, "prepareModel_1_3")
+
+
+def run_on_reference(reference: Any, case: FuzzCase, snapshot: Sequence[bytes | None],
+                     limit_s: float, driver_status: ErrorStatus) -> ExecutionResult | None:
+    """The case on the reference driver, prepared like it was for the driver and executed on
+    its first path over fresh pools (None: the reference did not prepare it). The driver
+    prepared the model and its execution gave ``driver_status``: where the reference's
+    verdict on model or request differs, a violation."""
+    status, prepared, _ = prepare(reference, case.model, case.choices)
+    oracles.check_reference_verdict(status, ErrorStatus.NONE, "prepareModel_1_3")
+    if status != ErrorStatus.NONE:
+        return None
+    path = case.choices.path
+    result = execute(prepared, case, with_fresh_pools(case.request, snapshot), path, limit_s)
+    oracles.check_reference_verdict(result.status, driver_status, f"{path.name} execution")
+    return result
+
+
+def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionResult,
+                           snapshot: Sequence[bytes | None], limit_s: float) -> None:
+    """The driver's successful execution against the reference driver's."""
+    if any(pool.hidlMemory is None for pool in case.request.pools):
+        STATS.reference_skipped += 1    # the driver's own buffers: the reference has none
+        return
+    result = run_on_reference(reference, case, snapshot, limit_s, ErrorStatus.NONE)
+    if result is None or result.status != ErrorStatus.NONE:
+        STATS.reference_skipped += 1
+        return
+    STATS.reference_compared += 1
+    STATS.outputs_not_compared += oracles.check_same_outputs(
+        result, expected, case.model, case.request, oracles.ReferenceMismatchViolation,
+        f"{expected.path.name} execution vs the reference's")
+
+
+def compare_with_relation(device: Any, case: FuzzCase, expected: ExecutionResult,
+                          snapshot: Sequence[bytes | None], limit_s: float) -> None:
+    """The case rewritten by its metamorphic relation, on the same driver (synchronously),
+    against its successful execution."""
+    rule = relations.RULES[case.choices.relation]
+    derived = rule.derive(case.model, with_fresh_pools(case.request, snapshot))
+    result = None
+    if derived is not None and reference_errors(*derived) == (None, None):
+        related = FuzzCase(*derived, case.choices)
+        status, prepared, _ = prepare(device, related.model, case.choices)
+        if status == ErrorStatus.NONE:
+            result = execute(prepared, related, related.request, ExecutionPath.SYNC, limit_s)
+    if result is None or result.status != ErrorStatus.NONE:
+        STATS.related_skipped += 1
+        return
+    STATS.related_compared += 1
+    STATS.outputs_not_compared += oracles.check_same_outputs(
+        expected, result, case.model, case.request, rule.Violation,
+        f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)")
 
 
 def _finish(outcome: Outcome, prepare_callback: PreparedModelCallback) -> Outcome:
@@ -367,10 +468,26 @@ def default_device() -> Any:
     return _default_device
 
 
-def run_one(data: bytes, device: Any = None) -> Outcome:
-    """Decode one fuzz input and run it (the libFuzzer entry and pytest replay)."""
+_configured_oracles: Oracles | None = None
+
+
+def configured_oracles() -> Oracles:
+    """The reference driver and relations configured (see fuzz/drivers.py), made once per
+    process."""
+    global _configured_oracles
+    if _configured_oracles is None:
+        from .drivers import configured_reference, make_device, relations_on
+        spec = configured_reference()
+        _configured_oracles = Oracles(make_device(spec) if spec else None, relations_on())
+    return _configured_oracles
+
+
+def run_one(data: bytes, device: Any = None, enabled: Oracles | None = None) -> Outcome:
+    """Decode one fuzz input and run it (the libFuzzer entry and pytest replay); the
+    optional oracles are the configured ones unless ``enabled`` says."""
     from .codec import decode
     STATS.inputs += 1
     case = decode(data)
     STATS.decoded += 1
-    return run_case(case, device if device is not None else default_device())
+    return run_case(case, device if device is not None else default_device(),
+                    enabled if enabled is not None else configured_oracles())

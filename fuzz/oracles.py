@@ -1,6 +1,7 @@
 """The rules only the fuzz harness checks, each a small function raising its own
-OracleViolation: the driver against the reference validator, and two executions of one
-case against each other. The rules any client checks on a driver's answers are in
+OracleViolation: the driver against the reference validator and a reference driver, two
+executions of one case against each other, and a case against one rewritten to give the
+same outputs (fuzz/relations.py). The rules any client checks on a driver's answers are in
 hal_client/contract.py (the harness applies both).
 """
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Sequence
 import numpy as np
 
 from driver.hal import ErrorStatus, Model, OperandType, OperationType, OutputShape, Request
+from driver.hal.dtypes import STORAGE_DTYPE
+from driver.hal.enums import SCALAR_OPERAND_TYPES
+from hal_client.accuracy import compare_values, tolerance_for
 from hal_client.contract import OracleViolation, main_output_operand
 from hal_client.paths import ExecutionPath
 
@@ -42,6 +46,24 @@ class RequestChangedViolation(OracleViolation):
     changed its request after the launch: the driver read the request late, where HIDL
     hands it a copy taken at the call."""
     rule = "request-after-launch"
+
+
+class ReferenceVerdictViolation(OracleViolation):
+    """The driver and the reference driver disagree on a model's or request's validity: one
+    rejects it with INVALID_ARGUMENT, the other accepts it."""
+    rule = "reference-verdict"
+
+
+class ReferenceMismatchViolation(OracleViolation):
+    """The driver's outputs differ from the reference driver's beyond the accuracy criteria
+    (hal_client/accuracy.py), or their shapes differ."""
+    rule = "reference-mismatch"
+
+
+class MetamorphicViolation(OracleViolation):
+    """A model and request rewritten to give the same outputs gave others (each relation
+    of fuzz/relations.py has its subclass, ruled ``metamorphic-<relation>``)."""
+    rule = "metamorphic"
 
 
 class MemoryBudgetViolation(OracleViolation):
@@ -118,6 +140,18 @@ def check_invalid_request_rejected(request_error: str | None, status: ErrorStatu
             key=path.name)
 
 
+def check_reference_verdict(reference: ErrorStatus, driver: ErrorStatus, call: str) -> None:
+    """The reference driver and the driver under test, given the same ``call``, agree on
+    whether its model or request is valid: INVALID_ARGUMENT from one, NONE from the other
+    is a disagreement (any other status says nothing about validity)."""
+    if {reference, driver} != {ErrorStatus.INVALID_ARGUMENT, ErrorStatus.NONE}:
+        return
+    verdicts = ("the reference rejects it with INVALID_ARGUMENT, the driver accepts it"
+                if reference == ErrorStatus.INVALID_ARGUMENT
+                else "the driver rejects it with INVALID_ARGUMENT, the reference accepts it")
+    raise ReferenceVerdictViolation(f"{call}: {verdicts}", key=f"{call}: driver {driver.name}")
+
+
 # --- determinism --------------------------------------------------------------------------
 
 def _same_bytes(a: bytes, b: bytes, float_dtype: type | None) -> bool:
@@ -178,6 +212,67 @@ def check_same_results(first: ExecutionResult, second: ExecutionResult, model: M
             raise Violation(
                 f"{paths}: output {i} bytes differ (first difference at byte {differ}, "
                 f"{len(a)} bytes)", key=f"{paths}: output bytes")
+
+
+# --- the same outputs, within the accuracy criteria ------------------------------------------
+
+def computes_in_float16(model: Model) -> bool:
+    """float32 outputs are then held to float16 accuracy (the CTS's criterion)."""
+    return model.relaxComputationFloat32toFloat16 or any(
+        operand.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)
+        for subgraph in (model.main, *model.referenced) for operand in subgraph.operands)
+
+
+def specified_dimensions(model: Model, request: Request, index: int) -> list[int] | None:
+    """Output ``index``'s dimensions when the model and request fix them before execution
+    ([] for a scalar), else None."""
+    operand = main_output_operand(model, index)
+    if operand is None or index >= len(request.outputs) or request.outputs[index].hasNoValue:
+        return None
+    if operand.type in SCALAR_OPERAND_TYPES:
+        return []
+    dims = list(request.outputs[index].dimensions or operand.dimensions)
+    return dims if dims and 0 not in dims else None
+
+
+def check_same_outputs(expected: ExecutionResult, actual: ExecutionResult, model: Model,
+                       request: Request, Violation: type[OracleViolation], what: str) -> int:
+    """Two successful executions meant to compute the same: the same output shapes (where
+    both report them), and every output the request fully specifies within the accuracy
+    criteria of its type. Returns how many outputs were left out: outputs the expected
+    execution computed as NaN or infinite anywhere (a driver may rightly overflow or not
+    in other places), and all of a model with a random operation."""
+    if expected.shapes is not None and actual.shapes is not None:
+        for i, (a, b) in enumerate(zip(expected.shapes, actual.shapes)):
+            if list(a.dimensions) != list(b.dimensions):
+                raise Violation(f"{what}: output {i} has dimensions {list(b.dimensions)}, expected "
+                                f"{list(a.dimensions)}", key=f"{what}: output shape")
+    if has_random_operation(model):
+        return len(expected.outputs)
+    left_out = 0
+    float16 = computes_in_float16(model)
+    for i, (a, b) in enumerate(zip(expected.outputs, actual.outputs)):
+        dims = specified_dimensions(model, request, i)
+        operand = main_output_operand(model, i)
+        dtype = STORAGE_DTYPE.get(operand.type) if operand is not None else None
+        if a is None or b is None or dims is None or dtype is None:
+            continue
+        count = int(np.prod(dims))
+        dtype = np.dtype(np.uint8) if dtype.kind == "b" else dtype   # a byte other than 0/1 is no True
+        if min(len(a), len(b)) < count * dtype.itemsize:
+            continue
+        want, got = np.frombuffer(a, dtype, count), np.frombuffer(b, dtype, count)
+        if dtype.kind == "f" and not np.isfinite(want).all():
+            left_out += 1
+            continue
+        tolerance = tolerance_for(operand.type, float16_criterion=float16)
+        mismatch = compare_values(want, got, tolerance)
+        if mismatch is not None:
+            raise Violation(
+                f"{what}: output {i} ({operand.type.name}{dims}) differs at index {mismatch.index}: "
+                f"{mismatch.actual:.9g}, expected {mismatch.expected:.9g}, beyond {tolerance} "
+                f"({mismatch.count} of {mismatch.size} values)", key=f"{what}: output values")
+    return left_out
 
 
 # --- memory ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from driver.hal import (ExecutionPreference, MeasureTiming, OperandLifeTime as L
                         Subgraph)
 from driver.hal.dtypes import byte_size
 
-from .case import ExecutionPath, FuzzCase, RequestChange
+from .case import ExecutionPath, FuzzCase, Relation, RequestChange
 
 Reduction = Callable[[FuzzCase], None]
 CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
@@ -188,7 +188,8 @@ def shrink_dimension(case: FuzzCase, value: int) -> None:
 PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO), ("deadline_ns", None),
                  ("fenced_duration_ns", None), ("preference", ExecutionPreference.FAST_SINGLE_ANSWER),
                  ("priority", Priority.MEDIUM), ("path", ExecutionPath.SYNC),
-                 ("second_path", ExecutionPath.SYNC), ("request_change", RequestChange.NONE))
+                 ("second_path", ExecutionPath.SYNC), ("request_change", RequestChange.NONE),
+                 ("relation", Relation.NONE))
 
 
 def _set_choice(name: str, value) -> Reduction:

@@ -30,7 +30,7 @@ from .watchdog import WATCHDOG, Budget, format_stacks, is_idle, thread_stacks
 
 #: Waits for callbacks and fences wake up this often to look for dead driver threads.
 WAIT_SLICE_S = 0.05
-#: prepareModel_1_3's cache token: no client here caches compilations.
+#: prepareModel_1_3's cache token when no cache files are given.
 CACHE_TOKEN = bytes(Constant.BYTE_SIZE_OF_CACHE_TOKEN)
 #: Signals executeFenced's wait fences after their delay: one thread for every input (a
 #: threading.Timer each would start a thread per input).
@@ -193,15 +193,25 @@ class HalClient:
         return status, supported
 
     def prepare(self, device: Any, model: Model, preference: ExecutionPreference,
-                priority: Priority, deadline: OptionalTimePoint
-                ) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
+                priority: Priority, deadline: OptionalTimePoint,
+                modelCache: Sequence[int] = (), dataCache: Sequence[int] = (),
+                token: bytes = CACHE_TOKEN) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
         """prepareModel_1_3's notified status and prepared model, and the callback (to
-        check later that it was not notified again)."""
-        what = "prepareModel_1_3"
+        check later that it was not notified again). Cache handles are file descriptors."""
+        return self._prepared("prepareModel_1_3", device.prepareModel_1_3, model, preference,
+                              priority, deadline, list(modelCache), list(dataCache), token)
+
+    def prepare_from_cache(self, device: Any, deadline: OptionalTimePoint,
+                           modelCache: Sequence[int], dataCache: Sequence[int], token: bytes,
+                           ) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
+        """prepareModelFromCache_1_3, as ``prepare``."""
+        return self._prepared("prepareModelFromCache_1_3", device.prepareModelFromCache_1_3,
+                              deadline, list(modelCache), list(dataCache), token)
+
+    def _prepared(self, what: str, method: Callable[..., Any], *args: Any,
+                  ) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
         callback = PreparedModelCallback()
-        launch = contract.as_status(self.call(
-            self.call_limit_s, what, device.prepareModel_1_3, model, preference, priority,
-            deadline, [], [], CACHE_TOKEN, callback), what)
+        launch = contract.as_status(self.call(self.call_limit_s, what, method, *args, callback), what)
         self.wait_for_notify(callback, self.call_limit_s, what, launch)
         contract.check_notified_once(callback, what)
         status, prepared = callback.calls[0]

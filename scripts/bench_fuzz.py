@@ -6,9 +6,12 @@
 Prints:
 - libFuzzer's exec/s of ``fuzz/driver_fuzz.py`` fuzzing from the corpus for --seconds, one
   process (instrumented, with the custom mutator), and the harness statistics of that run:
-  prepare and execute success rates, the share of executions running IF/WHILE;
+  prepare and execute success rates, the share of executions running IF/WHILE; then the
+  same with the metamorphic relations off (--no-relations);
 - the in-process rate of ``run_one`` over the corpus inputs and mutations of them (no
-  instrumentation, no libFuzzer: the harness and driver alone);
+  instrumentation, no libFuzzer: the harness and driver alone), with each of the oracles
+  that know the right answer on and off: the metamorphic relations (on by default), and
+  the bundled driver as reference (on by default only for another driver);
 - the instrumented basic blocks the driver executes per input, by phase, replaying the
   corpus and a fixed set of mutations of it. atheris calls back into libFuzzer at every
   block, so this count is the instrumentation's cost per input, and unlike a rate it does
@@ -40,11 +43,11 @@ def corpus_files(corpus: Path) -> list[Path]:
     return sorted(p for p in corpus.iterdir() if p.is_file()) if corpus.is_dir() else []
 
 
-def fuzz_rate(corpus: Path, seconds: int) -> dict:
-    """Fuzz for ``seconds`` from a scratch copy of the corpus; libFuzzer's figures and the
-    harness statistics line."""
+def fuzz_rate(corpus: Path, seconds: int, flags: tuple[str, ...] = ()) -> dict:
+    """Fuzz for ``seconds`` from a scratch copy of the corpus (with the entry point's
+    ``flags``); libFuzzer's figures and the harness statistics line."""
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as scratch:
-        command = [sys.executable, str(FUZZ_ENTRY), scratch, str(corpus), f"-max_total_time={seconds}",
+        command = [sys.executable, str(FUZZ_ENTRY), *flags, scratch, str(corpus), f"-max_total_time={seconds}",
                    "-print_final_stats=1", f"-artifact_prefix={scratch}/", "-timeout=30"]
         run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
                              timeout=seconds * 3 + 120)
@@ -64,8 +67,15 @@ def fuzz_rate(corpus: Path, seconds: int) -> dict:
             "tail": "\n".join(log.splitlines()[-5:]) if run.returncode else ""}
 
 
-def in_process_rate(corpus: Path, seconds: float) -> dict:
-    """run_one over the corpus and mutations of it, for ``seconds``."""
+#: (label, reference on, relations on) of the in-process runs.
+ORACLE_SETTINGS = (("no reference, no relations", False, False), ("relations (default)", False, True),
+                   ("reference, no relations", True, False), ("reference and relations", True, True))
+
+
+def in_process_rate(corpus: Path, seconds: float, reference: bool = False, relations: bool = True) -> dict:
+    """run_one over the corpus and mutations of it, for ``seconds``, with the bundled driver
+    as reference or not, and the metamorphic relations or not."""
+    from driver import SampleDriver
     from fuzz import harness
     from hal_client.contract import OracleViolation
     try:
@@ -76,6 +86,8 @@ def in_process_rate(corpus: Path, seconds: float) -> dict:
     if not seeds:
         return {"execs_per_s": 0}
     device = harness.default_device()
+    enabled = harness.Oracles(SampleDriver() if reference else None, relations)
+    harness.STATS = stats = harness.HarnessStats()
     runs = violations = 0
     started = time.perf_counter()
     deadline = started + seconds
@@ -84,13 +96,13 @@ def in_process_rate(corpus: Path, seconds: float) -> dict:
         if mutate is not None and runs % 2:
             data = mutate(data, 4096, runs)
         try:
-            harness.run_one(data, device)
+            harness.run_one(data, device, enabled)
         except OracleViolation:
             violations += 1
         runs += 1
     elapsed = time.perf_counter() - started
     return {"execs_per_s": runs / elapsed, "runs": runs, "violations": violations,
-            "harness": harness.STATS.summary()}
+            "harness": stats.summary()}
 
 
 def replay_inputs(corpus: Path, mutations: int, seed: int = 1) -> list[bytes]:
@@ -207,10 +219,11 @@ def main() -> int:
 
     inputs = corpus_files(args.corpus)
     print(f"corpus: {args.corpus} ({len(inputs)} inputs)")
-    if not args.skip_fuzz:
-        fuzz = fuzz_rate(args.corpus, args.seconds)
+    for flags in (() if args.skip_fuzz else ((), ("--no-relations",))):
+        fuzz = fuzz_rate(args.corpus, args.seconds, flags)
         verdict = "meets" if fuzz["execs_per_s"] >= TARGET_EXECS_PER_S else "below"
-        print(f"libFuzzer, 1 process, {args.seconds} s: {fuzz['execs_per_s']} exec/s "
+        print(f"libFuzzer, 1 process, {args.seconds} s{''.join(' ' + f for f in flags)}: "
+              f"{fuzz['execs_per_s']} exec/s "
               f"({fuzz['executed']} inputs; {verdict} the {TARGET_EXECS_PER_S} exec/s target)")
         print(f"  {fuzz['setup']}")
         print(f"  {fuzz['harness']}")
@@ -218,12 +231,13 @@ def main() -> int:
             print(f"  artifacts: {', '.join(fuzz['artifacts'])}")
         if fuzz["tail"]:
             print(f"  libFuzzer exited abnormally:\n{fuzz['tail']}")
-    local = in_process_rate(args.corpus, args.in_process_seconds)
-    if local["execs_per_s"]:
-        print(f"in-process run_one (no instrumentation), corpus + mutations: "
-              f"{local['execs_per_s']:.0f} exec/s over {local['runs']} inputs, "
-              f"{local['violations']} violations")
-        print(f"  {local['harness']}")
+    for label, reference, relations in ORACLE_SETTINGS:
+        local = in_process_rate(args.corpus, args.in_process_seconds, reference, relations)
+        if local["execs_per_s"]:
+            print(f"in-process run_one (no instrumentation), corpus + mutations, {label}: "
+                  f"{local['execs_per_s']:.0f} exec/s over {local['runs']} inputs, "
+                  f"{local['violations']} violations")
+            print(f"  {local['harness']}")
     if not args.skip_blocks:
         blocks = blocks_per_input(args.corpus, args.mutations)
         count = max(1, blocks["inputs"])

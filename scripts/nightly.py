@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The nightly fuzz job, run the same way on a laptop and in CI (.github/workflows/fuzz.yml).
 
-    python scripts/nightly.py [--minutes M | --seconds S] [--driver MODULE:FACTORY] [--jobs N]
+    python scripts/nightly.py [--minutes M | --seconds S] [--driver MODULE:FACTORY]
+                              [--reference MODULE:FACTORY|none] [--jobs N]
                               [--seeds DIR] [--work DIR] [--out DIR] [--timeout S] [--rss-limit-mb MB]
 
 1. fuzz for the given time on N processes (libFuzzer's -fork=N, default: every CPU) from
@@ -43,7 +44,7 @@ import show_case
 import triage
 from fuzz import codec, harness
 from fuzz.driver_fuzz import STATS_DIR_ENV
-from fuzz.drivers import DRIVER_ENV, configured_spec, make_device
+from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_spec, make_device
 from fuzz.memory_limit import memory_budget
 
 KNOWN = REPO_ROOT / "crashes"
@@ -319,6 +320,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     duration.add_argument("--minutes", type=float, help=f"fuzzing time (default {DEFAULT_MINUTES:g})")
     duration.add_argument("--seconds", type=int, help="fuzzing time in seconds")
     parser.add_argument("--driver", default=None, help="MODULE:FACTORY (default: driver:SampleDriver)")
+    parser.add_argument("--reference", default=None,
+                        help="MODULE:FACTORY or none: the reference driver (default: driver:SampleDriver "
+                             "for any other driver)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (-fork=N; default: CPUs)")
     parser.add_argument("--seeds", type=Path, default=REPO_ROOT / "corpus", help="the seed corpus")
     parser.add_argument("--work", type=Path, default=REPO_ROOT / "fuzz-work" / "nightly-corpus",
@@ -340,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         replay(args.replay, args.rss_limit_mb)
         return 0
     spec = args.driver or configured_spec()
+    if args.reference:
+        os.environ[REFERENCE_ENV] = args.reference   # the fuzzer, triage and replays inherit it
     seconds = args.seconds if args.seconds is not None else round(60 * (args.minutes or DEFAULT_MINUTES))
     args.work, args.seeds = args.work.resolve(), args.seeds.resolve()
     args.work.mkdir(parents=True, exist_ok=True)

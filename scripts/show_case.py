@@ -170,7 +170,7 @@ def describe(case: FuzzCase, spec: codec.CaseSpec) -> str:
         f" deadline {ms(c.deadline_ns)};"
         f" loop timeout {ms(c.loopTimeoutDuration_ns)}; wait fences {c.wait_fences}"
         f" after {ms(c.wait_fence_delay_ns)}; fenced duration {ms(c.fenced_duration_ns)};"
-        f" request after launch {c.request_change.name}"]
+        f" request after launch {c.request_change.name}; relation {c.relation.name}"]
     model = case.model
     pools = ", ".join(f"{m.name} {m.size} B" for m in model.pools) or "none"
     lines.append(f"model: relaxed {model.relaxComputationFloat32toFloat16}; operandValues "

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Triage fuzzer artifacts: reproduce, classify, minimise, sign and store each one.
 
-    python scripts/triage.py [--driver MODULE:FACTORY] [--out DIR] [ARTIFACT ...]
+    python scripts/triage.py [--driver MODULE:FACTORY] [--reference MODULE:FACTORY|none]
+                             [--out DIR] [ARTIFACT ...]
 
 Without ARTIFACT, every new artifact is taken: libFuzzer's crash-*/timeout-*/oom-*/
 slow-unit-* files in the output folder (default crashes/) and in the current folder, and
@@ -55,7 +56,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 from fuzz import harness
 from fuzz.codec import CodecLimitError, decode, encode
 from fuzz.driver_fuzz import FINDING_PREFIX
-from fuzz.drivers import DRIVER_ENV, configured_spec
+from fuzz.drivers import (DRIVER_ENV, NO_REFERENCE, REFERENCE_ENV, configured_reference,
+                          configured_spec, environment)
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory
 from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation
 from fuzz.reduce import case_size, minimize, subgraphs
@@ -184,15 +186,15 @@ def describe(error: BaseException) -> Failure:
 
 def worker_main(memory_limit_mb: int) -> None:
     """Read base64 inputs, one per line; answer one JSON line each."""
-    device = harness.default_device()
-    # Loaded first: the limit is the inputs' allowance, not the interpreter's and driver's.
+    device, oracles = harness.default_device(), harness.configured_oracles()
+    # Loaded first: the limit is the inputs' allowance, not the interpreter's and drivers'.
     limit_memory(memory_limit_mb)
     out = sys.stdout
     sys.stdout = sys.stderr          # the driver's prints must not garble the protocol
     for line in sys.stdin:
         failure = None
         try:
-            harness.run_one(base64.b64decode(line), device)
+            harness.run_one(base64.b64decode(line), device, oracles)
         except Exception as error:   # the failure is the answer here, whatever raised it
             failure = error
         described = describe(failure) if failure is not None else None
@@ -427,6 +429,7 @@ def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, 
         "exception": failure.exception,
         "message": failure.message,
         "driver": spec,
+        **({"reference": reference} if (reference := configured_reference(spec)) else {}),
         "source": source,
         "size": len(data),
         "date": datetime.date.today().isoformat(),
@@ -460,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("artifacts", nargs="*", type=Path)
     parser.add_argument("--driver", default=None, help="MODULE:FACTORY (default: $%s or driver:SampleDriver)" % DRIVER_ENV)
+    parser.add_argument("--reference", default=None,
+                        help="MODULE:FACTORY or none, the reference driver the fuzz run compared "
+                             "with (default: $%s, else as the fuzzer chooses)" % REFERENCE_ENV)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "crashes", help="where reproducers go")
     parser.add_argument("--libfuzzer-seconds", type=int, default=30,
                         help="libFuzzer -minimize_crash time for crashes and assertions (0: skip)")
@@ -479,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         worker_main(args.memory_limit_mb)
         return 0
     spec = args.driver or configured_spec()
+    reference = (configured_reference(spec) if args.reference is None
+                 else None if args.reference == NO_REFERENCE else args.reference)
+    os.environ.update(environment(spec, reference))  # the worker and libFuzzer's minimiser inherit it
     artifacts = args.artifacts or new_artifacts(args.out, Path.cwd())
     if not artifacts:
         print("no artifacts to triage")

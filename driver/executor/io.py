@@ -7,7 +7,8 @@ InputLayouts, so that reading a request's inputs only looks at the request."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -61,21 +62,38 @@ def request_pool_buffers(request: Request) -> list[memoryview]:
     return [pool.hidlMemory.buffer() for pool in request.pools]
 
 
+#: No output of the request is written to a driver-managed buffer.
+NO_DEVICE_OUTPUTS: Mapping[int, Any] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchedRequest:
     """A validated request as an execution launched on another thread holds it: its own
     copy of every argument and its own views of the pools, taken at the call. HIDL copies
     a request at the call, so a caller may change, reuse or close what it passed as soon
-    as the call returns."""
+    as the call returns.
+
+    ``device_outputs`` maps the position of each output written to a driver-managed
+    buffer (driver/buffers.py) to that buffer; such an output has no value in the pools
+    (hasNoValue) and is stored into its buffer when the execution succeeds."""
     request: Request
-    buffers: list[memoryview]
+    buffers: list[memoryview | None]   # None for a pool naming a driver-managed buffer
+    device_outputs: Mapping[int, Any]
 
     @classmethod
-    def of(cls, request: Request) -> "LaunchedRequest":
+    def of(cls, request: Request, buffers: list[memoryview | None] | None = None,
+           device_outputs: Mapping[int, Any] = NO_DEVICE_OUTPUTS) -> "LaunchedRequest":
+        """``buffers``: the pools' views, if not those of the request's memories."""
         copy = Request(inputs=[_copied(argument) for argument in request.inputs],
                        outputs=[_copied(argument) for argument in request.outputs],
                        pools=list(request.pools))
-        return cls(copy, request_pool_buffers(request))
+        return cls(copy, request_pool_buffers(request) if buffers is None else buffers,
+                   device_outputs)
+
+    def forget_outputs(self) -> None:
+        """The execution failed: the buffers it was to write are uninitialised (HAL 1.3)."""
+        for buffer in self.device_outputs.values():
+            buffer.forget()
 
 
 def _copied(argument: RequestArgument) -> RequestArgument:
@@ -123,9 +141,11 @@ def read_inputs(layouts: tuple[InputLayout, ...], request: Request,
 
 
 def write_outputs(request: Request, values: list, buffers: list[memoryview],
+                  device_outputs: Mapping[int, Any] = NO_DEVICE_OUTPUTS,
                   ) -> tuple[ErrorStatus, list[OutputShape]]:
-    """Copy output values into their buffers, or report OUTPUT_INSUFFICIENT_SIZE (writing
-    nothing) when any buffer is too small for its value."""
+    """Copy output values into their buffers (and into the driver-managed buffers of
+    ``device_outputs``), or report OUTPUT_INSUFFICIENT_SIZE (writing nothing) when any
+    buffer is too small for its value."""
     shapes = []
     sufficient = True
     for position, (argument, value) in enumerate(zip(request.outputs, values)):
@@ -147,4 +167,7 @@ def write_outputs(request: Request, values: list, buffers: list[memoryview],
         location = argument.location
         # tobytes() lays out any array in C order, contiguous or not.
         buffers[location.poolIndex][location.offset:location.offset + nbytes] = value.tobytes()
+    for position, buffer in device_outputs.items():
+        value = values[position]
+        buffer.store(value.tobytes(), list(value.shape))
     return ErrorStatus.NONE, shapes

@@ -8,8 +8,8 @@ from ..errors import DriverError, ExecutionError, ResourceError, ValidationError
 from ..hal.enums import ErrorStatus, MeasureTiming
 from ..hal.structs import NO_TIMING, Model, OutputShape, Request, Timing
 from ..validation import validate_request
-from .io import (InputLayout, LaunchedRequest, input_layouts, read_inputs, request_pool_buffers,
-                 write_outputs)
+from .io import (NO_DEVICE_OUTPUTS, InputLayout, LaunchedRequest, input_layouts, read_inputs,
+                 request_pool_buffers, write_outputs)
 from .plan import SubgraphPlan
 from .steps import ExecutionContext
 
@@ -54,18 +54,22 @@ def run_request(program: MainProgram, request: Request | LaunchedRequest, measur
     fails the execution with RESOURCE_EXHAUSTED_TRANSIENT: unlike a budget exceeded, it
     depends on what else the host holds, so a retry may succeed."""
     try:
-        return _run_request(program, request, measure, ctx, started_ns)
+        result = _run_request(program, request, measure, ctx, started_ns)
     except MemoryError:
-        return failure(ResourceError("the host ran out of memory during the execution",
-                                     ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
+        result = failure(ResourceError("the host ran out of memory during the execution",
+                                       ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
+    if result.status != _NONE and type(request) is LaunchedRequest:
+        request.forget_outputs()
+    return result
 
 
 def _run_request(program: MainProgram, request: Request | LaunchedRequest, measure: MeasureTiming,
                  ctx: ExecutionContext, started_ns: int | None) -> ExecutionResult:
     driver_start = perf_counter_ns() if started_ns is None else started_ns
+    device_outputs = NO_DEVICE_OUTPUTS
     try:
         if isinstance(request, LaunchedRequest):
-            request, buffers = request.request, request.buffers
+            request, buffers, device_outputs = request.request, request.buffers, request.device_outputs
         else:
             validate_request(request, program.model)
             buffers = request_pool_buffers(request)
@@ -86,7 +90,7 @@ def _run_request(program: MainProgram, request: Request | LaunchedRequest, measu
         return failure(error)
     device_end = perf_counter_ns()
     try:
-        status, shapes = write_outputs(request, outputs, buffers)
+        status, shapes = write_outputs(request, outputs, buffers, device_outputs)
     except ExecutionError as error:
         return failure(error)
     if status != _NONE or measure != _MEASURE:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+from ..memory import Memory
 from ..sync_fence import SyncFence
 from .enums import DeviceStatus, DeviceType, ErrorStatus, ExecutionPreference, MeasureTiming, Priority
 from .structs import (BufferDesc, BufferRole, Capabilities, Extension, Model,
@@ -38,6 +39,14 @@ class IBurstContext(Protocol):
         """Run one request; pool i of the request is cached under slots[i]."""
 
     def freeMemory(self, slot: int) -> None: ...
+
+
+class IBuffer(Protocol):
+    """A driver-managed buffer (memory domains), from IDevice.allocate."""
+
+    def copyTo(self, dst: Memory) -> ErrorStatus: ...
+
+    def copyFrom(self, src: Memory, dimensions: Sequence[int]) -> ErrorStatus: ...
 
 
 class IPreparedModel(Protocol):
@@ -85,4 +94,4 @@ class IDevice(Protocol):
 
     def allocate(self, desc: BufferDesc, preparedModels: Sequence[IPreparedModel],
                  inputRoles: Sequence[BufferRole], outputRoles: Sequence[BufferRole],
-                 ) -> tuple[ErrorStatus, Any, int]: ...
+                 ) -> tuple[ErrorStatus, IBuffer | None, int]: ...

@@ -217,6 +217,15 @@ def quantize_to(real: np.ndarray, scale: float, zero_point: int, operand_type: i
     return np.clip(np.nan_to_num(q, nan=0.0) + zero_point, qmin, qmax).astype(dtype)
 
 
+def quantize_f32(real: np.ndarray, operand) -> np.ndarray:
+    """Real values to ``operand``'s quantized type as the box and region operations convert
+    them (unlike quantize_to): ``round(real / scale + zero point)`` in single precision,
+    halves away from zero, saturated; NaN maps to the zero point."""
+    q = round_half_away(real / np.float32(operand.scale) + np.float32(operand.zeroPoint))
+    return np.clip(np.nan_to_num(q, nan=operand.zeroPoint), *quant_range(operand.type)).astype(
+        STORAGE_DTYPE[operand.type])
+
+
 def requantize_values(x: np.ndarray, scale: float, zero_point: int, out_scale: float,
                       out_zero_point: int, out_type: int) -> np.ndarray:
     """Stored values of one quantization expressed in another, as the reference requantizes

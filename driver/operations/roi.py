@@ -56,16 +56,15 @@ from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_quant_params, check_same_quantization,
-                     merge_dims, quant_range, real_values_f32, round_half_away)
+from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_same_quantization,
+                     merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
+from .detection import BOX_SCALE, BOX_ZERO_POINT, check_box_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
 F32 = np.float32
 INPUT, ROIS, BATCHES, OUT_HEIGHT, OUT_WIDTH, HEIGHT_RATIO, WIDTH_RATIO = range(7)
 HEATMAPS, BOXES, HEATMAP_LAYOUT = range(3)
-#: Quantized ROIs and boxes are in eighths of a pixel.
-BOX_SCALE, BOX_ZERO_POINT = 0.125, 0
 #: The quantum of ROI_ALIGN's quantized interpolation weights.
 WEIGHT_SCALE = F32(1) / F32(255)
 #: The smallest float32 (-FLT_MAX) starts the reference's search for a heatmap's maximum.
@@ -173,15 +172,6 @@ HEATMAP_EXAMPLES = (
 
 
 # --- validation and shapes ---------------------------------------------------------------------
-
-def check_box_quantization(ctx: OperationContext, i: int, name: str) -> None:
-    """Quantized ROIs and boxes are in eighths of a pixel."""
-    boxes = ctx.inputs[i]
-    check(boxes.type != T.TENSOR_QUANT16_ASYMM
-          or (boxes.scale == BOX_SCALE and boxes.zeroPoint == BOX_ZERO_POINT),
-          "{}: input {} ({}, operand {}) must have scale {} and zero point {}, has {} and {}",
-          ctx.name, i, name, boxes.index, BOX_SCALE, BOX_ZERO_POINT, boxes.scale, boxes.zeroPoint)
-
 
 def _declared(operand) -> Shape:
     return tuple(operand.dimensions) if operand.dimensions else None
@@ -500,14 +490,6 @@ def refine(grid: np.ndarray, score: np.ndarray, tolerance: F32) -> tuple[np.ndar
                + ((a00 * dx + a01 * dy) * dx + (a01 * dx + a11 * dy) * dy) / F32(2))
     return (np.where(solvable, dx, F32(0)), np.where(solvable, dy, F32(0)),
             np.where(solvable, refined, score))
-
-
-def quantize_f32(real: np.ndarray, operand) -> np.ndarray:
-    """Real values quantized as the reference converts them: round(real / scale + zero
-    point) in single precision, halves away from zero, saturated; NaN to the zero point."""
-    q = round_half_away(real / F32(operand.scale) + F32(operand.zeroPoint))
-    return np.clip(np.nan_to_num(q, nan=operand.zeroPoint), *quant_range(operand.type)).astype(
-        STORAGE_DTYPE[operand.type])
 
 
 register(OperationDef(OperationType.ROI_ALIGN, roi_signatures(True), infer_roi_shapes,

@@ -25,6 +25,14 @@ def dimensions_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
     return len(a) == len(b) and all(x == 0 or y == 0 or x == y for x, y in zip(a, b))
 
 
+def combined_dimensions(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """What two compatible shapes (dimensions_compatible) know together: every dimension
+    either of them knows."""
+    if len(a) == 0 or len(b) == 0:
+        return list(a or b)
+    return [x or y for x, y in zip(a, b)]
+
+
 def _extra_params(operand: Operand | OperandInfo) -> OperandExtraParams:
     # OperandInfo (what the executor holds) keeps only the channel quantization.
     if isinstance(operand, OperandInfo):

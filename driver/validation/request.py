@@ -11,8 +11,13 @@ As in the HAL 1.3 reference:
   OUTPUT_INSUFFICIENT_SIZE.
 Stricter than the reference, so that the driver never reads or sizes past what a client
 described: an input's length equals its byte size, a scalar argument has no dimensions,
-sizes beyond 2**32-1 bytes are refused, and memory-domain tokens are refused (this driver
-allocates no buffers, so no token can name one).
+and sizes beyond 2**32-1 bytes are refused.
+
+A pool may be a token naming a driver-managed buffer (memory domains): an argument in it
+has offset and length 0, and its dimensions may stay unknown here, as the buffer knows
+them. What only the buffer can tell (does the token name a live buffer, was the buffer
+allocated for this role, do the dimensions fit it) is checked when the request is bound
+for an execution (driver/buffers.py).
 """
 from __future__ import annotations
 
@@ -48,8 +53,13 @@ def _validate_request(request: Request, model: Model, allow_unspecified_output: 
                     "output", allow_unspecified=allow_unspecified_output)
 
 
+#: The "size" check_request_pools gives a pool naming a driver-managed buffer.
+DEVICE_MEMORY = -1
+
+
 def check_request_pools(pools: list) -> list[int]:
-    """Each pool is a shared memory (hidlMemory); returns their sizes."""
+    """Each pool is a shared memory (hidlMemory) or a token; returns their sizes
+    (DEVICE_MEMORY for a token)."""
     check(isinstance(pools, list), "request: pools is not a list")
     for i, pool in enumerate(pools):
         where = f"request pool {i}"
@@ -57,10 +67,12 @@ def check_request_pools(pools: list) -> list[int]:
               where, type(pool).__name__)
         check((pool.hidlMemory is None) != (pool.token is None),
               "{}: exactly one of hidlMemory and token must be set", where)
-        check(pool.token is None, "{}: memory-domain token {!r} names no "
-              "buffer (this driver allocates none)", where, pool.token)
-        check_memory(pool.hidlMemory, where)
-    return [pool.hidlMemory.size for pool in pools]
+        if pool.token is not None:
+            check(is_uint32(pool.token) and pool.token > 0, "{}: token {!r} is not a "
+                  "positive uint32", where, pool.token)
+        else:
+            check_memory(pool.hidlMemory, where)
+    return [DEVICE_MEMORY if pool.token is not None else pool.hidlMemory.size for pool in pools]
 
 
 def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: list[Operand],
@@ -97,6 +109,11 @@ def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list
         return
     check(pool < len(pool_sizes), "{}: poolIndex {} out of range ({} pools)",
           where, pool, len(pool_sizes))
+    if pool_sizes[pool] == DEVICE_MEMORY:
+        check(offset == 0 and length == 0, "{}: offset {} and length {} in a driver-managed "
+              "buffer, where both must be 0", where, offset, length)
+        check_dimensions(dims, operand, where, allow_unspecified=True)
+        return
     check(offset + length <= pool_sizes[pool], "{}: bytes [{}, {})"
           " outside pool {} of {} bytes", where, offset, offset + length, pool, pool_sizes[pool])
     shape = check_dimensions(dims, operand, where, allow_unspecified)

@@ -11,7 +11,7 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         MeasureTiming, OperandExtraParams, OperandLifeTime, OperandType,
                         Operation, OperationType, Priority, SymmPerChannelQuantParams)
 
-from ..case import ExecutionChoices, ExecutionPath, RequestChange
+from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
 from .limits import (CodecLimitError, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET,
                      LOOP_TIMEOUT_CAP_US, MAX_CHANNEL_SCALES, MAX_EXTENSIONS,
                      MAX_EXTENSION_BYTES, MAX_GENERATED_VALUE, MAX_IO_INDEXES, MAX_OPERANDS,
@@ -47,6 +47,8 @@ _PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_A
 _KINDS = tuple(ElementKind)
 _MEASURE = (MeasureTiming.NO, MeasureTiming.YES)
 _REQUEST_CHANGES = tuple(RequestChange)
+#: The relations a set relation bit can name (a varint past the last reads as the last).
+_RELATIONS = tuple(Relation)[1:]
 
 _PLACED_LIFETIMES = frozenset((_COPY, _REFERENCE, _SUBGRAPH))
 _LIFETIME_ESCAPE = 7        # operand head lifetime bits: the raw lifetime follows
@@ -70,9 +72,12 @@ _ARG_DELTA = 0x04
 # Choices bytes.
 _CH_DEADLINE = 0x80
 _CH_FENCED_DURATION = 0x10
-#: The second byte's bits 5-6: the request change (bit 7 is still free; every input written
-#: before the field existed has both bits clear, so it decodes as it did: no change).
+#: The second byte's bits 5-6: the request change (every input written before the field
+#: existed has both bits clear, so it decodes as it did: no change).
 _CH_REQUEST_CHANGE_SHIFT = 5
+#: The second byte's bit 7: a metamorphic relation follows, as the last varint of the
+#: choices (clear in every input written before the field existed: no relation).
+_CH_RELATION = 0x80
 
 _GENERATED = ValueKind.GENERATED
 _LITERAL = ValueKind.LITERAL
@@ -312,17 +317,18 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
     delay = min(_varint(it), WAIT_FENCE_DELAY_CAP_US) * 1000 if wait_fences else 0
     duration = (min(_varint(it), FENCED_DURATION_CAP_US) * 1000
                 if b & _CH_FENCED_DURATION else None)
+    relation = _RELATIONS[min(_varint(it), len(_RELATIONS) - 1)] if b & _CH_RELATION else Relation.NONE
     return ExecutionChoices(
         path=_PATHS[a & 3], second_path=_PATHS[(a >> 2) & 3], measureTiming=_MEASURE[(a >> 4) & 1],
         preference=_PREFERENCES[b & 3], priority=_PRIORITIES[(a >> 5) & 3], deadline_ns=deadline,
         loopTimeoutDuration_ns=min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
         wait_fences=wait_fences, wait_fence_delay_ns=delay, fenced_duration_ns=duration,
-        request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3])
+        request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3], relation=relation)
 
 
 #: The most bytes the execution choices at the head of an input take: two bytes and at most
-#: four varints of at most 10 bytes.
-CHOICES_MAX_BYTES = 2 + 4 * 10
+#: five varints of at most 10 bytes.
+CHOICES_MAX_BYTES = 2 + 5 * 10
 
 
 def read_choices(data: bytes) -> tuple[ExecutionChoices, int]:
@@ -586,7 +592,8 @@ def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
                | int(c.priority) << 5 | (_CH_DEADLINE if c.deadline_ns is not None else 0))
     out.append(int(c.preference) | c.wait_fences << 2
                | (_CH_FENCED_DURATION if c.fenced_duration_ns is not None else 0)
-               | int(c.request_change) << _CH_REQUEST_CHANGE_SHIFT)
+               | int(c.request_change) << _CH_REQUEST_CHANGE_SHIFT
+               | (_CH_RELATION if c.relation != Relation.NONE else 0))
     if c.loopTimeoutDuration_ns is None:
         out.append(0)
     else:
@@ -605,6 +612,8 @@ def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
         _varint_out(out, _microseconds(c.fenced_duration_ns, FENCED_DURATION_CAP_US,
                                        "fenced duration"),
                     FENCED_DURATION_CAP_US, where, "fenced duration")
+    if c.relation != Relation.NONE:
+        _varint_out(out, _RELATIONS.index(c.relation), len(_RELATIONS) - 1, where, "relation")
 
 
 def serialize(spec: CaseSpec) -> bytes:

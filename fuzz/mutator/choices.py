@@ -1,10 +1,10 @@
 """Execution choices: the path, timing, preference, priority, deadline, loop timeout,
-fences and the request's change after launch of a case; costly waits redrawn so that slow inputs do not breed slow children."""
+fences, the request's change after launch and the metamorphic relation of a case; costly waits redrawn so that slow inputs do not breed slow children."""
 from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
 
-from ..case import ExecutionChoices, ExecutionPath, RequestChange
+from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
 from .blocks import Rng
 from .registry import mutation
@@ -13,6 +13,7 @@ _PATH_CHOICES = tuple(ExecutionPath)
 _PREFERENCE_CHOICES = tuple(ExecutionPreference)
 _PRIORITY_CHOICES = tuple(Priority)
 _REQUEST_CHANGES = tuple(RequestChange)
+_RELATIONS = tuple(Relation)[1:]
 
 
 def loop_timeout_ns(rng: Rng) -> int | None:
@@ -90,7 +91,12 @@ def random_choices(rng: Rng) -> ExecutionChoices:
         wait_fences=wait, wait_fence_delay_ns=fence_delay_ns(rng) if wait else 0,
         fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
             [1_000_000_000, rng.randrange(0, 2000) * 1000]),
-        request_change=rng.choice(_REQUEST_CHANGES))
+        request_change=rng.choice(_REQUEST_CHANGES), relation=relation(rng))
+
+
+def relation(rng: Rng) -> Relation:
+    """None half of the time: a relation costs a second preparation and execution."""
+    return rng.choice(_RELATIONS) if rng.random() < 0.5 else Relation.NONE
 
 
 @mutation(weight=8)
@@ -99,11 +105,21 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
     fresh = random_choices(rng)
     name = rng.choice(["path", "path", "second_path", "measureTiming", "preference", "priority",
                        "deadline_ns", "loopTimeoutDuration_ns", "loopTimeoutDuration_ns",
-                       "wait_fences", "fenced_duration_ns", "request_change"])
+                       "wait_fences", "fenced_duration_ns", "request_change", "relation"])
     choices = spec.choices
     setattr(choices, name, getattr(fresh, name))
     if name == "wait_fences":
         choices.wait_fence_delay_ns = fresh.wait_fence_delay_ns
     if choices.wait_fences == 0:
         choices.wait_fence_delay_ns = 0
+    return True
+
+
+@mutation(weight=4)
+def relate(spec: CaseSpec, rng: Rng) -> bool:
+    """Check the case by a metamorphic relation too (fuzz/relations.py), another one."""
+    relation = rng.choice(_RELATIONS)
+    if relation == spec.choices.relation:
+        return False
+    spec.choices.relation = relation
     return True

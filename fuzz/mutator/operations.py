@@ -101,6 +101,10 @@ def valid_value(operand: Operand, operand_type: int, rng: Rng):
 def near_miss_value(operand: Operand):
     """A value just outside the operand's allowed values, or None if they are not bounded."""
     values = operand.values
+    if isinstance(values, frozenset) and operand.types == (T.BOOL,):
+        # A BOOL reads any nonzero byte as true: only the other truth value is outside.
+        outside = {False, True} - values
+        return outside.pop() if outside else None
     if isinstance(values, frozenset):
         return max(values) + 1
     if isinstance(values, Range):

@@ -1,47 +1,18 @@
 """Whether an execution's outputs match a test model's reference values, by the CTS's
-accuracy criteria (conformance/FORMAT.md).
-
-Every element must satisfy ``|actual - expected| <= atol + rtol * |expected|``, computed in
-float64. The CTS also bounds the mean bias and the mean squared error of float outputs, but
-its default bounds for generated tests are unlimited, so there is nothing to check there.
+accuracy criteria (conformance/FORMAT.md; the tolerances are hal_client/accuracy.py's,
+which the fuzz harness shares).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from driver.hal import OperandType, OperationType
+from ..accuracy import Tolerance, compare_values, tolerance_for as type_tolerance
 from .loader import OPERAND_DTYPE, Example, OperandSpec
 
 T = OperandType
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-
-    def allowed(self, expected: np.ndarray) -> np.ndarray:
-        return self.atol + self.rtol * np.abs(expected)
-
-    def __str__(self) -> str:
-        return f"atol={self.atol:g} rtol={self.rtol:g}"
-
-
-#: 5 ULP of float32 relative, and an absolute floor for values near zero.
-FLOAT32_TOLERANCE = Tolerance(atol=1e-5, rtol=5 * 1.1920928955078125e-7)
-#: 5 ULP of float16, both absolute and relative.
-FLOAT16_TOLERANCE = Tolerance(atol=5 * 0.0009765625, rtol=5 * 0.0009765625)
-#: Integers and quantized values may be off by one (rounding of the reference).
-INTEGER_TOLERANCE = Tolerance(atol=1, rtol=0)
-#: The CTS loosens 8-bit quantized outputs of the mobilenet models.
-MOBILENET_QUANT8_TOLERANCE = Tolerance(atol=3, rtol=0)
-EXACT = Tolerance(atol=0, rtol=0)
-
-QUANT8_TYPES = frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-                          T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL})
 
 
 def uses_float16_criterion(example: Example) -> bool:
@@ -51,15 +22,8 @@ def uses_float16_criterion(example: Example) -> bool:
 
 
 def tolerance_for(example: Example, operand_type: OperandType) -> Tolerance:
-    if operand_type in (T.TENSOR_FLOAT32, T.FLOAT32):
-        return FLOAT16_TOLERANCE if uses_float16_criterion(example) else FLOAT32_TOLERANCE
-    if operand_type in (T.TENSOR_FLOAT16, T.FLOAT16):
-        return FLOAT16_TOLERANCE
-    if operand_type in (T.TENSOR_BOOL8, T.BOOL):
-        return EXACT
-    if operand_type in QUANT8_TYPES and "mobilenet" in example.name:
-        return MOBILENET_QUANT8_TOLERANCE
-    return INTEGER_TOLERANCE
+    return type_tolerance(operand_type, float16_criterion=uses_float16_criterion(example),
+                          loose_quant8="mobilenet" in example.name)
 
 
 def decode_output(raw: bytes, spec: OperandSpec) -> np.ndarray:
@@ -69,20 +33,6 @@ def decode_output(raw: bytes, spec: OperandSpec) -> np.ndarray:
     if dtype.kind == "b":
         dtype = np.dtype(np.uint8)
     return np.frombuffer(raw, dtype=dtype, count=spec.values.size)
-
-
-def compare_values(expected: np.ndarray, actual: np.ndarray, tolerance: Tolerance) -> str | None:
-    """None when every element is within tolerance, else a description of the mismatch.
-    A NaN where a number is expected is a mismatch."""
-    expected = expected.astype(np.float64).ravel()
-    actual = actual.astype(np.float64).ravel()
-    within = np.abs(actual - expected) <= tolerance.allowed(expected)
-    if within.all():
-        return None
-    bad = np.flatnonzero(~within)
-    first = bad[0]
-    return (f"{bad.size} of {expected.size} values outside {tolerance}; first at index "
-            f"{first}: expected {expected[first]:.9g}, got {actual[first]:.9g}")
 
 
 def check_outputs(example: Example, raw_outputs: Sequence[bytes]) -> list[str]:

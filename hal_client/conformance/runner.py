@@ -7,7 +7,14 @@ executes it through every path (sync, async, fenced, burst) and variant:
 - ``dynamic``: the main outputs' dimensions are unknown in the model, so the driver must
   infer them and report them in the output shapes;
 - ``insufficient``: as ``dynamic``, with one output buffer a byte too small: the driver
-  must answer OUTPUT_INSUFFICIENT_SIZE and report the shape it needed.
+  must answer OUTPUT_INSUFFICIENT_SIZE and report the shape it needed;
+- ``buffers``: the model as given, every input and output in a driver-managed buffer of
+  its own (IDevice.allocate; inputs set by IBuffer.copyFrom, outputs read by copyTo);
+- ``cache``: the model as given, prepared with cache files, then prepared again from them
+  (prepareModelFromCache_1_3) and run on the first path only: what the cache adds is in
+  the preparation, and the paths are the same for any prepared model.
+A driver that offers no memory domains (allocate answers GENERAL_FAILURE) or caches
+nothing (getNumberOfCacheFilesNeeded answers 0 and 0) passes those two variants unrun.
 
 It then checks the statuses, output shapes, timings and output values: the rules any
 client checks (hal_client.contract, applied by hal_client.paths) and the CTS's own. The
@@ -18,7 +25,9 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
 import itertools
+import os
 import queue
 import threading
 import time
@@ -28,21 +37,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming, Model, Operand,
-                        OperationType, OptionalTimePoint, OutputShape, Priority, Request)
+from driver.hal import (BufferDesc, BufferRole, DataLocation, ErrorStatus, ExecutionPreference,
+                        MeasureTiming, Memory, MemoryPool, Model, Operand, OperationType,
+                        OptionalTimePoint, OutputShape, Priority, Request, RequestArgument)
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 
+from .. import contract
 from ..contract import HangViolation, OracleViolation, outputs_fully_specified
 from ..device import DEFAULT_DRIVER, make_device
 from ..paths import ExecutionArguments, ExecutionPath, HalClient, read_outputs
 from .compare import check_outputs
-from .loader import Example, LoadError, build_model, build_request, load_examples, shrinkable_output
+from .loader import (Example, LoadError, build_model, build_request, load_examples,
+                     output_buffer_size, shrinkable_output)
 
 
 class Variant(enum.Enum):
     NORMAL = "normal"
     DYNAMIC = "dynamic"
     INSUFFICIENT = "insufficient"
+    BUFFERS = "buffers"
+    CACHE = "cache"
+
+
+#: The variants that run the model with its outputs' shapes as given.
+KNOWN_SHAPE_VARIANTS = (Variant.NORMAL, Variant.BUFFERS, Variant.CACHE)
 
 
 class Verdict(enum.Enum):
@@ -177,12 +195,14 @@ def has_known_size(operand: Operand) -> bool:
 
 
 def applicable_variants(example: Example, options: RunOptions) -> list[Variant]:
-    """The VTS runs the unknown-shape variants only on valid models without scalar
-    outputs (a scalar has no dimension to leave unknown), and the insufficient one only
-    when some output buffer can lose a byte."""
+    """Every variant runs valid models only. The VTS runs the unknown-shape variants only
+    on models without scalar outputs (a scalar has no dimension to leave unknown), and
+    the insufficient one only when some output buffer can lose a byte."""
     variants = []
     for variant in options.variants:
-        if variant is not Variant.NORMAL and (example.expectFailure or example.has_scalar_outputs):
+        if variant is not Variant.NORMAL and example.expectFailure:
+            continue
+        if variant not in KNOWN_SHAPE_VARIANTS and example.has_scalar_outputs:
             continue
         if variant is Variant.INSUFFICIENT and shrinkable_output(example) is None:
             continue
@@ -191,6 +211,8 @@ def applicable_variants(example: Example, options: RunOptions) -> list[Variant]:
 
 
 def applicable_paths(variant: Variant, options: RunOptions) -> list[ExecutionPath]:
+    if variant is Variant.CACHE:
+        return list(options.paths[:1])
     # The insufficient variant checks the shape the driver says it needed, which only the
     # paths that report output shapes can tell (as in the VTS, not executeFenced).
     return [path for path in options.paths
@@ -208,13 +230,16 @@ class ExampleRun:
         self.client = HalClient(guard.call, options.call_timeout)
         self.measures = itertools.cycle((MeasureTiming.NO, MeasureTiming.YES))
         self.slots = itertools.count()
+        #: The buffers variant's inputs: (token, IBuffer), None for an input without a value.
+        self.input_buffers: list[tuple[int, Any] | None] = []
 
     def run(self) -> ExampleResult:
         variants = applicable_variants(self.example, self.options)
         checks: list[Check] = []
-        if Variant.NORMAL in variants:
-            checks += self.run_model(zero_output_dims=False, variants=[Variant.NORMAL])
-        unknown_shape_variants = [v for v in variants if v is not Variant.NORMAL]
+        known_shape_variants = [v for v in variants if v in KNOWN_SHAPE_VARIANTS]
+        if known_shape_variants:
+            checks += self.run_model(zero_output_dims=False, variants=known_shape_variants)
+        unknown_shape_variants = [v for v in variants if v not in KNOWN_SHAPE_VARIANTS]
         if unknown_shape_variants:
             checks += self.run_model(zero_output_dims=True, variants=unknown_shape_variants)
         return summarize(self.example, checks)
@@ -238,19 +263,37 @@ class ExampleRun:
             return [Check(step, first, Verdict.FAILED, describe_exception(error))]
         if prepared is None:
             return [Check(step, first, Verdict.PASSED, "rejected at preparation")]
+        checks: list[Check] = []
+        for variant in variants:
+            target = self.guarded("allocate" if variant is Variant.BUFFERS else "prepare",
+                                       variant, lambda: self.prepared_for(variant, model, prepared))
+            checks += [target] if isinstance(target, Check) else self.run_variant(model, target, variant)
+        return checks
+
+    def prepared_for(self, variant: Variant, model: Model, prepared: Any) -> Any:
+        """The prepared model ``variant`` executes, or the Check that ends the variant
+        before any execution."""
+        if variant is Variant.CACHE:
+            return self.prepare_from_cache(model)
+        if variant is Variant.BUFFERS:
+            return self.buffer_inputs(prepared) or prepared
+        return prepared
+
+    def run_variant(self, model: Model, prepared: Any, variant: Variant) -> list[Check]:
         bursts: list[Any] = []
-        return [self.guarded(path, variant, lambda: self.execute_and_judge(
+        return [self.guarded(path.label, variant, lambda: self.execute_and_judge(
                     model, prepared, bursts, path, variant))
-                for variant in variants for path in applicable_paths(variant, self.options)]
+                for path in applicable_paths(variant, self.options)]
 
     @staticmethod
-    def guarded(path: ExecutionPath, variant: Variant, action: Callable[[], Check]) -> Check:
+    def guarded(step: str, variant: Variant, action: Callable[[], Any]) -> Any:
+        """What ``action`` returns, or the Check of its failure."""
         try:
             return action()
         except (CheckFailed, OracleViolation) as failure:
-            return Check(path.label, variant, Verdict.FAILED, str(failure))
+            return Check(step, variant, Verdict.FAILED, str(failure))
         except Exception as error:  # a bug of the runner: report it and go on
-            return Check(path.label, variant, Verdict.FAILED, describe_exception(error))
+            return Check(step, variant, Verdict.FAILED, describe_exception(error))
 
     # --- device ---
 
@@ -294,12 +337,124 @@ class ExampleRun:
             return None
         raise CheckFailed(f"prepareModel_1_3 notified {status.name}")
 
+    def prepare_from_cache(self, model: Model) -> Any:
+        """The model prepared with cache files, then prepared from them; a passing Check
+        when the driver caches nothing."""
+        what = "getNumberOfCacheFilesNeeded"
+        status, model_files, data_files = contract.unpack(
+            self.client.call(self.options.call_timeout, what, self.device.getNumberOfCacheFilesNeeded),
+            3, what)
+        if (status, model_files, data_files) == (ErrorStatus.NONE, 0, 0):
+            return Check("prepare", Variant.CACHE, Verdict.PASSED, "the driver caches nothing")
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"{what} returned {status}")
+        token = hashlib.sha256(self.example.name.encode()).digest()
+        # Anonymous in-memory files: a temporary file on disk costs milliseconds to close.
+        handles = [os.memfd_create("conformance-cache", os.MFD_CLOEXEC)
+                   for _ in range(model_files + data_files)]
+        try:
+            model_cache, data_cache = handles[:model_files], handles[model_files:]
+            status, _, _ = self.client.prepare(self.device, model, ExecutionPreference.FAST_SINGLE_ANSWER,
+                                               Priority.MEDIUM, OptionalTimePoint(), model_cache,
+                                               data_cache, token)
+            if status != ErrorStatus.NONE:
+                raise CheckFailed(f"prepareModel_1_3 with cache files notified {status.name}")
+            status, prepared, _ = self.client.prepare_from_cache(
+                self.device, OptionalTimePoint(), model_cache, data_cache, token)
+        finally:
+            for handle in handles:
+                os.close(handle)
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"prepareModelFromCache_1_3 notified {status.name} for the files "
+                              f"prepareModel_1_3 had just written")
+        return prepared
+
+    def buffer_inputs(self, prepared: Any) -> Check | None:
+        """Copy each input with data into a buffer of its own (IBuffer.copyFrom), once for
+        every path. A passing Check when the driver offers no memory domains (allocate
+        answers GENERAL_FAILURE for the first role asked)."""
+        self.input_buffers = []
+        base = build_request(self.example)
+        for position, (argument, spec) in enumerate(zip(base.inputs, self.example.main.inputs)):
+            if argument.hasNoValue:
+                self.input_buffers.append(None)
+                continue
+            status, buffer, token = self.allocate(prepared, [BufferRole(0, position, 1.0)], [])
+            if status == ErrorStatus.GENERAL_FAILURE and not any(self.input_buffers):
+                return Check("allocate", Variant.BUFFERS, Verdict.PASSED, "the driver offers no memory domains")
+            self.expect_allocated(status)
+            dimensions = [] if spec.is_scalar else list(spec.dimensions)
+            status = self.client.call(self.options.call_timeout, "IBuffer.copyFrom", buffer.copyFrom,
+                                      Memory.from_bytes(spec.values.tobytes()), dimensions)
+            if status != ErrorStatus.NONE:
+                raise CheckFailed(f"IBuffer.copyFrom of input {position} returned {status!r}")
+            self.input_buffers.append((token, buffer))
+        return None
+
+    def allocate(self, prepared: Any, inputRoles: list[BufferRole], outputRoles: list[BufferRole],
+                 ) -> tuple[ErrorStatus, Any, int]:
+        what = "IDevice.allocate"
+        status, buffer, token = contract.unpack(self.client.call(
+            self.options.call_timeout, what, self.device.allocate, BufferDesc(), [prepared],
+            inputRoles, outputRoles), 3, what)
+        status = contract.as_status(status, what)
+        if status not in (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE):
+            raise CheckFailed(f"{what} returned {status.name} for a role of the model")
+        if (status == ErrorStatus.NONE) != (buffer is not None and isinstance(token, int) and token > 0):
+            raise CheckFailed(f"{what} returned {status.name} with buffer {buffer!r} and token {token!r}")
+        return status, buffer, token
+
+    def buffer_request(self, prepared: Any) -> tuple[Request, list[Any]]:
+        """A request reading the input buffers and writing each output to a new buffer of
+        its own (so that no path can pass on what another wrote), and those buffers.
+        A driver may forget a buffer's token as soon as the client drops its IBuffer:
+        the caller holds them until the execution ends."""
+        pools, inputs = [], []
+        for entry in self.input_buffers:
+            if entry is None:
+                inputs.append(RequestArgument(hasNoValue=True))
+                continue
+            pools.append(MemoryPool(token=entry[0]))
+            inputs.append(RequestArgument(location=DataLocation(len(pools) - 1)))
+        outputs, buffers = [], []
+        for position in range(len(self.example.main.outputs)):
+            status, buffer, token = self.allocate(prepared, [], [BufferRole(0, position, 1.0)])
+            self.expect_allocated(status)
+            pools.append(MemoryPool(token=token))
+            outputs.append(RequestArgument(location=DataLocation(len(pools) - 1)))
+            buffers.append(buffer)
+        return Request(inputs=inputs, outputs=outputs, pools=pools), buffers
+
+    @staticmethod
+    def expect_allocated(status: ErrorStatus) -> None:
+        if status != ErrorStatus.NONE:
+            raise CheckFailed(f"IDevice.allocate returned {status.name} for one role, "
+                              f"having allocated a buffer for another")
+
+    def read_buffers(self, buffers: list[Any]) -> list[bytes | None]:
+        """Each output buffer's content (IBuffer.copyTo); None where it cannot be read."""
+        contents: list[bytes | None] = []
+        for spec, buffer in zip(self.example.main.outputs, buffers):
+            size = output_buffer_size(spec) if spec.byte_size else 0
+            if size == 0:   # a zero-sized output has nothing to compare
+                contents.append(b"")
+                continue
+            memory = Memory.create(size)
+            status = self.client.call(self.options.call_timeout, "IBuffer.copyTo", buffer.copyTo, memory)
+            contents.append(memory.read() if status == ErrorStatus.NONE else None)
+        return contents
+
     # --- executions ---
 
     def execute_and_judge(self, model: Model, prepared: Any, bursts: list[Any],
                           path: ExecutionPath, variant: Variant) -> Check:
         shrunk = shrinkable_output(self.example) if variant is Variant.INSUFFICIENT else None
-        request = build_request(self.example, shrink_output=shrunk)
+        if variant is Variant.BUFFERS:
+            request, output_buffers = self.buffer_request(prepared)
+            read = lambda: self.read_buffers(output_buffers)  # noqa: E731
+        else:
+            request = build_request(self.example, shrink_output=shrunk)
+            read = lambda: read_outputs(request)  # noqa: E731
         arguments = ExecutionArguments(measureTiming=next(self.measures))
         limit_s = self.options.call_timeout
         if path is ExecutionPath.BURST and not bursts:
@@ -313,7 +468,7 @@ class ExampleRun:
         else:
             status, shapes = self.client.execute(prepared, request, path, arguments, limit_s)
         elapsed = time.monotonic() - start
-        problems = self.judge(model, status, shapes, request, path, variant, shrunk)
+        problems = self.judge(model, status, shapes, request, path, variant, shrunk, read)
         return Check(path.label, variant, Verdict.FAILED if problems else Verdict.PASSED,
                      "; ".join(problems), status, elapsed)
 
@@ -327,8 +482,9 @@ class ExampleRun:
 
     def judge(self, model: Model, status: ErrorStatus, shapes: list[OutputShape] | None,
               request: Request, path: ExecutionPath, variant: Variant,
-              shrunk: int | None) -> list[str]:
-        """``shapes`` is None for the fenced path, which reports none."""
+              shrunk: int | None, read: Callable[[], list[bytes | None]]) -> list[str]:
+        """``shapes`` is None for the fenced path, which reports none; ``read`` gives the
+        outputs the execution wrote."""
         example = self.example
         if example.expectFailure:
             if example.is_infinite_loop_test:
@@ -346,7 +502,11 @@ class ExampleRun:
             return []
         problems = [] if shapes is None else self.shape_problems(shapes, fully_specified, shrunk)
         if variant is not Variant.INSUFFICIENT:
-            problems += check_outputs(example, read_outputs(request))
+            contents = read()
+            unread = [i for i, content in enumerate(contents) if content is None]
+            if unread:
+                return problems + [f"output {i}: IBuffer.copyTo failed" for i in unread]
+            problems += check_outputs(example, contents)
         return problems
 
     @staticmethod

@@ -135,6 +135,12 @@ class FakeDevice:
         callback.notify_1_3(ErrorStatus.NONE, FakePreparedModel(self, model))
         return ErrorStatus.NONE
 
+    def getNumberOfCacheFilesNeeded(self):
+        return ErrorStatus.NONE, 0, 0       # caches nothing
+
+    def allocate(self, desc, preparedModels, inputRoles, outputRoles):
+        return ErrorStatus.GENERAL_FAILURE, None, 0     # offers no memory domains
+
 
 class FakePreparedModel:
     def __init__(self, device: FakeDevice, model: Model) -> None:

@@ -46,7 +46,8 @@ def test_control_flow_models_pass_on_every_path_and_variant(control_flow_results
     skipped = {r.name for r in control_flow_results if r.verdict is Verdict.SKIPPED}
     assert all(name.startswith("while_") and "unknown_" in name for name in skipped), skipped
     variants = {(c.step, c.variant.value) for r in passed for c in r.checks}
-    assert {("fenced", "dynamic"), ("burst", "insufficient"), ("async", "normal")} <= variants
+    assert {("fenced", "dynamic"), ("burst", "insufficient"), ("async", "normal"),
+            ("fenced", "buffers"), ("burst", "buffers"), ("sync", "cache")} <= variants
 
 
 def test_endless_loops_stop_at_the_loop_timeout_on_every_path(control_flow_results):

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from driver.buffers import DeviceBuffer
+from driver.device import SampleDriver
 from driver.hal import ErrorStatus
 from hal_client.conformance.__main__ import main
 from hal_client.conformance.loader import load_examples
@@ -38,7 +40,11 @@ def test_a_correct_driver_passes_every_path_and_variant(tmp_path):
     steps = sorted((c.step, c.variant.value) for c in result.checks)
     assert steps == sorted(
         [(p.label, "normal") for p in ExecutionPath] + [(p.label, "dynamic") for p in ExecutionPath]
-        + [(p.label, "insufficient") for p in ExecutionPath if p is not ExecutionPath.FENCED])
+        + [(p.label, "insufficient") for p in ExecutionPath if p is not ExecutionPath.FENCED]
+        + [("allocate", "buffers"), ("prepare", "cache")])
+    # The fake offers no memory domains and caches nothing, as a driver may.
+    assert {c.reason for c in result.checks if c.variant in (Variant.BUFFERS, Variant.CACHE)} == {
+        "the driver offers no memory domains", "the driver caches nothing"}
     fenced_dynamic = next(c for c in result.checks
                           if (c.step, c.variant) == ("fenced", Variant.DYNAMIC))
     assert fenced_dynamic.status == ErrorStatus.INVALID_ARGUMENT
@@ -135,6 +141,40 @@ def test_models_that_must_fail(tmp_path, entry, status, verdict, reason):
     assert (result.verdict, result.reason) == (verdict, reason)
     assert {c.variant for c in result.checks} == {Variant.NORMAL}   # no unknown-shape variants
     assert len(result.checks) == len(ExecutionPath)
+
+
+def test_the_bundled_driver_passes_buffers_and_cache(tmp_path):
+    example = load(tmp_path, add_model())
+    options = RunOptions(variants=(Variant.BUFFERS, Variant.CACHE))
+    result = run_example(SampleDriver(), example, options)
+    assert result.verdict is Verdict.PASSED, result.reason
+    assert sorted((c.step, c.variant.value) for c in result.checks) == sorted(
+        [(p.label, "buffers") for p in ExecutionPath] + [("sync", "cache")])
+
+
+def wrong_copies(buffer, dst):
+    dst.write(bytes(dst.size))
+    return ErrorStatus.NONE
+
+
+@pytest.mark.parametrize("mistake, reason", [
+    ("copyTo", "output 0 (out): 4 of 4 values outside atol=1e-05"),
+    ("allocate", "IDevice.allocate returned INVALID_ARGUMENT for a role of the model"),
+    ("cache", "prepareModelFromCache_1_3 notified GENERAL_FAILURE for the files "
+              "prepareModel_1_3 had just written"),
+])
+def test_mistakes_in_buffers_and_caching_fail(tmp_path, monkeypatch, mistake, reason):
+    device = SampleDriver()
+    if mistake == "copyTo":
+        monkeypatch.setattr(DeviceBuffer, "copyTo", wrong_copies)
+    elif mistake == "allocate":
+        monkeypatch.setattr(device, "allocate", lambda *args: (ErrorStatus.INVALID_ARGUMENT, None, 0))
+    else:
+        monkeypatch.setattr(device, "_save_to_cache", lambda *args: None)
+    result = run_example(device, load(tmp_path, add_model()),
+                         RunOptions(variants=(Variant.BUFFERS, Variant.CACHE)))
+    assert result.verdict is Verdict.FAILED
+    assert any(c.reason.startswith(reason) for c in result.checks), result.checks
 
 
 def test_only_the_chosen_paths_and_variants_run(tmp_path):

@@ -20,6 +20,14 @@ targets:
   oracle sees that in-process: scripts/triage.py finds it as an out-of-memory by replaying
   under a memory limit below that (libFuzzer does with -rss_limit_mb=256, say).
 
+Drivers that compute consistent wrong outputs (on every path) in rare structures, for the
+oracles that know the right answer (tests/fuzz/test_right_answers.py; MISCOMPUTING): each
+prepares a rewritten model. ``LoopBodyMulAdds``: a MUL in a WHILE body adds;
+``SignedAddSubtracts``: an ADD of TENSOR_QUANT8_ASYMM_SIGNED subtracts;
+``NestedIfSwapsBranches``: an IF in a referenced subgraph runs the other branch;
+``BroadcastSubReversed``: a broadcasting SUB subtracts the other way round. ``Faithful`` is
+the bundled driver behind the same wrappers, with no bug.
+
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
 condition, no rank over 32 and no request changed after launch; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
@@ -37,7 +45,8 @@ from driver import SampleDriver, limits, operands
 from driver.errors import ValidationError
 from driver.fingerprint import MODEL_MEMO
 from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
-                        OperationType, OptionalTimeoutDuration, Priority, Subgraph)
+                        OperandType, Operation, OperationType, OptionalTimeoutDuration, Priority,
+                        Subgraph)
 from driver.sync_fence import FenceState, SyncFence
 from driver.validation import validate_request
 from fuzz import harness, oracles
@@ -442,6 +451,104 @@ class LiveRequest(DeviceWrapper):
     prepared_model_class = _LateReadingModel
 
 
+# --- 9-12. consistent wrong outputs in rare structures -----------------------------------------
+
+def _rewritten_operations(model: Model, rewrite: Callable[[Model, int, Any], Any]) -> Model:
+    """The model with each operation of referenced subgraph ``k`` (-1: main) replaced by
+    ``rewrite(model, k, operation)`` (the operation itself: unchanged); the model given
+    is left as it is."""
+    def subgraph(k: int, graph: Subgraph) -> Subgraph:
+        operations = [rewrite(model, k, operation) for operation in graph.operations]
+        if all(new is old for new, old in zip(operations, graph.operations)):
+            return graph
+        return Subgraph(graph.operands, operations, graph.inputIndexes, graph.outputIndexes)
+    return Model(subgraph(-1, model.main), [subgraph(k, g) for k, g in enumerate(model.referenced)],
+                 model.operandValues, model.pools, model.relaxComputationFloat32toFloat16,
+                 model.extensionNameToPrefix)
+
+
+class _Miscomputing(DeviceWrapper):
+    """Prepares a rewritten model instead of the one given (``rewrite`` as in
+    _rewritten_operations): the same wrong outputs on every path. Validity is untouched:
+    each rewrite keeps the operation's signature."""
+
+    @staticmethod
+    def rewrite(model: Model, subgraph: int, operation: Operation) -> Operation:
+        return operation
+
+    def prepareModel_1_3(self, model, *arguments) -> ErrorStatus:
+        try:
+            model = _rewritten_operations(model, self.rewrite)
+        except (AttributeError, IndexError, TypeError):
+            pass         # a malformed model: the inner driver rejects it as it is
+        return super().prepareModel_1_3(model, *arguments)
+
+
+def _loop_bodies(model: Model) -> set[int]:
+    """The referenced subgraphs some WHILE runs as its body."""
+    return {operand.location.offset for g, op in _while_loops(model)
+            if (operand := _operand_or_none(g, op.inputs[1])) is not None
+            and operand.lifetime == OperandLifeTime.SUBGRAPH}
+
+
+def _operand_or_none(subgraph: Subgraph, index: int):
+    return subgraph.operands[index] if 0 <= index < len(subgraph.operands) else None
+
+
+class LoopBodyMulAdds(_Miscomputing):
+    """A MUL in a WHILE body adds instead."""
+
+    @staticmethod
+    def rewrite(model, subgraph, operation):
+        if operation.type == OperationType.MUL and subgraph in _loop_bodies(model):
+            return Operation(OperationType.ADD, operation.inputs, operation.outputs)
+        return operation
+
+
+class SignedAddSubtracts(_Miscomputing):
+    """An ADD of TENSOR_QUANT8_ASYMM_SIGNED values subtracts instead."""
+
+    @staticmethod
+    def rewrite(model, subgraph, operation):
+        graph = model.main if subgraph < 0 else model.referenced[subgraph]
+        first = _operand_or_none(graph, operation.inputs[0]) if operation.inputs else None
+        if (operation.type == OperationType.ADD and first is not None
+                and first.type == OperandType.TENSOR_QUANT8_ASYMM_SIGNED):
+            return Operation(OperationType.SUB, operation.inputs, operation.outputs)
+        return operation
+
+
+class NestedIfSwapsBranches(_Miscomputing):
+    """An IF in a referenced subgraph runs the branch its condition does not choose."""
+
+    @staticmethod
+    def rewrite(model, subgraph, operation):
+        if operation.type == OperationType.IF and subgraph >= 0 and len(operation.inputs) >= 3:
+            condition, then, otherwise, *inputs = operation.inputs
+            return Operation(OperationType.IF, [condition, otherwise, then, *inputs], operation.outputs)
+        return operation
+
+
+class BroadcastSubReversed(_Miscomputing):
+    """A SUB whose inputs' shapes differ (one is broadcast) subtracts the other way round."""
+
+    @staticmethod
+    def rewrite(model, subgraph, operation):
+        graph = model.main if subgraph < 0 else model.referenced[subgraph]
+        if operation.type != OperationType.SUB or len(operation.inputs) < 2:
+            return operation
+        a, b = (_operand_or_none(graph, i) for i in operation.inputs[:2])
+        if a is None or b is None or list(a.dimensions) == list(b.dimensions):
+            return operation
+        return Operation(OperationType.SUB, [operation.inputs[1], operation.inputs[0], *operation.inputs[2:]],
+                         operation.outputs)
+
+
+class Faithful(DeviceWrapper):
+    """The bundled driver behind the wrappers, with no bug: a reference compared with it,
+    and the relations, must find nothing."""
+
+
 #: Each broken driver and the oracle rule that must catch it (Hoarding is caught by a
 #: memory limit around the harness, not by an oracle).
 EXPECTED_RULES = {
@@ -453,6 +560,12 @@ EXPECTED_RULES = {
     "OverBudget": oracles.MemoryBudgetViolation,
     "LiveRequest": oracles.RequestChangedViolation,
 }
+
+#: The drivers that compute wrong outputs, and whether the metamorphic relations alone
+#: (no reference) can catch them: only where the wrong answer depends on where the
+#: operation sits.
+MISCOMPUTING = {"LoopBodyMulAdds": False, "SignedAddSubtracts": False,
+                "NestedIfSwapsBranches": True, "BroadcastSubReversed": False}
 
 #: The drivers whose bug the shape of a case alone does not decide: corpus inputs of that
 #: shape must run clean on them (an endless loop is only known by running it; most cases

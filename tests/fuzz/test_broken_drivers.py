@@ -88,8 +88,10 @@ def test_reproducer_passes_on_the_bundled_driver(path, info):
 
 # --- found by fuzzing from the corpus ---------------------------------------------------------
 
-def fuzz_from_corpus(device, seed: int, inputs: int) -> tuple[bytes, OracleViolation]:
-    """The first input (and its violation) of a fuzz run from the corpus that breaks a rule."""
+def fuzz_from_corpus(device, seed: int, inputs: int,
+                     enabled: harness.Oracles | None = None) -> tuple[bytes, OracleViolation]:
+    """The first input (and its violation) of a fuzz run from the corpus that breaks a rule
+    (with the optional oracles ``enabled``: by default, the configured ones)."""
     seeds = [path.read_bytes() for path in sorted(CORPUS.iterdir())]
     rng = random.Random(seed)
     data = None
@@ -97,7 +99,7 @@ def fuzz_from_corpus(device, seed: int, inputs: int) -> tuple[bytes, OracleViola
         source = data if data is not None and rng.random() < STACKED_MUTATIONS else rng.choice(seeds)
         data = mutate(source, MAX_INPUT_BYTES, rng.randrange(1 << 30))
         try:
-            harness.run_one(data, device)
+            harness.run_one(data, device, enabled)
         except OracleViolation as violation:
             return data, violation
     pytest.fail(f"no violation in {inputs} inputs")

@@ -17,7 +17,7 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MeasureTiming, Mem
                         SymmPerChannelQuantParams)
 from driver.memory import Memory
 from fuzz import codec
-from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, RequestChange
+from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from fuzz.codec import (CaseSpec, ElementKind, ModelSpec, OperandSpec,
                         RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
 from fuzz.seed_models import SEEDS, seed_specs
@@ -253,7 +253,8 @@ def test_choices_round_trip():
                                measureTiming=MeasureTiming.YES,
                                deadline_ns=1_000_000_000, loopTimeoutDuration_ns=0,
                                wait_fences=3, wait_fence_delay_ns=5_000_000,
-                               fenced_duration_ns=7_000, request_change=RequestChange.CLOSED)
+                               fenced_duration_ns=7_000, request_change=RequestChange.CLOSED,
+                               relation=Relation.UNKNOWN_OUTPUT_SHAPES)
     case = FuzzCase(choices=choices)
     assert_round_trip(case)
     assert codec.decode(codec.encode(case)).choices == choices
@@ -266,6 +267,19 @@ def test_the_request_change_takes_bits_every_older_input_left_clear():
     assert codec.decode(data).choices.request_change == RequestChange.NONE
     changed = bytes([data[0], data[1] | RequestChange.POOLS << 5]) + data[2:]
     assert codec.decode(changed).choices.request_change == RequestChange.POOLS
+
+
+def test_the_relation_takes_a_bit_every_older_input_left_clear():
+    """Inputs written before the field decode as they did: no relation. With the bit set, a
+    varint after the other choices names one; past the last, it reads as the last."""
+    data = codec.encode(FuzzCase())
+    assert not data[1] & 0x80
+    assert codec.decode(data).choices.relation == Relation.NONE
+    for written, meant in ((0, Relation.IF_THEN), (5, Relation.RENUMBERED), (99, list(Relation)[-1])):
+        related = bytes([data[0], data[1] | 0x80, data[2], written]) + data[3:]
+        case = codec.decode(related)
+        assert case.choices.relation == meant
+        assert codec.decode(codec.encode(case)) == case
 
 
 def test_ranks_past_the_one_byte_cap_are_written_long():

@@ -362,6 +362,21 @@ def test_driver_specs_are_loaded_and_checked(monkeypatch):
             drivers.make_device(spec)
 
 
+def test_the_reference_is_the_bundled_driver_unless_that_is_the_one_fuzzed(monkeypatch):
+    from fuzz import drivers
+    monkeypatch.delenv(drivers.DRIVER_ENV, raising=False)
+    monkeypatch.delenv(drivers.REFERENCE_ENV, raising=False)
+    assert drivers.configured_reference() is None
+    monkeypatch.setenv(drivers.DRIVER_ENV, "tests.fuzz.broken_drivers:Hanging")
+    assert drivers.configured_reference() == "driver:SampleDriver"
+    monkeypatch.setenv(drivers.REFERENCE_ENV, drivers.NO_REFERENCE)
+    assert drivers.configured_reference() is None
+    monkeypatch.setenv(drivers.REFERENCE_ENV, "m:f")
+    assert drivers.configured_reference() == "m:f"
+    assert drivers.environment("m:f", None) == {drivers.DRIVER_ENV: "m:f",
+                                                drivers.REFERENCE_ENV: drivers.NO_REFERENCE}
+
+
 def test_entry_point_strips_its_own_flag_and_adds_defaults():
     from fuzz import driver_fuzz
     spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--driver", "m:f", "corpus", "-runs=5"])
@@ -369,8 +384,11 @@ def test_entry_point_strips_its_own_flag_and_adds_defaults():
     spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--driver=m:g", "-fork=2"])
     assert spec == "m:g" and rest == ["fuzz.py", "-fork=2"]
     assert driver_fuzz.split_driver_flag(["fuzz.py", "corpus"]) == (None, ["fuzz.py", "corpus"])
-    assert driver_fuzz.split_trace_flag(["fuzz.py", "--trace-comparisons", "corpus"]) == (True, ["fuzz.py", "corpus"])
-    assert driver_fuzz.split_trace_flag(["fuzz.py", "corpus"]) == (False, ["fuzz.py", "corpus"])
+    trace = driver_fuzz.TRACE_COMPARISONS_FLAG
+    assert driver_fuzz.split_switch(["fuzz.py", trace, "corpus"], trace) == (True, ["fuzz.py", "corpus"])
+    assert driver_fuzz.split_switch(["fuzz.py", "corpus"], trace) == (False, ["fuzz.py", "corpus"])
+    spec, rest = driver_fuzz.split_driver_flag(["fuzz.py", "--reference=none", "corpus"], driver_fuzz.REFERENCE_FLAG)
+    assert (spec, rest) == ("none", ["fuzz.py", "corpus"])
     flags = driver_fuzz.with_default_flags(["fuzz.py", "corpus"])
     assert any(f.startswith("-artifact_prefix=") and f.endswith("crashes/") for f in flags)
     assert f"-timeout={driver_fuzz.DEFAULT_TIMEOUT_S}" in flags

@@ -1,0 +1,246 @@
+"""Metamorphic relations: ways to rewrite a model and request that must not change the
+outputs, for any driver. Each is a small function ``(model, request) -> (model, request)``
+registered with ``@relation(Relation.X)``, which also makes its violation class (rule
+``metamorphic-<name>``); it returns None where it does not apply, and builds new
+structures, sharing the unchanged parts of the originals (never changing them).
+
+The harness applies the relation a case's choices name (``choices.relation``) once the case
+ran successfully, runs the rewritten case on the same driver and compares the outputs
+(fuzz/oracles.py, check_same_outputs). A rewritten case the reference validator rejects, or
+the driver does not prepare or run successfully, is skipped, never judged: a relation may
+need what a driver does not support (control flow, unknown shapes).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Callable
+
+from driver.hal import (DataLocation, MemoryPool, Model, Operand, OperandLifeTime, OperandType,
+                        Operation, OperationType, Request, RequestArgument, Subgraph)
+from driver.hal.dtypes import byte_size
+from driver.hal.enums import SCALAR_OPERAND_TYPES
+from driver.memory import Memory
+
+from .case import Relation
+from .oracles import MetamorphicViolation
+
+L = OperandLifeTime
+Derive = Callable[[Model, Request], "tuple[Model, Request] | None"]
+
+#: Constants and request arguments placed by a relation start at multiples of this (the
+#: alignment the HAL's clients give values).
+ALIGNMENT = 4
+#: OWN_POOLS puts argument k at offset (k + 1) * this in its pool.
+POOL_OFFSET_STEP = 16
+
+
+@dataclass(frozen=True)
+class RelationRule:
+    relation: Relation
+    derive: Derive
+    Violation: type[MetamorphicViolation]
+
+
+RULES: dict[Relation, RelationRule] = {}
+
+
+def relation(which: Relation) -> Callable[[Derive], Derive]:
+    """Register ``derive`` as the relation ``which``, with a violation of its own."""
+    def register(derive: Derive) -> Derive:
+        name = which.name.lower().replace("_", "-")
+        violation = type(f"Metamorphic{which.name.title().replace('_', '')}Violation",
+                         (MetamorphicViolation,), {"rule": f"metamorphic-{name}", "__doc__": derive.__doc__})
+        RULES[which] = RelationRule(which, derive, violation)
+        return derive
+    return register
+
+
+# --- building blocks --------------------------------------------------------------------------
+
+def _replaced(model: Model, **changes) -> Model:
+    fields = dict(main=model.main, referenced=model.referenced, operandValues=model.operandValues,
+                  pools=model.pools, relaxComputationFloat32toFloat16=model.relaxComputationFloat32toFloat16,
+                  extensionNameToPrefix=model.extensionNameToPrefix)
+    return Model(**{**fields, **changes})
+
+
+def _appended_value(model: Model, data: bytes) -> tuple[bytes, DataLocation]:
+    """operandValues with ``data`` appended at an aligned offset, and its location."""
+    values = bytes(model.operandValues)
+    offset = -len(values) % ALIGNMENT + len(values)
+    return values.ljust(offset, b"\0") + data, DataLocation(0, offset, len(data))
+
+
+def _operand_as(operand: Operand, lifetime: L, consumers: int, location: DataLocation | None = None,
+                dimensions: list[int] | None = None) -> Operand:
+    return Operand(operand.type, list(operand.dimensions if dimensions is None else dimensions),
+                   consumers, operand.scale, operand.zeroPoint, lifetime,
+                   location or DataLocation(), operand.extraParams)
+
+
+def _argument_bytes(request: Request, argument: RequestArgument) -> bytes | None:
+    location = argument.location
+    if argument.hasNoValue or not 0 <= location.poolIndex < len(request.pools):
+        return None
+    memory = request.pools[location.poolIndex].hidlMemory
+    return None if memory is None else memory.read(location.offset, location.length)
+
+
+# --- (a) the main subgraph as a branch of IF ----------------------------------------------------
+
+def _in_if(model: Model, request: Request, condition: bool) -> tuple[Model, Request]:
+    """A main subgraph of one IF(condition) whose branches are both the old main subgraph,
+    now referenced (last, so that the indexes of the others stay)."""
+    main = model.main
+    operands = ([_operand_as(main.operands[i], L.SUBGRAPH_INPUT, 1) for i in main.inputIndexes]
+                + [_operand_as(main.operands[i], L.SUBGRAPH_OUTPUT, 0) for i in main.outputIndexes])
+    values, location = _appended_value(model, bytes([condition]))
+    inputs = list(range(len(main.inputIndexes)))
+    outputs = list(range(len(inputs), len(operands)))
+    operands.append(Operand(OperandType.TENSOR_BOOL8, [1], 1, lifetime=L.CONSTANT_COPY, location=location))
+    for _branch in ("then", "else"):
+        operands.append(Operand(OperandType.SUBGRAPH, [], 1, lifetime=L.SUBGRAPH,
+                                location=DataLocation(0, len(model.referenced), 0)))
+    condition_then_else = list(range(len(operands) - 3, len(operands)))
+    outer = Subgraph(operands, [Operation(OperationType.IF, condition_then_else + inputs, outputs)],
+                     inputs, outputs)
+    return _replaced(model, main=outer, referenced=[*model.referenced, main], operandValues=values), request
+
+
+@relation(Relation.IF_THEN)
+def if_then(model: Model, request: Request) -> tuple[Model, Request]:
+    """The main subgraph moved into the then-branch of an IF with a constant true condition."""
+    return _in_if(model, request, True)
+
+
+@relation(Relation.IF_ELSE)
+def if_else(model: Model, request: Request) -> tuple[Model, Request]:
+    """The main subgraph moved into the else-branch of an IF with a constant false condition."""
+    return _in_if(model, request, False)
+
+
+# --- (b) a main input given as a constant -------------------------------------------------------
+
+def _as_constant(model: Model, request: Request, place) -> tuple[Model, Request] | None:
+    """The first main input with a value of known size given as a constant instead,
+    placed by ``place(model, data) -> (model, lifetime, location)``."""
+    main = model.main
+    for k, (index, argument) in enumerate(zip(main.inputIndexes, request.inputs)):
+        operand = main.operands[index]
+        dims = list(argument.dimensions or operand.dimensions)
+        size = byte_size(operand.type, dims)
+        data = _argument_bytes(request, argument)
+        if size is None or data is None or len(data) < size:
+            continue
+        model, lifetime, location = place(model, data[:size])
+        operands = list(main.operands)
+        operands[index] = _operand_as(operand, lifetime, operand.numberOfConsumers, location, dims)
+        inputs = main.inputIndexes[:k] + main.inputIndexes[k + 1:]
+        sub = Subgraph(operands, main.operations, inputs, main.outputIndexes)
+        return (_replaced(model, main=sub),
+                Request(request.inputs[:k] + request.inputs[k + 1:], request.outputs, request.pools))
+    return None
+
+
+@relation(Relation.CONSTANT_COPY)
+def constant_copy(model: Model, request: Request) -> tuple[Model, Request] | None:
+    """A main input supplied as a CONSTANT_COPY operand instead of through the request."""
+    def place(model: Model, data: bytes):
+        values, location = _appended_value(model, data)
+        return _replaced(model, operandValues=values), L.CONSTANT_COPY, location
+    return _as_constant(model, request, place)
+
+
+@relation(Relation.CONSTANT_REFERENCE)
+def constant_reference(model: Model, request: Request) -> tuple[Model, Request] | None:
+    """A main input supplied as a CONSTANT_REFERENCE operand in a model pool of its own."""
+    def place(model: Model, data: bytes):
+        location = DataLocation(len(model.pools), 0, len(data))
+        return _replaced(model, pools=[*model.pools, Memory.from_bytes(data)]), L.CONSTANT_REFERENCE, location
+    return _as_constant(model, request, place)
+
+
+# --- (c) the request's arguments in pools of their own ---------------------------------------
+
+@relation(Relation.OWN_POOLS)
+def own_pools(model: Model, request: Request) -> tuple[Model, Request] | None:
+    """Each request argument moved to a pool of its own, at another offset."""
+    pools: list[MemoryPool] = []
+
+    def moved(argument: RequestArgument) -> RequestArgument | None:
+        if argument.hasNoValue:
+            return argument
+        data = _argument_bytes(request, argument)
+        if data is None:
+            return None
+        offset = (len(pools) + 1) * POOL_OFFSET_STEP
+        pools.append(MemoryPool(hidlMemory=Memory.from_bytes(bytes(offset) + data)))
+        return RequestArgument(False, DataLocation(len(pools) - 1, offset, len(data)),
+                               list(argument.dimensions))
+    inputs = [moved(argument) for argument in request.inputs]
+    outputs = [moved(argument) for argument in request.outputs]
+    if None in inputs or None in outputs:
+        return None      # a pool the driver allocated: its buffers cannot be moved
+    return model, Request(inputs, outputs, pools)
+
+
+# --- (d) operands and operations renumbered ---------------------------------------------------
+
+def _renumbered(subgraph: Subgraph) -> Subgraph:
+    """Operands in reverse order; operations in another topological order (the
+    latest-numbered one first among those whose inputs are ready)."""
+    count = len(subgraph.operands)
+    new = [count - 1 - i for i in range(count)]
+    producer = {o: k for k, operation in enumerate(subgraph.operations) for o in operation.outputs}
+    waiting = [{producer[i] for i in operation.inputs if i in producer} for operation in subgraph.operations]
+    users: dict[int, list[int]] = {}
+    for k, needs in enumerate(waiting):
+        for before in needs:
+            users.setdefault(before, []).append(k)
+    ready = [-k for k, needs in enumerate(waiting) if not needs]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = -heapq.heappop(ready)
+        order.append(k)
+        for user in users.get(k, ()):
+            waiting[user].discard(k)
+            if not waiting[user]:
+                heapq.heappush(ready, -user)
+    operations = [Operation(op.type, [new[i] for i in op.inputs], [new[i] for i in op.outputs])
+                  for op in (subgraph.operations[k] for k in order)]
+    return Subgraph(subgraph.operands[::-1], operations, [new[i] for i in subgraph.inputIndexes],
+                    [new[i] for i in subgraph.outputIndexes])
+
+
+@relation(Relation.RENUMBERED)
+def renumbered(model: Model, request: Request) -> tuple[Model, Request]:
+    """Every subgraph's operands and operations renumbered (another valid topological
+    order of its operations); the inputs and outputs keep their order."""
+    return _replaced(model, main=_renumbered(model.main),
+                     referenced=[_renumbered(subgraph) for subgraph in model.referenced]), request
+
+
+# --- (e) output shapes left to the driver ----------------------------------------------------
+
+@relation(Relation.UNKNOWN_OUTPUT_SHAPES)
+def unknown_output_shapes(model: Model, request: Request) -> tuple[Model, Request] | None:
+    """The main outputs' dimensions left unknown (their rank kept) in the model and the
+    request: the driver works them out."""
+    main = model.main
+    operands = list(main.operands)
+    outputs = list(request.outputs)
+    for k, index in enumerate(main.outputIndexes):
+        operand = operands[index]
+        if operand.type in SCALAR_OPERAND_TYPES or k >= len(outputs):
+            continue
+        rank = len(outputs[k].dimensions or operand.dimensions)
+        operands[index] = _operand_as(operand, operand.lifetime, operand.numberOfConsumers,
+                                      operand.location, [0] * rank)
+        argument = outputs[k]
+        outputs[k] = RequestArgument(argument.hasNoValue, argument.location, [])
+    if operands == main.operands:
+        return None
+    sub = Subgraph(operands, main.operations, main.inputIndexes, main.outputIndexes)
+    return _replaced(model, main=sub), Request(request.inputs, outputs, request.pools)
