@@ -330,9 +330,13 @@ class Triaged:
     sizes: list[int] = field(default_factory=list)
 
 
-def validity(case) -> tuple[bool, bool]:
-    """(model valid, request valid) per the reference validator."""
-    model_error, request_error = harness.reference_errors(case.model, case.request)
+def validity(case) -> tuple[bool, bool] | None:
+    """(model valid, request valid) per the reference validator; None when the validator
+    itself fails (the bug being triaged may be in it)."""
+    try:
+        model_error, request_error = harness.reference_errors(case.model, case.request)
+    except Exception:
+        return None
     return model_error is None, request_error is None
 
 

@@ -354,6 +354,8 @@ def plan(ctx: OperationContext, present: Sequence[bool], scalars: Optional[Seque
     if scalars is None:
         return None
     cell_clip, projection_clip, *intermediate_scales, hidden_zero_point, hidden_scale = scalars
+    check(np.float32(hidden_scale) > 0, "{}: input {} (hidden state scale) {} must be positive",
+          ctx.name, HIDDEN_SCALE, hidden_scale)
     x_scale, h_scale = np.float32(inputs[0].scale), np.float32(inputs[PREVIOUS_OUTPUT].scale)
 
     def multiplier(real) -> Multiplier:

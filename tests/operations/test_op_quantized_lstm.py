@@ -251,6 +251,8 @@ def test_qlstm_rejections():
     rejects(op, *qlstm(cell_scale=2.0 ** -8), "input 19 .* 2\\*\\*-15 to 2\\*\\*-9")
     rejects(op, *qlstm(cell_scale=0.0003), "input 19 .* 2\\*\\*-15 to 2\\*\\*-9")
     rejects(op, *qlstm(scalars=dict(intermediate=(2.0 ** -12, 0.0, 2.0 ** -12, 2.0 ** -12))), "not finite")
+    for hidden_scale in (0.0, -1.0, float("nan")):
+        rejects(op, *qlstm(scalars=dict(hidden_scale=hidden_scale)), "input 31 .* must be positive")
     rejects(op, *qlstm(o1=output(SYMM16, (), 2.0 ** -12)), "output 1 .* expected those of input 19")
     rejects(op, *qlstm(o2=output(S8, (), 1 / 128, 3)), "output 2 .* expected those of input 18")
     rejects(op, *qlstm(units=2, output_size=3), "without projection weights, outputSize 3 must equal numUnits 2")
