@@ -588,9 +588,13 @@ def planted_bug_reached(name: str, case) -> bool:
     if name == "SupportedDisagrees":
         return _referenced_operation(model, OperationType.SQRT)
     if name == "RankUnchecked":
+        # A rank past the limit, declared, requested, or grown by a WHILE body adding a
+        # dimension each iteration.
         return any(len(o.dimensions) > limits.MAX_RANK
                    for subgraph in (model.main, *model.referenced) for o in subgraph.operands) \
-            or any(len(a.dimensions) > limits.MAX_RANK for a in (*case.request.inputs, *case.request.outputs))
+            or any(len(a.dimensions) > limits.MAX_RANK for a in (*case.request.inputs, *case.request.outputs)) \
+            or any(body is not None and any(o.type == OperationType.EXPAND_DIMS for o in body.operations)
+                   for body in (_loop_body(model, g, op) for g, op in _while_loops(model)))
     if name == "OverBudget":
         return harness.declared_elements(model) >= harness.MEASURED_CASE_ELEMENTS
     if name == "LiveRequest":

@@ -19,10 +19,12 @@ from tests.fuzz import broken_drivers
 from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
 
 #: (seed, most inputs) of a fuzz run from the corpus that finds each miscomputing driver's
-#: bug with the reference alone; with the relations alone for those they can find.
-BY_REFERENCE = {"LoopBodyMulAdds": (8, 6000), "SignedAddSubtracts": (4, 6000),
-                "NestedIfSwapsBranches": (1, 6000), "BroadcastSubReversed": (1, 6000)}
-BY_RELATIONS = {"NestedIfSwapsBranches": (4, 6000)}
+#: bug with the reference alone; with the relations alone for those they can find. The walk
+#: depends on the corpus: a corpus change may need other seeds (scripts/bench_fuzz.py and
+#: libFuzzer runs measure the oracles themselves).
+BY_REFERENCE = {"LoopBodyMulAdds": (8, 6000), "SignedAddSubtracts": (2, 6000),
+                "NestedIfSwapsBranches": (6, 6000), "BroadcastSubReversed": (1, 6000)}
+BY_RELATIONS = {"NestedIfSwapsBranches": (7, 6000)}
 
 
 @pytest.mark.parametrize("name", sorted(BY_REFERENCE))
