@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from driver.errors import ValidationError
+from driver.errors import DriverError
 from driver.hal import OperandLifeTime as L, OperandType as T, OperationType as Op
 from driver.operations.registry import OperandInfo, OperationContext, definitions, lookup
 from driver.operations.signatures import Operand, Range, concrete_types
@@ -199,7 +199,8 @@ def _driver_keeps_shape(form: Form, o: OperandSpec, scale: float, zero_point: in
 
 def output_shapes(operation_type: int, inputs: list[OperandInfo],
                   outputs: list[OperandInfo]) -> Optional[list]:
-    """The output shapes the driver infers for an operation it validates, else None."""
+    """The output shapes the driver infers for an operation it validates, else None (also
+    for shapes past the driver's limits)."""
     definition = lookup(operation_type)
     ctx = OperationContext(Op(operation_type), 0, inputs, outputs)
     shapes = [None if i.is_omitted else (i.dimensions or None) if i.type in TENSOR_TYPES
@@ -207,7 +208,7 @@ def output_shapes(operation_type: int, inputs: list[OperandInfo],
     try:
         definition.validate(ctx)
         return definition.infer_shapes(ctx, shapes)
-    except ValidationError:
+    except DriverError:
         return None
 
 

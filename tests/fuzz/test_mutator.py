@@ -485,3 +485,14 @@ def test_a_grafted_piece_keeps_the_case_and_adds_its_own():
     outcome = harness.run_case(case, SampleDriver())
     assert outcome.first.status == ErrorStatus.NONE
     assert outcome.first.shapes[-1].dimensions == [1] * 4
+
+
+def test_output_shapes_past_the_driver_limits_are_no_shapes():
+    """A FILL whose shape vector is longer than the rank limit: the driver's shape inference
+    refuses it with RESOURCE_EXHAUSTED, which the mutator takes as "no shape" rather than
+    letting it escape (an exception in the custom mutator aborts the fuzzer)."""
+    from driver.operations.registry import OperandInfo
+    shape = OperandInfo(0, T.TENSOR_INT32, (1 << 16,), 0.0, 0, L.SUBGRAPH_INPUT, None)
+    value = OperandInfo(1, T.FLOAT32, (), 0.0, 0, L.CONSTANT_COPY, np.array([1.0], np.float32))
+    output = OperandInfo(2, T.TENSOR_FLOAT32, (), 0.0, 0, L.SUBGRAPH_OUTPUT, None)
+    assert mutator.operations.output_shapes(Op.FILL, [shape, value], [output]) is None
