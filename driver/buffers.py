@@ -159,27 +159,34 @@ def bind_device_memory(request: Request, prepared_model, tracker: BufferTracker,
                    if not argument.hasNoValue and argument.location.poolIndex in device_pools)
     views = [None if pool.token is not None else pool.hidlMemory.buffer() for pool in pools]
     inputs, outputs, device_outputs = [], [], {}
-    for position, argument in enumerate(request.inputs):
+
+    def role_buffer(argument: RequestArgument, is_input: bool, position: int):
+        """The buffer the argument names by token (checked to play this role), else None."""
         buffer = None if argument.hasNoValue else device_pools.get(argument.location.poolIndex)
+        if buffer is not None:
+            kind = "input" if is_input else "output"
+            check(buffer.plays(prepared_model, is_input, position),
+                  "request {} {}: the buffer of pool {} was not allocated for this {}",
+                  kind, position, argument.location.poolIndex, kind)
+        return buffer
+
+    for position, argument in enumerate(request.inputs):
+        buffer = role_buffer(argument, True, position)
         if buffer is None:
             inputs.append(argument)
             continue
         where, pool = f"request input {position}", argument.location.poolIndex
-        check(buffer.plays(prepared_model, True, position),
-              "{}: the buffer of pool {} was not allocated for this input", where, pool)
         data, dimensions = buffer.content(where)
         check(dimensions_compatible(argument.dimensions, dimensions),
               "{}: dimensions {} differ from the buffer's {}", where, list(argument.dimensions), dimensions)
         views[pool] = memoryview(data)
         inputs.append(RequestArgument(False, DataLocation(pool, 0, len(data)), list(dimensions)))
     for position, argument in enumerate(request.outputs):
-        buffer = None if argument.hasNoValue else device_pools.get(argument.location.poolIndex)
+        buffer = role_buffer(argument, False, position)
         if buffer is None:
             outputs.append(argument)
             continue
-        where, pool = f"request output {position}", argument.location.poolIndex
-        check(buffer.plays(prepared_model, False, position),
-              "{}: the buffer of pool {} was not allocated for this output", where, pool)
+        where = f"request output {position}"
         check(uses[id(buffer)] == 1, "{}: the buffer it writes is used by another argument too", where)
         declared = buffer.operand.dimensions
         check(dimensions_compatible(argument.dimensions, declared), "{}: dimensions {} are "
