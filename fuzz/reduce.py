@@ -185,9 +185,13 @@ def shrink_dimension(case: FuzzCase, value: int) -> None:
             argument.location.length = byte_size(operand.type, argument.dimensions or operand.dimensions)
 
 
-PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO), ("deadline_ns", None),
-                 ("fenced_duration_ns", None), ("preference", ExecutionPreference.FAST_SINGLE_ANSWER),
-                 ("priority", Priority.MEDIUM), ("path", ExecutionPath.SYNC),
+#: The choices that make a run depend on the clock. Their plain values are tried before any
+#: other reduction: a case kept with a short loop timeout or deadline may fail on one run
+#: and pass on the next, and every reduction after it would inherit that.
+TIMING_CHOICES = (("deadline_ns", None), ("loopTimeoutDuration_ns", None),
+                  ("fenced_duration_ns", None))
+PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO),
+                 ("preference", ExecutionPreference.FAST_SINGLE_ANSWER), ("priority", Priority.MEDIUM), ("path", ExecutionPath.SYNC),
                  ("second_path", ExecutionPath.SYNC), ("request_change", RequestChange.NONE),
                  ("relation", Relation.NONE))
 
@@ -205,8 +209,18 @@ def _no_wait_fences(case: FuzzCase) -> None:
 
 # --- the search -------------------------------------------------------------------------------
 
+def _choice_reductions(case: FuzzCase, plain: tuple) -> Iterator[tuple[str, Reduction]]:
+    for name, value in plain:
+        if getattr(case.choices, name) != value:
+            yield f"choices.{name} = {getattr(value, 'name', value)}", _set_choice(name, value)
+
+
 def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:
-    """Every reduction that may apply to ``case``, biggest first."""
+    """Every reduction that may apply to ``case``: the clock's part first, then the biggest
+    first."""
+    yield from _choice_reductions(case, TIMING_CHOICES)
+    if case.choices.wait_fences:
+        yield "no wait fences", _no_wait_fences
     graphs = subgraphs(case)
     for j in range(len(case.model.referenced) - 1, -1, -1):
         yield f"drop referenced subgraph {j}", lambda c, j=j: drop_referenced(c, j)
@@ -222,11 +236,7 @@ def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:
         yield "drop unused operands", drop_unused_operands
     for value in sorted({d for g in graphs for o in g.operands for d in o.dimensions if d > 1}, reverse=True):
         yield f"dimension {value} -> 1", lambda c, v=value: shrink_dimension(c, v)
-    for name, value in PLAIN_CHOICES:
-        if getattr(case.choices, name) != value:
-            yield f"choices.{name} = {getattr(value, 'name', value)}", _set_choice(name, value)
-    if case.choices.wait_fences:
-        yield "no wait fences", _no_wait_fences
+    yield from _choice_reductions(case, PLAIN_CHOICES)
 
 
 def minimize(case: FuzzCase, still_fails: Callable[[FuzzCase], bool], budget_s: float,
