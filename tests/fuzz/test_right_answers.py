@@ -16,7 +16,7 @@ from fuzz.drivers import make_device
 from fuzz.oracles import ExecutionResult
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.fuzz import broken_drivers
-from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
+from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus, generous_hang_margin  # noqa: F401
 
 #: (seed, most inputs) of a fuzz run from the corpus that finds each miscomputing driver's
 #: bug with the reference alone; with the relations alone for those they can find. The walk
@@ -28,6 +28,7 @@ BY_RELATIONS = {"NestedIfSwapsBranches": (7, 6000)}
 
 
 @pytest.mark.parametrize("name", sorted(BY_REFERENCE))
+@pytest.mark.usefixtures("generous_hang_margin")
 def test_the_reference_finds_a_wrong_output(name):
     device = make_device(f"{MODULE}:{name}")
     data, violation = fuzz_from_corpus(device, *BY_REFERENCE[name], harness.Oracles(SampleDriver(), False))
@@ -35,6 +36,7 @@ def test_the_reference_finds_a_wrong_output(name):
     harness.run_one(data, SampleDriver(), harness.Oracles(SampleDriver(), False))
 
 
+@pytest.mark.usefixtures("generous_hang_margin")
 def test_relations_alone_find_what_depends_on_where_an_operation_sits():
     assert set(BY_RELATIONS) == {n for n, found in broken_drivers.MISCOMPUTING.items() if found}
     for name, run in BY_RELATIONS.items():
@@ -46,6 +48,7 @@ def test_relations_alone_find_what_depends_on_where_an_operation_sits():
         harness.run_one(data, SampleDriver(), harness.Oracles(None, True))
 
 
+@pytest.mark.usefixtures("generous_hang_margin")
 def test_a_faithful_proxy_of_the_bundled_driver_gives_nothing():
     """Against the bundled driver as reference, with every relation, over the corpus and
     mutations of it."""
