@@ -138,13 +138,9 @@ def read_parameters(ctx: OperationContext, form: Form,
     for i, operand in enumerate(form.parameters, form.first):
         if operand.types[0] == I32:         # TRANSPOSE_CONV_2D's output shape tensor
             continue
-        value = ctx.scalar(i)
+        value = ctx.scalar(i) if inputs is None else ctx.run_scalar(i, inputs, operand)
         if value is None:
-            if inputs is None:
-                return None
-            value = inputs[i].item()
-            if operand.values is not None:
-                operand.check_value(ctx, i, value)
+            return None
         values[i] = value
     return Parameters(padding=tuple(values[i] for i in form.padding),
                       stride=tuple(values[i] for i in form.stride),

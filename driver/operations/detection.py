@@ -86,13 +86,9 @@ def scalar_values(ctx: OperationContext, operands: Sequence[Operand], first: int
     Float parameters come as float32, as the reference computes with them."""
     values = []
     for i in range(first, len(ctx.inputs)):
-        value = ctx.scalar(i)
+        value = ctx.scalar(i) if inputs is None else ctx.run_scalar(i, inputs, operands[i])
         if value is None:
-            if inputs is None:
-                return None
-            value = inputs[i].item()
-            if operands[i].values is not None:
-                operands[i].check_value(ctx, i, value)
+            return None
         values.append(np.float32(value) if isinstance(value, float) else value)
     return values
 

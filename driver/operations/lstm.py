@@ -505,15 +505,6 @@ def run_cell(w: CellWeights, p: CellParameters, x: np.ndarray, aux: Optional[np.
 
 # --- kernels --------------------------------------------------------------------------------
 
-def _parameter(ctx: OperationContext, args: Sequence, i: int, spec: Operand):
-    """A constant scalar, or one read at run time and checked against its signature."""
-    value = ctx.scalar(i)
-    if value is None:
-        value = args[i].item()
-        spec.check_value(ctx, i, value)
-    return value
-
-
 def _weight_positions(cell: Cell) -> list[int]:
     return [*range(cell.weights, cell.weights + len(_WEIGHTS)),
             *(first + g for first in (cell.layer_norm, cell.aux_weights) if first is not None
@@ -542,9 +533,10 @@ def _preparer(ctx: OperationContext, layout: Layout) -> Callable[[Sequence], Run
     checked: set[tuple] = set()           # the shapes (None: omitted) found valid, and time_major
 
     def prepare(args: Sequence) -> Run:
-        parameters = CellParameters(_ACTIVATIONS[_parameter(ctx, args, layout.activation, ACTIVATION)],
-                                    _parameter(ctx, args, layout.cell_clip, cell_clip),
-                                    _parameter(ctx, args, layout.projection_clip, projection_clip))
+        activation = ctx.run_scalar(layout.activation, args, ACTIVATION)
+        parameters = CellParameters(_ACTIVATIONS[activation],
+                                    ctx.run_scalar(layout.cell_clip, args, cell_clip),
+                                    ctx.run_scalar(layout.projection_clip, args, projection_clip))
         time_major = layout.time_major is None or bool(args[layout.time_major])
         if layout.merge_outputs is not None:
             _check_merge_outputs(ctx, layout, bool(args[layout.merge_outputs]))

@@ -91,7 +91,7 @@ import numpy as np
 
 from ..hal.enums import OperandLifeTime, OperandType, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from .signatures import Example, Signature, SignatureTable
+from .signatures import Example, Operand as SignatureOperand, Signature, SignatureTable
 
 Shape = Optional[tuple[int, ...]]   # None: unknown rank; 0 in a dimension: unknown size
 Kernel = Callable[..., tuple]
@@ -138,6 +138,18 @@ class OperationContext:
         """The value of constant scalar input i, or None when it is only known at run time."""
         value = self.inputs[i].value
         return None if value is None else value.reshape(-1)[0].item()
+
+    def run_scalar(self, i: int, inputs: Sequence[np.ndarray],
+                   spec: SignatureOperand) -> int | float | bool:
+        """Scalar input i in a run: its constant value, or the value in this run's
+        ``inputs``, checked against its signature operand ``spec`` as validation checks a
+        constant's (a value known only at run time escaped validation)."""
+        value = self.scalar(i)
+        if value is None:
+            value = inputs[i].item()
+            if spec.values is not None:
+                spec.check_value(self, i, value)
+        return value
 
 
 Check = Callable[[OperationContext], None]

@@ -238,17 +238,6 @@ def float_inputs(ctx: OperationContext, count: int):
     return convert
 
 
-def scalar_value(ctx: OperationContext, specs, i: int, inputs: Sequence[np.ndarray]):
-    """Scalar input ``i``: its constant value, or its value in this run checked as a
-    constant's is against ``specs[i]``."""
-    value = ctx.scalar(i)
-    if value is None:
-        value = inputs[i].item()
-        if specs[i].values is not None:
-            specs[i].check_value(ctx, i, value)
-    return value
-
-
 def shapes_of(inputs: Sequence[Optional[np.ndarray]]) -> list[Shape]:
     return [None if a is None else a.shape for a in inputs]
 
@@ -268,7 +257,7 @@ def build_rnn(ctx: OperationContext) -> Kernel:
 
     def kernel(*inputs):
         cell_sizes(ctx, shapes_of(inputs), (cell,), RNN_AXES, exact=True)
-        bounds = activation_bounds(scalar_value(ctx, specs, RNN_ACTIVATION, inputs))
+        bounds = activation_bounds(ctx.run_scalar(RNN_ACTIVATION, inputs, specs[RNN_ACTIVATION]))
         values = floats(inputs)
         values[INPUT] = values[INPUT][np.newaxis]       # a sequence of one step
         steps, hidden = run_cell(cell, values, bounds)
@@ -281,9 +270,9 @@ def build_unidirectional(ctx: OperationContext) -> Kernel:
     cell = Cell(INPUT, 1)
 
     def kernel(*inputs):
-        time_major = scalar_value(ctx, specs, UNI_TIME_MAJOR, inputs)
+        time_major = ctx.run_scalar(UNI_TIME_MAJOR, inputs, specs[UNI_TIME_MAJOR])
         cell_sizes(ctx, shapes_of(inputs), (cell,), sequence_axes(time_major), exact=True)
-        bounds = activation_bounds(scalar_value(ctx, specs, UNI_ACTIVATION, inputs))
+        bounds = activation_bounds(ctx.run_scalar(UNI_ACTIVATION, inputs, specs[UNI_ACTIVATION]))
         values = floats(inputs)
         values[INPUT] = time_major_view(values[INPUT], time_major)
         steps, hidden = run_cell(cell, values, bounds)
@@ -298,13 +287,14 @@ def build_bidirectional(ctx: OperationContext) -> Kernel:
 
     def kernel(*inputs):
         mode = linking(ctx, [inputs[i] is not None for i in AUX])
-        time_major = scalar_value(ctx, specs, BI_TIME_MAJOR, inputs)
-        scalar_value(ctx, specs, MERGE_OUTPUTS, inputs)     # checked against the output count
+        time_major = ctx.run_scalar(BI_TIME_MAJOR, inputs, specs[BI_TIME_MAJOR])
+        # Checked against the output count.
+        ctx.run_scalar(MERGE_OUTPUTS, inputs, specs[MERGE_OUTPUTS])
         shapes = shapes_of(inputs)
         check_aux_ranks(ctx, shapes, mode)
         fw_cell, bw_cell = BI_CELLS[mode]
         cell_sizes(ctx, shapes, (fw_cell, bw_cell), sequence_axes(time_major), exact=True)
-        bounds = activation_bounds(scalar_value(ctx, specs, BI_ACTIVATION, inputs))
+        bounds = activation_bounds(ctx.run_scalar(BI_ACTIVATION, inputs, specs[BI_ACTIVATION]))
         values = floats(inputs)
         for i in (INPUT, AUX_INPUT):
             if values[i] is not None:

@@ -248,10 +248,7 @@ def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameter
     their signature (validation checked the constants)."""
     values = []
     for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT):
-        value = inputs[i].item()
-        if spec.values is not None and not ctx.inputs[i].is_constant:
-            spec.check_value(ctx, i, value)
-        values.append(value)
+        values.append(ctx.run_scalar(i, inputs, spec))
     height, width, height_ratio, width_ratio, *points, nchw = values
     return Parameters((height, width), (height_ratio, width_ratio), tuple(points) or (0, 0), bool(nchw))
 

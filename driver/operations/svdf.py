@@ -22,7 +22,7 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
-from .rnn import float_inputs, results, scalar_value, shapes_of
+from .rnn import float_inputs, results, shapes_of
 from .signatures import Example, ExampleOperand as Arg, Range, Signature, same_as, scalar, tensor
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -68,9 +68,10 @@ def build(ctx: OperationContext) -> Kernel:
     floats, dtype = float_inputs(ctx, STATE_IN + 1), STORAGE_DTYPE[ctx.inputs[INPUT].type]
 
     def kernel(*inputs):
-        rank = scalar_value(ctx, SPECS, RANK, inputs)
+        rank = ctx.run_scalar(RANK, inputs, SPECS[RANK])
         batch, filters, memory_size, state_size, units = sizes(ctx, shapes_of(inputs), rank, exact=True)
-        low, high = activation_bounds(scalar_value(ctx, SPECS, FUSED_ACTIVATION, inputs))
+        activation = ctx.run_scalar(FUSED_ACTIVATION, inputs, SPECS[FUSED_ACTIVATION])
+        low, high = activation_bounds(activation)
         x, weights_feature, weights_time, bias, state = floats(inputs)
         memory = state.reshape(batch, filters, memory_size).copy()
         memory[:, :, -1] = x @ weights_feature.T
