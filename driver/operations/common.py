@@ -167,23 +167,27 @@ def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
     return a or b
 
 
+def bind_size(ctx: OperationContext, sizes: dict[str, int], name: str, size: int, who: str,
+              axis: int, exact: bool = False) -> None:
+    """Bind the named size ``name`` (batch, num_units ...) to ``size``, the size of
+    dimension ``axis`` of ``who`` (an input), or check it against the size bound before.
+    A 0 is an unknown size and binds nothing unless ``exact``: the actual shapes of a run,
+    where it is a zero size, which the others must have too."""
+    if (size or exact) and sizes.setdefault(name, size) != size:
+        fail(f"{ctx.name}: {who} has {name} {size} in dimension {axis}, expected {sizes[name]}")
+
+
 def agreed_size(ctx: OperationContext, shapes: Sequence[Shape], what: str,
                 dims: Sequence[tuple[int, int]], size: int | None = None, exact: bool = False) -> int:
     """The size ``what`` that dimension ``axis`` of each input ``(i, axis)`` in ``dims``
     must have (``size`` too, unless None), or 0 while none is known; inputs without a shape
-    are skipped. A 0 is an unknown size unless ``exact``: the actual shapes of a run, where
-    it is a zero size, which the others must have too."""
-    agreed = size if exact or size else None
+    are skipped (see bind_size for ``exact``)."""
+    sizes = {} if size is None or not (size or exact) else {what: size}
     for i, axis in dims:
-        shape = shapes[i]
-        if shape is None or not (exact or shape[axis]):
-            continue
-        if agreed is None:
-            agreed = shape[axis]
-        elif shape[axis] != agreed:
-            fail(f"{ctx.name}: input {i} (operand {ctx.inputs[i].index}) has {what} "
-                 f"{shape[axis]} in dimension {axis}, expected {agreed}")
-    return agreed or 0
+        if shapes[i] is not None:
+            bind_size(ctx, sizes, what, shapes[i][axis], f"input {i} (operand {ctx.inputs[i].index})",
+                      axis, exact)
+    return sizes.get(what, 0)
 
 
 def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:

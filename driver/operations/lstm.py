@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L, OperandType as T, OperationType
 from ..limits import check_time_steps
+from .common import bind_size
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -283,9 +284,8 @@ def _fit(ctx: OperationContext, sizes: dict, i: int, shape: Shape, dims: Sequenc
     if len(shape) != len(dims):
         fail(f"{ctx.name}: {_name(ctx, i)} has rank {len(shape)}, expected {len(dims)}")
     for axis, (size, name) in enumerate(zip(shape, dims)):
-        if name is not None and (size or exact) and sizes.setdefault(name, size) != size:
-            fail(f"{ctx.name}: {_name(ctx, i)} has {size} in dimension {axis}, but its "
-                 f"{name} is {sizes[name]}")
+        if name is not None:
+            bind_size(ctx, sizes, name, size, _name(ctx, i), axis, exact)
 
 
 @functools.cache

@@ -42,13 +42,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import check, fail
+from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q16,
                            multiply_by_quantized_multiplier, quantize_multiplier,
                            rounding_divide_by_power_of_two, saturate_int16,
                            saturating_rounding_doubling_high_mul, tanh_q16, wrap_int16, wrap_int32)
-from .common import check_same_quantization, round_half_away
+from .common import bind_size, check_same_quantization, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, scalar, tensor
 
@@ -78,15 +78,11 @@ def _declared(operand) -> Shape:
 
 def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Sequence[str]) -> dict:
     """The sizes named in ``dims_of`` ((input, names of its dimensions) pairs), each agreed
-    by every known shape that has it (0: unknown)."""
+    by every known shape that has it (absent: unknown)."""
     sizes: dict[str, int] = {}
     for i, dims in dims_of:
-        shape = shapes[i]
-        for name, size in zip(dims, shape or ()):
-            known = sizes.get(name, 0)
-            if known and size and known != size:
-                fail(f"{ctx.name}: input {i} ({names[i]}) has {name} {size}, expected {known}")
-            sizes[name] = known or size
+        for axis, (name, size) in enumerate(zip(dims, shapes[i] or ())):
+            bind_size(ctx, sizes, name, size, f"input {i} ({names[i]})", axis)
     return sizes
 
 

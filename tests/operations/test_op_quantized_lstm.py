@@ -125,9 +125,9 @@ def test_16bit_rejections():
     rejects(op, *lstm16(change=dict(c=const(SYMM16, [[0]], scale=2.0 ** -12))), "input 13 .* scale 2\\*\\*-11")
     rejects(op, *lstm16(change=dict(c_out=output(SYMM16, (), 2.0 ** -12))), "output 0 .* expected those of input 13")
     rejects(op, *lstm16(change=dict(w2=const(Q8, [[128, 128]], scale=W_SCALE, zero_point=W_ZERO))),
-            r"input 3 \(input-to-cell weights\) has inputSize 2, expected 1")
+            r"input 3 \(input-to-cell weights\) has inputSize 2 in dimension 1, expected 1")
     rejects(op, *lstm16(change=dict(h=const(Q8, [[128], [128]], scale=1 / 128, zero_point=128))),
-            r"input 14 \(previous output\) has numBatches 2, expected 1")
+            r"input 14 \(previous output\) has numBatches 2 in dimension 0, expected 1")
 
 
 # --- QUANTIZED_LSTM -------------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_qlstm_rejections():
     rejects(op, *qlstm(o2=output(S8, (), 1 / 128, 3)), "output 2 .* expected those of input 18")
     rejects(op, *qlstm(units=2, output_size=3), "without projection weights, outputSize 3 must equal numUnits 2")
     rejects(op, *qlstm(i7=const(SYMM8, [[0, 0]], scale=1 / 128)),
-            r"input 7 \(recurrent-to-cell weights\) has outputSize 2, expected 1")
+            r"input 7 \(recurrent-to-cell weights\) has outputSize 2 in dimension 1, expected 1")
 
 
 def test_qlstm_checks_run_time_scalars_and_omissions():
