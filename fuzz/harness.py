@@ -306,6 +306,19 @@ def reference_errors(model: Model, request: Request) -> tuple[str | None, str | 
     return None, None
 
 
+def fenced_request_error(model: Model, request: Request, path: ExecutionPath) -> str | None:
+    """On the fenced path, what the reference validator says against a request that
+    reference_errors found valid: executeFenced takes only outputs of known shape (None:
+    valid, or another path)."""
+    if path != ExecutionPath.FENCED:
+        return None
+    try:
+        validate_request(request, model, allow_unspecified_output=False)
+    except ValidationError as error:
+        return str(error)
+    return None
+
+
 def prepare(device: Any, model: Model, choices: ExecutionChoices) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
     return CLIENT.prepare(device, model, choices.preference, choices.priority, deadline_point(choices))
 
@@ -356,7 +369,8 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
         first = execute(prepared, case, request, choices.path, limit_s)
     if has_control_flow(model):
         STATS.control_flow += 1
-    oracles.check_invalid_request_rejected(request_error, first.status, first.path)
+    oracles.check_invalid_request_rejected(request_error or fenced_request_error(model, request, first.path),
+                                           first.status, first.path)
     if reference is not None and request_error is None and first.status == ErrorStatus.INVALID_ARGUMENT:
         run_on_reference(reference, case, snapshot, limit_s, first.status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status, first)
@@ -367,6 +381,8 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     fresh = with_fresh_pools(request, snapshot)
     change = choices.request_change if choices.second_path in LAUNCHED_PATHS else RequestChange.NONE
     second = execute(prepared, case, fresh, choices.second_path, limit_s, change)
+    oracles.check_invalid_request_rejected(fenced_request_error(model, request, second.path),
+                                           second.status, second.path)
     oracles.check_same_results(first, second, model, request,
                                contract.outputs_fully_specified(model, request), change)
     # What later runs must give: the first results, with shapes from the second where the

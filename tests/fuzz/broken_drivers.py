@@ -41,14 +41,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from driver import SampleDriver, limits, operands
+from driver import SampleDriver, errors, limits, operands
 from driver.errors import ValidationError
-from driver.fingerprint import MODEL_MEMO
+from driver.fingerprint import MODEL_MEMO, VALID_PARTS
 from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
                         OperandType, Operation, OperationType, OptionalTimeoutDuration, Priority,
                         Subgraph)
 from driver.sync_fence import FenceState, SyncFence
-from driver.validation import validate_request
+from driver.validation import request as request_validation, validate_model, validate_request
 from fuzz import harness, oracles
 from fuzz.drivers import MEMORY_BUDGET_BYTES
 from fuzz.case import ExecutionPath, RequestChange
@@ -604,4 +604,118 @@ def planted_bug_reached(name: str, case) -> bool:
         return any(condition is not None and any(operation.type == OperationType.LESS_EQUAL
                                                  for operation in condition.operations)
                    for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model)))
+    if name in REQUEST_CHECK_DROPPED:
+        return dropped_check_reached(name, case)
     raise ValueError(f"no broken driver {name}")
+
+
+# --- 13-17. one request check dropped ----------------------------------------------------------
+
+# Each is the bundled driver with one check of driver/validation/request.py missing from its
+# executions, as a driver whose own request validation forgot it. What it then does with a
+# request failing that check decides what catches it: the harness's own validator
+# (invalid-request-accepted) when it reports anything but INVALID_ARGUMENT, a HAL exception
+# when the request takes it past a buffer or list. The reference driver adds nothing there:
+# its verdicts are compared only on requests the validator finds valid.
+
+@contextlib.contextmanager
+def _request_check_dropped(message: str) -> Iterator[list[str]]:
+    """The bundled driver's request validation without its check of ``message`` (the
+    check's format string) for the block; yields the list of messages the dropped check
+    would have raised. Arguments validated meanwhile are remembered by content
+    (VALID_PARTS), where the harness's own validator would take an invalid one for valid:
+    the memo is emptied on the way out."""
+    missed: list[str] = []
+
+    def check(condition: object, form: str, *args: object) -> None:
+        if form != message:
+            errors.check(condition, form, *args)
+        elif not condition:
+            missed.append(form.format(*args))
+    request_validation.check = check
+    try:
+        yield missed
+    finally:
+        request_validation.check = errors.check
+        VALID_PARTS.clear()
+
+
+class _RequestCheckDroppedModel(_PreparedModelWithin):
+    """Runs every execution without the request check of ``dropped``."""
+    dropped = ""
+
+    def within(self) -> contextlib.AbstractContextManager:
+        return _request_check_dropped(self.dropped)
+
+
+class _RequestCheckDropped(DeviceWrapper):
+    """The bundled driver with one check of driver/validation/request.py (``dropped``, its
+    format string) missing from its executions."""
+    dropped = ""
+
+    def __init_subclass__(cls) -> None:
+        # Each driver's prepared models drop its check.
+        cls.prepared_model_class = type(f"_{cls.__name__}Model", (_RequestCheckDroppedModel,),
+                                        {"dropped": cls.dropped})
+
+
+class InputLengthUnchecked(_RequestCheckDropped):
+    """An input's location.length may exceed its data: the driver reads the first bytes."""
+    dropped = "{}: length {} differs from the {} bytes of its data"
+
+
+class PoolBoundsUnchecked(_RequestCheckDropped):
+    """An argument's bytes may lie past the end of its pool."""
+    dropped = "{}: bytes [{}, {}) outside pool {} of {} bytes"
+
+
+class DimensionsUnchecked(_RequestCheckDropped):
+    """An argument's dimensions may differ from the model's known ones."""
+    dropped = "{}: dimension {} is {}, the model's is {}"
+
+
+class PoolIndexUnchecked(_RequestCheckDropped):
+    """An argument's poolIndex may name no pool."""
+    dropped = "{}: poolIndex {} out of range ({} pools)"
+
+
+class UnspecifiedUnchecked(_RequestCheckDropped):
+    """Dimensions may stay unknown where they must be known: an input's, and a fenced
+    execution's outputs'."""
+    dropped = "{}: dimensions {} are not fully specified"
+
+
+#: The drivers missing one request check.
+REQUEST_CHECK_DROPPED = ("InputLengthUnchecked", "PoolBoundsUnchecked", "DimensionsUnchecked",
+                         "PoolIndexUnchecked", "UnspecifiedUnchecked")
+
+#: Those the corpus alone catches, as each run replays it first, and the rule that does
+#: (tests/fuzz/test_dropped_request_checks.py): it holds requests naming a pool past the
+#: last, output dimensions other than the model's (a driver running them fails to write
+#: the output: GENERAL_FAILURE), and outputs of unknown shape run fenced.
+FOUND_BY_THE_CORPUS = {"PoolIndexUnchecked": contract.HalExceptionViolation,
+                       "DimensionsUnchecked": oracles.InvalidRequestAcceptedViolation,
+                       "UnspecifiedUnchecked": oracles.InvalidRequestAcceptedViolation}
+
+# The others need a mutation: the corpus's requests failing their check are refused all
+# the same (an input shorter than its data, or a model the driver does not prepare), so
+# they run clean. Their reproducers are in tests/fuzz/data/.
+EXPECTED_RULES.update(InputLengthUnchecked=oracles.InvalidRequestAcceptedViolation,
+                      PoolBoundsUnchecked=contract.HalExceptionViolation)
+SHAPE_NOT_ENOUGH |= {"InputLengthUnchecked", "PoolBoundsUnchecked"}
+
+
+def dropped_check_reached(name: str, case) -> bool:
+    """Whether ``case``'s request fails the check the named driver dropped (on the case's
+    first path), its model being valid."""
+    try:
+        validate_model(case.model)
+    except ValidationError:
+        return False
+    fenced = case.choices.path == ExecutionPath.FENCED
+    with _request_check_dropped(globals()[name].dropped) as missed:
+        try:
+            validate_request(case.request, case.model, allow_unspecified_output=not fenced)
+        except (ValidationError, IndexError):   # IndexError: a pool past the dropped poolIndex check
+            pass
+    return bool(missed)

@@ -129,6 +129,9 @@ def test_invalid_request_must_be_rejected():
     oracles.check_invalid_request_rejected(None, NONE, ExecutionPath.SYNC)
     with pytest.raises(oracles.InvalidRequestAcceptedViolation, match="BURST execution returned NONE"):
         oracles.check_invalid_request_rejected("bad", NONE, ExecutionPath.BURST)
+    with pytest.raises(oracles.InvalidRequestAcceptedViolation, match="SYNC execution returned GENERAL_FAILURE"):
+        oracles.check_invalid_request_rejected("bad", ErrorStatus.GENERAL_FAILURE, ExecutionPath.SYNC)
+    oracles.check_invalid_request_rejected("bad", ErrorStatus.MISSED_DEADLINE_PERSISTENT, ExecutionPath.SYNC)
 
 
 # --- execution results --------------------------------------------------------------------
