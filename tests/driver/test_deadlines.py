@@ -15,22 +15,12 @@ from driver.sync_fence import FenceState, SyncFence
 from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Path,
                                     assert_no_timing, deadline_in, duration, execute,
-                                    passed_deadline, prepare, prepare_status)
-from tests.models import finite_loop_model, infinite_loop_model
+                                    passed_deadline, prepare_status)
+from tests.models import finite_loop_model
 
 MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 UNLIMITED = OptionalTimePoint(nanosecondsSinceEpoch=UINT64_MAX)
 FILL = 0xAB
-
-
-@pytest.fixture(scope="module")
-def infinite_loop():
-    return prepare(infinite_loop_model())
-
-
-@pytest.fixture(scope="module")
-def finite_loop():
-    return prepare(finite_loop_model())
 
 
 def loop_request():

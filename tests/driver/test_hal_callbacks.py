@@ -83,11 +83,6 @@ def test_prepare_without_callback_returns_invalid_argument():
 
 # --- execute_1_3 --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def finite_loop():
-    return prepare(finite_loop_model())
-
-
 def execute_async(prepared, request, *, measure=MeasureTiming.NO, deadline=OptionalTimePoint(),
                   loop_timeout=OptionalTimeoutDuration()):
     callback = ExecutionCallback()

@@ -11,18 +11,7 @@ import pytest
 from driver.hal.enums import ErrorStatus, LoopTimeoutDurationNs, MeasureTiming
 from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Outcome, Path,
-                                    assert_no_timing, duration, execute, prepare)
-from tests.models import finite_loop_model, infinite_loop_model
-
-
-@pytest.fixture(scope="module")
-def infinite_loop():
-    return prepare(infinite_loop_model())
-
-
-@pytest.fixture(scope="module")
-def finite_loop():
-    return prepare(finite_loop_model())
+                                    assert_no_timing, duration, execute)
 
 
 def run_loop(prepared, path: Path, loop_timeout_ns, measure=MeasureTiming.YES) -> Outcome:
