@@ -66,6 +66,31 @@ class MetamorphicViolation(OracleViolation):
     rule = "metamorphic"
 
 
+class BuffersDifferViolation(OracleViolation):
+    """The case run with every argument in a driver-managed buffer (IDevice.allocate,
+    IBuffer.copyFrom in, copyTo out) gave other outputs than with plain pools."""
+    rule = "buffers-differ"
+
+
+class InvalidTokenAcceptedViolation(OracleViolation):
+    """An execution succeeded with a request naming a buffer by a token that names no
+    buffer it may use: one whose IBuffer the client dropped, or one allocated for another
+    prepared model (the HAL: INVALID_ARGUMENT)."""
+    rule = "invalid-token-accepted"
+
+
+class CacheDiffersViolation(OracleViolation):
+    """A model prepared from the cache files its own preparation wrote computed other
+    outputs than the model prepared afresh."""
+    rule = "cache-differs"
+
+
+class CorruptedCacheAcceptedViolation(OracleViolation):
+    """A model prepared (NONE) from corrupted cache files computed other outputs than the
+    model the files were written for: the driver loaded a corrupted cache as a model."""
+    rule = "corrupted-cache-accepted"
+
+
 class MemoryBudgetViolation(OracleViolation):
     """An execution allocated more than its memory budget allows."""
     rule = "memory-budget"
@@ -150,6 +175,14 @@ def check_reference_verdict(reference: ErrorStatus, driver: ErrorStatus, call: s
                 if reference == ErrorStatus.INVALID_ARGUMENT
                 else "the driver rejects it with INVALID_ARGUMENT, the reference accepts it")
     raise ReferenceVerdictViolation(f"{call}: {verdicts}", key=f"{call}: driver {driver.name}")
+
+
+def check_expected_status(status: ErrorStatus, expected: ErrorStatus,
+                          Violation: type[OracleViolation], what: str) -> None:
+    """An execution whose status the case decides (a time-dependent one aside)."""
+    if status != expected and status not in TIME_DEPENDENT_STATUSES:
+        raise Violation(f"{what}: status {status.name}, expected {expected.name}",
+                        key=f"{what}: {status.name}")
 
 
 # --- determinism --------------------------------------------------------------------------

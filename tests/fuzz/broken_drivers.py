@@ -28,6 +28,12 @@ prepares a rewritten model. ``LoopBodyMulAdds``: a MUL in a WHILE body adds;
 ``BroadcastSubReversed``: a broadcasting SUB subtracts the other way round. ``Faithful`` is
 the bundled driver behind the same wrappers, with no bug.
 
+Drivers with a bug in memory domains or compilation caching, which only the routes of
+fuzz/routes.py reach (DOMAIN_RULES; tests/fuzz/test_routes.py): ``CopyToZeroes``: IBuffer.copyTo
+hands out zeros; ``FreedTokenKept``: a buffer stays alive, its token valid, after the client
+dropped its IBuffer; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache files
+without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
+
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
 condition, no rank over 32 and no request changed after launch; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
@@ -36,15 +42,17 @@ EXPECTED_RULES).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from driver import SampleDriver, limits, operands
+from driver import SampleDriver, cache, limits, operands
 from driver.errors import ValidationError
 from driver.fingerprint import MODEL_MEMO
-from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
+from driver.hal import (NO_TIMING, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs, Model, OperandLifeTime,
                         OperandType, Operation, OperationType, OptionalTimeoutDuration, Priority,
                         Subgraph)
 from driver.sync_fence import FenceState, SyncFence
@@ -106,6 +114,11 @@ class DeviceWrapper:
             callback, lambda prepared: self.prepared_model_class(prepared, model, priority))
         return self.inner.prepareModel_1_3(model, preference, priority, deadline, modelCache,
                                            dataCache, token, proxy)
+
+    def allocate(self, desc, preparedModels, inputRoles, outputRoles):
+        # The inner driver allocates for its own prepared models, not for their wrappers.
+        inner = [p.inner if isinstance(p, PreparedModelWrapper) else p for p in preparedModels]
+        return self.inner.allocate(desc, inner, inputRoles, outputRoles)
 
 
 # --- graph queries ----------------------------------------------------------------------------
@@ -605,3 +618,86 @@ def planted_bug_reached(name: str, case) -> bool:
                                                  for operation in condition.operations)
                    for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model)))
     raise ValueError(f"no broken driver {name}")
+
+
+# --- memory domains and compilation caching ---------------------------------------------------
+
+class _BufferWrapper:
+    """An IBuffer delegating to the inner driver's; subclasses override what they break."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _ZeroingBuffer(_BufferWrapper):
+    def copyTo(self, dst) -> ErrorStatus:
+        status = self.inner.copyTo(dst)
+        if status == ErrorStatus.NONE:
+            dst.write(bytes(dst.size))
+        return status
+
+
+class CopyToZeroes(DeviceWrapper):
+    """IBuffer.copyTo succeeds but hands the client zeros, not the buffer's content."""
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        status, buffer, token = super().allocate(*arguments)
+        return status, None if buffer is None else _ZeroingBuffer(buffer), token
+
+
+class FreedTokenKept(DeviceWrapper):
+    """Keeps every buffer it allocated alive: the token of a buffer whose IBuffer the
+    client dropped still names it."""
+
+    def __init__(self, inner: Any = None) -> None:
+        super().__init__(inner)
+        self.kept: list[Any] = []
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        status, buffer, token = super().allocate(*arguments)
+        self.kept.append(buffer)
+        return status, buffer, token
+
+
+def _unsealed(fd: int, trailer: int) -> bytes:
+    """A cache file's payload, taken on trust: the header and ``trailer`` bytes cut off."""
+    content = os.pread(fd, os.fstat(fd).st_size, 0)
+    return content[cache._HEADER.size:len(content) - trailer]
+
+
+class CacheUnchecked(DeviceWrapper):
+    """prepareModelFromCache_1_3 takes the cache files on trust: neither their MAC, nor
+    their header, nor the data cache's digest is checked, so a corrupted file loads as a
+    model if it parses."""
+
+    def prepareModelFromCache_1_3(self, deadline, modelCache, dataCache, token, callback) -> ErrorStatus:
+        digest_and_mac = 2 * hashlib.sha256().digest_size
+        try:
+            model = cache.deserialize_model(_unsealed(modelCache[0], digest_and_mac),
+                                            _unsealed(dataCache[0], digest_and_mac // 2))
+        except Exception:   # what does not parse is refused, as a cache error
+            callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, None)
+            return ErrorStatus.GENERAL_FAILURE
+        return self.prepareModel_1_3(model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+                                     deadline, [], [], token, callback)
+
+
+class NoDomainsNoCache(DeviceWrapper):
+    """A legal driver offering neither memory domains nor compilation caching."""
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        return ErrorStatus.GENERAL_FAILURE, None, 0
+
+    def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
+        return ErrorStatus.NONE, 0, 0
+
+
+#: The drivers whose bug a route of fuzz/routes.py catches, and the rule that does.
+DOMAIN_RULES = {
+    "CopyToZeroes": oracles.BuffersDifferViolation,
+    "FreedTokenKept": oracles.InvalidTokenAcceptedViolation,
+    "CacheUnchecked": oracles.CorruptedCacheAcceptedViolation,
+}
