@@ -1,8 +1,9 @@
 """The rules only the fuzz harness checks, each a small function raising its own
 OracleViolation: the driver against the reference validator and a reference driver, two
 executions of one case against each other, and a case against one rewritten to give the
-same outputs (fuzz/relations.py). The rules any client checks on a driver's answers are in
-hal_client/contract.py (the harness applies both).
+same outputs (fuzz/relations.py) or run by another route through the HAL (fuzz/routes.py).
+The rules any client checks on a driver's answers are in hal_client/contract.py (the
+harness applies both).
 """
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 the same driver: its arguments in driver-managed buffers (memory domains), or its model
 prepared from the cache files its preparation wrote (compilation caching). Each route is a
 function ``(RouteRun) -> ExecutionResult | None`` registered with ``@route(Relation.X,
-Violation)``; None means it did not run to an answer, and is skipped, never judged: a
-driver need offer neither memory domains nor caching (allocate may answer
-GENERAL_FAILURE, getNumberOfCacheFilesNeeded 0 and 0).
+Violation)``; None means the driver does not offer the route for the case, which is then
+skipped, never judged: a driver need offer neither memory domains nor caching (allocate
+may answer GENERAL_FAILURE, getNumberOfCacheFilesNeeded NONE, 0 and 0).
 
 Most routes must compute what the case computed (``expects`` None): their outputs are
 compared like a metamorphic relation's (fuzz/oracles.py, check_same_outputs). A route
@@ -49,13 +49,6 @@ class RouteRun:
     request: Request
     execute: Callable[[Any, Request], ExecutionResult]
 
-    def prepare(self) -> Any:
-        """The case's model prepared again (None where that fails)."""
-        choices = self.case.choices
-        status, prepared, _ = self.client.prepare(self.device, self.case.model, choices.preference,
-                                                  choices.priority, OptionalTimePoint())
-        return prepared if status == ErrorStatus.NONE else None
-
 
 Run = Callable[[RouteRun], "ExecutionResult | None"]
 
@@ -87,11 +80,12 @@ def judge(route: Route, run: RouteRun, expected: ExecutionResult) -> int | None:
     the comparison (see check_same_outputs), None when the driver offers no such route
     for the case."""
     result = route.run(run)
-    what = f"route {route.relation.name} (SYNC)"
     if result is None:
         return None
+    what = f"route {route.relation.name} (SYNC)"
     if route.expects is not None:
         check_expected_status(result.status, route.expects, route.Violation, what)
+        return 0
     if result.status != ErrorStatus.NONE:
         return 0
     return check_same_outputs(expected, result, run.case.model, run.request, route.Violation,
@@ -183,8 +177,10 @@ def freed_buffer(run: RouteRun) -> ExecutionResult | None:
 @route(Relation.OTHER_MODELS_BUFFER, InvalidTokenAcceptedViolation, expects=ErrorStatus.INVALID_ARGUMENT)
 def other_models_buffer(run: RouteRun) -> ExecutionResult | None:
     """The request through buffers allocated for another preparation of the same model."""
-    other = run.prepare()
-    through = None if other is None else buffered(run, other)
+    choices = run.case.choices
+    status, other, _ = run.client.prepare(run.device, run.case.model, choices.preference,
+                                          choices.priority, OptionalTimePoint())
+    through = buffered(run, other) if status == ErrorStatus.NONE else None
     return None if through is None else run.execute(run.prepared, through.request)
 
 
