@@ -31,8 +31,9 @@ the bundled driver behind the same wrappers, with no bug.
 Drivers with a bug in memory domains or compilation caching, which only the routes of
 fuzz/routes.py reach (DOMAIN_RULES; tests/fuzz/test_routes.py): ``CopyToZeroes``: IBuffer.copyTo
 hands out zeros; ``FreedTokenKept``: a buffer stays alive, its token valid, after the client
-dropped its IBuffer; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache files
-without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
+dropped its IBuffer; ``SharedBetweenPreparations``: a buffer allocated for one preparation
+of a model serves another; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache
+files without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
 
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
@@ -662,6 +663,30 @@ class FreedTokenKept(DeviceWrapper):
         return status, buffer, token
 
 
+class _FirstPreparation(PreparedModelWrapper):
+    """Remembers the first preparation of the latest Model prepared (a driver sharing one
+    compiled model between its preparations)."""
+    first: "_FirstPreparation | None" = None
+
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+        super().__init__(inner, model, priority)
+        if _FirstPreparation.first is None or _FirstPreparation.first.model is not model:
+            _FirstPreparation.first = self
+
+
+class SharedBetweenPreparations(DeviceWrapper):
+    """Allocates a buffer for a preparation of a model as for its first preparation: the
+    token of a buffer allocated for another preparation of the model is taken."""
+
+    prepared_model_class = _FirstPreparation
+
+    def allocate(self, desc, preparedModels, inputRoles, outputRoles) -> tuple[ErrorStatus, Any, int]:
+        first = _FirstPreparation.first
+        shared = [first if first is not None and getattr(p, "model", None) is first.model else p
+                  for p in preparedModels]
+        return super().allocate(desc, shared, inputRoles, outputRoles)
+
+
 def _unsealed(fd: int, trailer: int) -> bytes:
     """A cache file's payload, taken on trust: the header and ``trailer`` bytes cut off."""
     content = os.pread(fd, os.fstat(fd).st_size, 0)
@@ -700,4 +725,5 @@ DOMAIN_RULES = {
     "CopyToZeroes": oracles.BuffersDifferViolation,
     "FreedTokenKept": oracles.InvalidTokenAcceptedViolation,
     "CacheUnchecked": oracles.CorruptedCacheAcceptedViolation,
+    "SharedBetweenPreparations": oracles.InvalidTokenAcceptedViolation,
 }

@@ -19,7 +19,8 @@ from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
 
 #: (seed, most inputs) of a fuzz run from the corpus (relations and routes on, no
 #: reference) that finds each DOMAIN_RULES driver's bug; the walk depends on the corpus.
-FUZZED = {"CopyToZeroes": (1, 3000), "FreedTokenKept": (1, 3000), "CacheUnchecked": (4, 3000)}
+FUZZED = {"CopyToZeroes": (1, 3000), "FreedTokenKept": (1, 3000), "CacheUnchecked": (4, 3000),
+          "SharedBetweenPreparations": (1, 3000)}
 
 
 # --- the codec ---------------------------------------------------------------------------------
