@@ -22,9 +22,10 @@ class RequestChange(enum.IntEnum):
 
 
 class Relation(enum.IntEnum):
-    """The metamorphic relation a case is also checked by (fuzz/relations.py): the model
-    and request are rewritten into ones that must give the same outputs, run on the same
-    driver and compared."""
+    """The metamorphic relation a case is also checked by: the model and request are
+    rewritten into ones that must give the same outputs (fuzz/relations.py), or run by
+    another route through the HAL (fuzz/routes.py: memory domains, compilation caching),
+    on the same driver, and compared."""
     NONE = 0
     IF_THEN = 1                  # the main subgraph as the then-branch of IF(true)
     IF_ELSE = 2                  # ... as the else-branch of IF(false)
@@ -33,6 +34,19 @@ class Relation(enum.IntEnum):
     OWN_POOLS = 5                # each request argument in a pool of its own, at an offset
     RENUMBERED = 6               # operands and operations renumbered, operations reordered
     UNKNOWN_OUTPUT_SHAPES = 7    # main output dimensions left for the driver to work out
+    # The routes:
+    THROUGH_BUFFERS = 8          # every argument in a buffer of its own (IDevice.allocate)
+    FREED_BUFFER = 9             # ... whose IBuffers are dropped before the execution
+    OTHER_MODELS_BUFFER = 10     # ... allocated for another preparation of the model
+    FROM_CACHE = 11              # prepared with cache files, then from them
+    CACHE_BYTE_FLIPPED = 12      # ... a byte of a cache file inverted in between
+    CACHE_TRUNCATED = 13         # ... a cache file cut short in between
+    CACHE_FILES_SWAPPED = 14     # ... the cache files' contents rotated in between
+    CACHE_OTHER_TOKEN = 15       # ... prepared from them with another token
+
+
+#: The relations whose case says where they change a cache file (``ExecutionChoices.corruption``).
+PLACED_RELATIONS = frozenset({Relation.CACHE_BYTE_FLIPPED, Relation.CACHE_TRUNCATED})
 
 
 @dataclass(kw_only=True)
@@ -47,6 +61,9 @@ class ExecutionChoices(ExecutionArguments):
     request_change: RequestChange = RequestChange.NONE
     #: The metamorphic relation the case is also checked by, once it ran successfully.
     relation: Relation = Relation.NONE
+    #: Where a PLACED_RELATIONS member changes a cache file: which file (modulo their
+    #: number) and, from the quotient, which byte (modulo its length).
+    corruption: int = 0
 
 
 @dataclass

@@ -18,7 +18,8 @@ its outputs must match within the accuracy criteria, and it must not reject what
 accepted; where the driver rejects a model or request with INVALID_ARGUMENT that the
 reference validator finds valid, the reference must reject it too. A metamorphic relation
 (``choices.relation``, fuzz/relations.py) rewrites a case that ran successfully into one
-that must give the same outputs, which runs on the same driver.
+that must give the same outputs, which runs on the same driver; a route (fuzz/routes.py)
+runs it again another way through the HAL (driver-managed buffers, the compilation cache).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from hal_client.contract import OracleViolation
 from hal_client.paths import THREAD_FAILURES, HalClient, deadline_point, read_outputs
 from hal_client.watchdog import WATCHDOG
 
-from . import oracles, relations
+from . import oracles, relations, routes
 from .branch_counters import BranchCounters
 from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from .oracles import ExecutionResult
@@ -79,6 +80,9 @@ class HarnessStats:
     reference_skipped: int = 0    # ran on the driver, but the reference did not run it successfully
     related_compared: int = 0     # outputs compared with those of a metamorphic relation
     related_skipped: int = 0      # a relation that did not apply, or whose case did not run
+    routed_buffers: int = 0       # ran by a route through driver-managed buffers
+    routed_cache: int = 0         # ran by a route through the compilation cache (or refused it)
+    routes_skipped: int = 0       # a route the driver does not offer (no buffers, no caching)
     outputs_not_compared: int = 0  # NaN or infinite in the expected outputs, or random ones
     violations: int = 0      # oracle failures
 
@@ -390,7 +394,9 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     expected = first if first.shapes is not None else replace(first, shapes=second.shapes)
     if reference is not None:
         compare_with_reference(reference, case, expected, snapshot, limit_s)
-    if enabled.relations and choices.relation != Relation.NONE:
+    if enabled.relations and choices.relation in routes.ROUTES:
+        judge_route(device, case, prepared, expected, snapshot, limit_s)
+    elif enabled.relations and choices.relation != Relation.NONE:
         compare_with_relation(device, case, expected, snapshot, limit_s)
     return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
                    prepare_callback)
@@ -461,6 +467,24 @@ def compare_with_relation(device: Any, case: FuzzCase, expected: ExecutionResult
     STATS.outputs_not_compared += oracles.check_same_outputs(
         expected, result, case.model, case.request, rule.Violation,
         f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)")
+
+
+def judge_route(device: Any, case: FuzzCase, prepared: Any, expected: ExecutionResult,
+                snapshot: Sequence[bytes | None], limit_s: float) -> None:
+    """The case run by its route (fuzz/routes.py), synchronously, judged against its
+    successful execution."""
+    route = routes.ROUTES[case.choices.relation]
+    run = routes.RouteRun(CLIENT, device, case, prepared, with_fresh_pools(case.request, snapshot),
+                          lambda prepared, request: execute(prepared, case, request, ExecutionPath.SYNC, limit_s))
+    left_out = routes.judge(route, run, expected)
+    if left_out is None:
+        STATS.routes_skipped += 1
+        return
+    if route.uses_cache:
+        STATS.routed_cache += 1
+    else:
+        STATS.routed_buffers += 1
+    STATS.outputs_not_compared += left_out
 
 
 def _finish(outcome: Outcome, prepare_callback: PreparedModelCallback) -> Outcome:

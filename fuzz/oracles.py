@@ -1,8 +1,9 @@
 """The rules only the fuzz harness checks, each a small function raising its own
 OracleViolation: the driver against the reference validator and a reference driver, two
 executions of one case against each other, and a case against one rewritten to give the
-same outputs (fuzz/relations.py). The rules any client checks on a driver's answers are in
-hal_client/contract.py (the harness applies both).
+same outputs (fuzz/relations.py) or run by another route through the HAL (fuzz/routes.py).
+The rules any client checks on a driver's answers are in hal_client/contract.py (the
+harness applies both).
 """
 from __future__ import annotations
 
@@ -65,6 +66,31 @@ class MetamorphicViolation(OracleViolation):
     """A model and request rewritten to give the same outputs gave others (each relation
     of fuzz/relations.py has its subclass, ruled ``metamorphic-<relation>``)."""
     rule = "metamorphic"
+
+
+class BuffersDifferViolation(OracleViolation):
+    """The case run with every argument in a driver-managed buffer (IDevice.allocate,
+    IBuffer.copyFrom in, copyTo out) gave other outputs than with plain pools."""
+    rule = "buffers-differ"
+
+
+class InvalidTokenAcceptedViolation(OracleViolation):
+    """An execution succeeded with a request naming a buffer by a token that names no
+    buffer it may use: one whose IBuffer the client dropped, or one allocated for another
+    prepared model (the HAL: INVALID_ARGUMENT)."""
+    rule = "invalid-token-accepted"
+
+
+class CacheDiffersViolation(OracleViolation):
+    """A model prepared from the cache files its own preparation wrote computed other
+    outputs than the model prepared afresh."""
+    rule = "cache-differs"
+
+
+class CorruptedCacheAcceptedViolation(OracleViolation):
+    """A model prepared (NONE) from corrupted cache files computed other outputs than the
+    model the files were written for: the driver loaded a corrupted cache as a model."""
+    rule = "corrupted-cache-accepted"
 
 
 class MemoryBudgetViolation(OracleViolation):
@@ -154,6 +180,14 @@ def check_reference_verdict(reference: ErrorStatus, driver: ErrorStatus, call: s
                 if reference == ErrorStatus.INVALID_ARGUMENT
                 else "the driver rejects it with INVALID_ARGUMENT, the reference accepts it")
     raise ReferenceVerdictViolation(f"{call}: {verdicts}", key=f"{call}: driver {driver.name}")
+
+
+def check_expected_status(status: ErrorStatus, expected: ErrorStatus,
+                          Violation: type[OracleViolation], what: str) -> None:
+    """An execution whose status the case decides (a time-dependent one aside)."""
+    if status != expected and status not in TIME_DEPENDENT_STATUSES:
+        raise Violation(f"{what}: status {status.name}, expected {expected.name}",
+                        key=f"{what}: {status.name}")
 
 
 # --- determinism --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from driver.hal import (UINT64_MAX, ErrorStatus, MeasureTiming, Model, Operand, OutputShape,
                         Request, Timing)
 from driver.hal.dtypes import byte_size
-from driver.hal.enums import SCALAR_OPERAND_TYPES
+from driver.hal.enums import SCALAR_OPERAND_TYPES, Constant
 
 
 class OracleViolation(AssertionError):
@@ -129,6 +129,24 @@ def check_supported_list(status: ErrorStatus, supported: Any, model: Model) -> N
 def check_present(status: ErrorStatus, obj: Any, what: str, name: str) -> None:
     if status == ErrorStatus.NONE and obj is None:
         raise MalformedResultViolation(f"{what} returned NONE without {name}", key=f"{what}: {name}")
+
+
+def check_allocation(status: ErrorStatus, buffer: Any, token: Any) -> None:
+    """IDevice.allocate gives a buffer and a positive uint32 token exactly when it succeeds."""
+    allocated = buffer is not None and type(token) is int and 0 < token < 2 ** 32
+    if (status == ErrorStatus.NONE) != allocated:
+        raise MalformedResultViolation(f"IDevice.allocate returned {status.name} with buffer "
+                                       f"{buffer!r} and token {token!r}", key=f"IDevice.allocate: {status.name}")
+
+
+def check_cache_file_counts(status: ErrorStatus, model_files: Any, data_files: Any) -> None:
+    """getNumberOfCacheFilesNeeded asks for at most MAX_NUMBER_OF_CACHE_FILES of each kind."""
+    limit = Constant.MAX_NUMBER_OF_CACHE_FILES
+    if status == ErrorStatus.NONE and not all(type(n) is int and 0 <= n <= limit
+                                              for n in (model_files, data_files)):
+        raise MalformedResultViolation(f"getNumberOfCacheFilesNeeded returned {model_files!r} model and "
+                                       f"{data_files!r} data files, expected 0 to {limit} of each",
+                                       key="getNumberOfCacheFilesNeeded: counts")
 
 
 # --- callbacks and fences -----------------------------------------------------------------

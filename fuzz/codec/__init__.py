@@ -36,7 +36,8 @@ below, 32-bit fields at 2^32-1; every byte string is some case)::
     choices   = b(path:2 second_path:2 measure:1 priority:2 has_deadline:1)
                 b(preference:2 wait_fences:2 has_fenced_duration:1 request_change:2 has_relation:1)
                 v(loop timeout µs + 1, 0 = omitted) [v deadline µs] [v fence delay µs]
-                [v fenced duration µs] [v relation - 1]
+                [v fenced duration µs] [v relation - 1 [v corruption, for CACHE_BYTE_FLIPPED
+                and CACHE_TRUNCATED]]
     model     = b(relaxed:1 has_extensions:1) v(#referenced) segments(operandValues)
                 v(#pools) blob* subgraph(main) subgraph(referenced)* [v(#) (text v)*]
     blob      = b(name: 0-2 known, else text) segments

@@ -11,7 +11,7 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         MeasureTiming, OperandExtraParams, OperandLifeTime, OperandType,
                         Operation, OperationType, Priority, SymmPerChannelQuantParams)
 
-from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
+from ..case import PLACED_RELATIONS, ExecutionChoices, ExecutionPath, Relation, RequestChange
 from .limits import (CodecLimitError, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET,
                      LOOP_TIMEOUT_CAP_US, MAX_CHANNEL_SCALES, MAX_EXTENSIONS,
                      MAX_EXTENSION_BYTES, MAX_GENERATED_VALUE, MAX_IO_INDEXES, MAX_OPERANDS,
@@ -47,8 +47,11 @@ _PREFERENCES = (ExecutionPreference.LOW_POWER, ExecutionPreference.FAST_SINGLE_A
 _KINDS = tuple(ElementKind)
 _MEASURE = (MeasureTiming.NO, MeasureTiming.YES)
 _REQUEST_CHANGES = tuple(RequestChange)
-#: The relations a set relation bit can name (a varint past the last reads as the last).
+#: The relations a set relation bit can name (a varint past the last reads as the last, which
+#: takes no corruption varint: a varint out of range never makes the choices longer).
 _RELATIONS = tuple(Relation)[1:]
+#: A cache corruption's place is below this.
+CORRUPTION_CAP = UINT32_MAX
 
 _PLACED_LIFETIMES = frozenset((_COPY, _REFERENCE, _SUBGRAPH))
 _LIFETIME_ESCAPE = 7        # operand head lifetime bits: the raw lifetime follows
@@ -318,17 +321,19 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
     duration = (min(_varint(it), FENCED_DURATION_CAP_US) * 1000
                 if b & _CH_FENCED_DURATION else None)
     relation = _RELATIONS[min(_varint(it), len(_RELATIONS) - 1)] if b & _CH_RELATION else Relation.NONE
+    corruption = min(_varint(it), CORRUPTION_CAP) if relation in PLACED_RELATIONS else 0
     return ExecutionChoices(
         path=_PATHS[a & 3], second_path=_PATHS[(a >> 2) & 3], measureTiming=_MEASURE[(a >> 4) & 1],
         preference=_PREFERENCES[b & 3], priority=_PRIORITIES[(a >> 5) & 3], deadline_ns=deadline,
         loopTimeoutDuration_ns=min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
         wait_fences=wait_fences, wait_fence_delay_ns=delay, fenced_duration_ns=duration,
-        request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3], relation=relation)
+        request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3], relation=relation,
+        corruption=corruption)
 
 
 #: The most bytes the execution choices at the head of an input take: two bytes and at most
-#: five varints of at most 10 bytes.
-CHOICES_MAX_BYTES = 2 + 5 * 10
+#: six varints of at most 10 bytes.
+CHOICES_MAX_BYTES = 2 + 6 * 10
 
 
 def read_choices(data: bytes) -> tuple[ExecutionChoices, int]:
@@ -614,6 +619,8 @@ def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
                     FENCED_DURATION_CAP_US, where, "fenced duration")
     if c.relation != Relation.NONE:
         _varint_out(out, _RELATIONS.index(c.relation), len(_RELATIONS) - 1, where, "relation")
+    if c.relation in PLACED_RELATIONS:
+        _varint_out(out, c.corruption, CORRUPTION_CAP, where, "corruption")
 
 
 def serialize(spec: CaseSpec) -> bytes:

@@ -1,11 +1,12 @@
 """Execution choices: the path, timing, preference, priority, deadline, loop timeout,
-fences, the request's change after launch and the metamorphic relation of a case; costly waits redrawn so that slow inputs do not breed slow children."""
+fences, the request's change after launch and the metamorphic relation or route of a case; costly waits redrawn so that slow inputs do not breed slow children."""
 from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
 
 from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
+from ..routes import ROUTES
 from .blocks import Rng
 from .registry import mutation
 
@@ -13,7 +14,11 @@ _PATH_CHOICES = tuple(ExecutionPath)
 _PREFERENCE_CHOICES = tuple(ExecutionPreference)
 _PRIORITY_CHOICES = tuple(Priority)
 _REQUEST_CHANGES = tuple(RequestChange)
-_RELATIONS = tuple(Relation)[1:]
+_ROUTES = tuple(ROUTES)
+_REWRITES = tuple(relation for relation in tuple(Relation)[1:] if relation not in ROUTES)
+#: The share of relations that are routes (memory domains, caching): a quarter of new
+#: choices, and half of what ``relate`` draws.
+ROUTE_SHARE = 0.5
 
 
 def loop_timeout_ns(rng: Rng) -> int | None:
@@ -91,12 +96,17 @@ def random_choices(rng: Rng) -> ExecutionChoices:
         wait_fences=wait, wait_fence_delay_ns=fence_delay_ns(rng) if wait else 0,
         fenced_duration_ns=None if rng.random() < 0.85 else rng.choice(
             [1_000_000_000, rng.randrange(0, 2000) * 1000]),
-        request_change=rng.choice(_REQUEST_CHANGES), relation=relation(rng))
+        request_change=rng.choice(_REQUEST_CHANGES), relation=relation(rng),
+        corruption=rng.randrange(1 << 16))
 
 
 def relation(rng: Rng) -> Relation:
     """None half of the time: a relation costs a second preparation and execution."""
-    return rng.choice(_RELATIONS) if rng.random() < 0.5 else Relation.NONE
+    return some_relation(rng) if rng.random() < 0.5 else Relation.NONE
+
+
+def some_relation(rng: Rng) -> Relation:
+    return rng.choice(_ROUTES if rng.random() < ROUTE_SHARE else _REWRITES)
 
 
 @mutation(weight=8)
@@ -105,7 +115,8 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
     fresh = random_choices(rng)
     name = rng.choice(["path", "path", "second_path", "measureTiming", "preference", "priority",
                        "deadline_ns", "loopTimeoutDuration_ns", "loopTimeoutDuration_ns",
-                       "wait_fences", "fenced_duration_ns", "request_change", "relation"])
+                       "wait_fences", "fenced_duration_ns", "request_change", "relation",
+                       "corruption"])
     choices = spec.choices
     setattr(choices, name, getattr(fresh, name))
     if name == "wait_fences":
@@ -115,10 +126,11 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
     return True
 
 
-@mutation(weight=4)
+@mutation(weight=6)
 def relate(spec: CaseSpec, rng: Rng) -> bool:
-    """Check the case by a metamorphic relation too (fuzz/relations.py), another one."""
-    relation = rng.choice(_RELATIONS)
+    """Check the case by a metamorphic relation or a route too (fuzz/relations.py,
+    fuzz/routes.py), another one."""
+    relation = some_relation(rng)
     if relation == spec.choices.relation:
         return False
     spec.choices.relation = relation

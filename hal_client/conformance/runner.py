@@ -27,7 +27,6 @@ import enum
 import functools
 import hashlib
 import itertools
-import os
 import queue
 import threading
 import time
@@ -37,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from driver.hal import (BufferDesc, BufferRole, DataLocation, ErrorStatus, ExecutionPreference,
+from driver.hal import (BufferRole, DataLocation, ErrorStatus, ExecutionPreference,
                         MeasureTiming, Memory, MemoryPool, Model, Operand, OperationType,
                         OptionalTimePoint, OutputShape, Priority, Request, RequestArgument)
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 
-from .. import contract
+from .. import domains
 from ..contract import HangViolation, OracleViolation, outputs_fully_specified
 from ..device import DEFAULT_DRIVER, make_device
 from ..paths import ExecutionArguments, ExecutionPath, HalClient, read_outputs
@@ -340,30 +339,20 @@ class ExampleRun:
     def prepare_from_cache(self, model: Model) -> Any:
         """The model prepared with cache files, then prepared from them; a passing Check
         when the driver caches nothing."""
-        what = "getNumberOfCacheFilesNeeded"
-        status, model_files, data_files = contract.unpack(
-            self.client.call(self.options.call_timeout, what, self.device.getNumberOfCacheFilesNeeded),
-            3, what)
+        status, model_files, data_files = domains.cache_files_needed(self.client, self.device)
         if (status, model_files, data_files) == (ErrorStatus.NONE, 0, 0):
             return Check("prepare", Variant.CACHE, Verdict.PASSED, "the driver caches nothing")
         if status != ErrorStatus.NONE:
-            raise CheckFailed(f"{what} returned {status}")
+            raise CheckFailed(f"getNumberOfCacheFilesNeeded returned {status}")
         token = hashlib.sha256(self.example.name.encode()).digest()
-        # Anonymous in-memory files: a temporary file on disk costs milliseconds to close.
-        handles = [os.memfd_create("conformance-cache", os.MFD_CLOEXEC)
-                   for _ in range(model_files + data_files)]
-        try:
-            model_cache, data_cache = handles[:model_files], handles[model_files:]
+        with domains.CacheFiles(model_files, data_files) as files:
             status, _, _ = self.client.prepare(self.device, model, ExecutionPreference.FAST_SINGLE_ANSWER,
-                                               Priority.MEDIUM, OptionalTimePoint(), model_cache,
-                                               data_cache, token)
+                                               Priority.MEDIUM, OptionalTimePoint(), files.model,
+                                               files.data, token)
             if status != ErrorStatus.NONE:
                 raise CheckFailed(f"prepareModel_1_3 with cache files notified {status.name}")
             status, prepared, _ = self.client.prepare_from_cache(
-                self.device, OptionalTimePoint(), model_cache, data_cache, token)
-        finally:
-            for handle in handles:
-                os.close(handle)
+                self.device, OptionalTimePoint(), files.model, files.data, token)
         if status != ErrorStatus.NONE:
             raise CheckFailed(f"prepareModelFromCache_1_3 notified {status.name} for the files "
                               f"prepareModel_1_3 had just written")
@@ -384,8 +373,8 @@ class ExampleRun:
                 return Check("allocate", Variant.BUFFERS, Verdict.PASSED, "the driver offers no memory domains")
             self.expect_allocated(status)
             dimensions = [] if spec.is_scalar else list(spec.dimensions)
-            status = self.client.call(self.options.call_timeout, "IBuffer.copyFrom", buffer.copyFrom,
-                                      Memory.from_bytes(spec.values.tobytes()), dimensions)
+            status = domains.copy_from(self.client, buffer, Memory.from_bytes(spec.values.tobytes()),
+                                       dimensions)
             if status != ErrorStatus.NONE:
                 raise CheckFailed(f"IBuffer.copyFrom of input {position} returned {status!r}")
             self.input_buffers.append((token, buffer))
@@ -393,15 +382,10 @@ class ExampleRun:
 
     def allocate(self, prepared: Any, inputRoles: list[BufferRole], outputRoles: list[BufferRole],
                  ) -> tuple[ErrorStatus, Any, int]:
-        what = "IDevice.allocate"
-        status, buffer, token = contract.unpack(self.client.call(
-            self.options.call_timeout, what, self.device.allocate, BufferDesc(), [prepared],
-            inputRoles, outputRoles), 3, what)
-        status = contract.as_status(status, what)
+        status, buffer, token = domains.allocate(self.client, self.device, [prepared], inputRoles,
+                                                 outputRoles)
         if status not in (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE):
-            raise CheckFailed(f"{what} returned {status.name} for a role of the model")
-        if (status == ErrorStatus.NONE) != (buffer is not None and isinstance(token, int) and token > 0):
-            raise CheckFailed(f"{what} returned {status.name} with buffer {buffer!r} and token {token!r}")
+            raise CheckFailed(f"IDevice.allocate returned {status.name} for a role of the model")
         return status, buffer, token
 
     def buffer_request(self, prepared: Any) -> tuple[Request, list[Any]]:
@@ -439,9 +423,7 @@ class ExampleRun:
             if size == 0:   # a zero-sized output has nothing to compare
                 contents.append(b"")
                 continue
-            memory = Memory.create(size)
-            status = self.client.call(self.options.call_timeout, "IBuffer.copyTo", buffer.copyTo, memory)
-            contents.append(memory.read() if status == ErrorStatus.NONE else None)
+            contents.append(domains.copy_to(self.client, buffer, size))
         return contents
 
     # --- executions ---

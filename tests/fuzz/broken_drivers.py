@@ -28,6 +28,18 @@ prepares a rewritten model. ``LoopBodyMulAdds``: a MUL in a WHILE body adds;
 ``BroadcastSubReversed``: a broadcasting SUB subtracts the other way round. ``Faithful`` is
 the bundled driver behind the same wrappers, with no bug.
 
+Drivers missing one request check of the bundled driver's (REQUEST_CHECK_DROPPED;
+tests/fuzz/test_dropped_request_checks.py): ``InputLengthUnchecked``,
+``PoolBoundsUnchecked``, ``DimensionsUnchecked``, ``PoolIndexUnchecked``,
+``UnspecifiedUnchecked``.
+
+Drivers with a bug in memory domains or compilation caching, which only the routes of
+fuzz/routes.py reach (DOMAIN_RULES; tests/fuzz/test_routes.py): ``CopyToZeroes``: IBuffer.copyTo
+hands out zeros; ``FreedTokenKept``: a buffer stays alive, its token valid, after the client
+dropped its IBuffer; ``SharedBetweenPreparations``: a buffer allocated for one preparation
+of a model serves another; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache
+files without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
+
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
 condition, no rank over 32 and no request changed after launch; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
@@ -36,17 +48,19 @@ EXPECTED_RULES).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from driver import SampleDriver, errors, limits, operands
+from driver import SampleDriver, cache, errors, limits, operands
 from driver.errors import ValidationError
 from driver.fingerprint import MODEL_MEMO, VALID_PARTS
-from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, Model, OperandLifeTime,
-                        OperandType, Operation, OperationType, OptionalTimeoutDuration, Priority,
-                        Subgraph)
+from driver.hal import (NO_TIMING, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs, Model,
+                        OperandLifeTime, OperandType, Operation, OperationType,
+                        OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
 from driver.validation import request as request_validation, validate_model, validate_request
 from fuzz import harness, oracles
@@ -106,6 +120,11 @@ class DeviceWrapper:
             callback, lambda prepared: self.prepared_model_class(prepared, model, priority))
         return self.inner.prepareModel_1_3(model, preference, priority, deadline, modelCache,
                                            dataCache, token, proxy)
+
+    def allocate(self, desc, preparedModels, inputRoles, outputRoles):
+        # The inner driver allocates for its own prepared models, not for their wrappers.
+        inner = [p.inner if isinstance(p, PreparedModelWrapper) else p for p in preparedModels]
+        return self.inner.allocate(desc, inner, inputRoles, outputRoles)
 
 
 # --- graph queries ----------------------------------------------------------------------------
@@ -719,3 +738,111 @@ def dropped_check_reached(name: str, case) -> bool:
         except (ValidationError, IndexError):   # IndexError: a pool past the dropped poolIndex check
             pass
     return bool(missed)
+
+
+# --- 18-21. memory domains and compilation caching ---------------------------------------------
+
+class _BufferWrapper:
+    """An IBuffer delegating to the inner driver's; subclasses override what they break."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _ZeroingBuffer(_BufferWrapper):
+    def copyTo(self, dst) -> ErrorStatus:
+        status = self.inner.copyTo(dst)
+        if status == ErrorStatus.NONE:
+            dst.write(bytes(dst.size))
+        return status
+
+
+class CopyToZeroes(DeviceWrapper):
+    """IBuffer.copyTo succeeds but hands the client zeros, not the buffer's content."""
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        status, buffer, token = super().allocate(*arguments)
+        return status, None if buffer is None else _ZeroingBuffer(buffer), token
+
+
+class FreedTokenKept(DeviceWrapper):
+    """Keeps every buffer it allocated alive: the token of a buffer whose IBuffer the
+    client dropped still names it."""
+
+    def __init__(self, inner: Any = None) -> None:
+        super().__init__(inner)
+        self.kept: list[Any] = []
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        status, buffer, token = super().allocate(*arguments)
+        self.kept.append(buffer)
+        return status, buffer, token
+
+
+class _FirstPreparation(PreparedModelWrapper):
+    """Remembers the first preparation of the latest Model prepared (a driver sharing one
+    compiled model between its preparations)."""
+    first: "_FirstPreparation | None" = None
+
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+        super().__init__(inner, model, priority)
+        if _FirstPreparation.first is None or _FirstPreparation.first.model is not model:
+            _FirstPreparation.first = self
+
+
+class SharedBetweenPreparations(DeviceWrapper):
+    """Allocates a buffer for a preparation of a model as for its first preparation: the
+    token of a buffer allocated for another preparation of the model is taken."""
+
+    prepared_model_class = _FirstPreparation
+
+    def allocate(self, desc, preparedModels, inputRoles, outputRoles) -> tuple[ErrorStatus, Any, int]:
+        first = _FirstPreparation.first
+        shared = [first if first is not None and getattr(p, "model", None) is first.model else p
+                  for p in preparedModels]
+        return super().allocate(desc, shared, inputRoles, outputRoles)
+
+
+def _unsealed(fd: int, trailer: int) -> bytes:
+    """A cache file's payload, taken on trust: the header and ``trailer`` bytes cut off."""
+    content = os.pread(fd, os.fstat(fd).st_size, 0)
+    return content[cache._HEADER.size:len(content) - trailer]
+
+
+class CacheUnchecked(DeviceWrapper):
+    """prepareModelFromCache_1_3 takes the cache files on trust: neither their MAC, nor
+    their header, nor the data cache's digest is checked, so a corrupted file loads as a
+    model if it parses."""
+
+    def prepareModelFromCache_1_3(self, deadline, modelCache, dataCache, token, callback) -> ErrorStatus:
+        digest_and_mac = 2 * hashlib.sha256().digest_size
+        try:
+            model = cache.deserialize_model(_unsealed(modelCache[0], digest_and_mac),
+                                            _unsealed(dataCache[0], digest_and_mac // 2))
+        except Exception:   # what does not parse is refused, as a cache error
+            callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, None)
+            return ErrorStatus.GENERAL_FAILURE
+        return self.prepareModel_1_3(model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+                                     deadline, [], [], token, callback)
+
+
+class NoDomainsNoCache(DeviceWrapper):
+    """A legal driver offering neither memory domains nor compilation caching."""
+
+    def allocate(self, *arguments) -> tuple[ErrorStatus, Any, int]:
+        return ErrorStatus.GENERAL_FAILURE, None, 0
+
+    def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
+        return ErrorStatus.NONE, 0, 0
+
+
+#: The drivers whose bug a route of fuzz/routes.py catches, and the rule that does.
+DOMAIN_RULES = {
+    "CopyToZeroes": oracles.BuffersDifferViolation,
+    "FreedTokenKept": oracles.InvalidTokenAcceptedViolation,
+    "CacheUnchecked": oracles.CorruptedCacheAcceptedViolation,
+    "SharedBetweenPreparations": oracles.InvalidTokenAcceptedViolation,
+}

@@ -10,7 +10,7 @@ import pytest
 from driver import SampleDriver
 from driver.hal import ErrorStatus, OperandType as T, OutputShape
 from fuzz import harness, oracles, relations
-from fuzz.case import ExecutionPath, FuzzCase, Relation
+from fuzz.case import ExecutionPath, FuzzCase
 from fuzz.codec import decode
 from fuzz.drivers import make_device
 from fuzz.oracles import ExecutionResult
@@ -24,7 +24,7 @@ from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus, gen
 #: libFuzzer runs measure the oracles themselves).
 BY_REFERENCE = {"LoopBodyMulAdds": (8, 6000), "SignedAddSubtracts": (2, 6000),
                 "NestedIfSwapsBranches": (6, 6000), "BroadcastSubReversed": (1, 6000)}
-BY_RELATIONS = {"NestedIfSwapsBranches": (7, 6000)}
+BY_RELATIONS = {"NestedIfSwapsBranches": (1, 6000)}
 
 
 @pytest.mark.parametrize("name", sorted(BY_REFERENCE))
@@ -57,7 +57,7 @@ def test_a_faithful_proxy_of_the_bundled_driver_gives_nothing():
         fuzz_from_corpus(device, 7, 800, harness.Oracles(SampleDriver(), True))
 
 
-@pytest.mark.parametrize("relation", list(Relation)[1:], ids=lambda r: r.name)
+@pytest.mark.parametrize("relation", list(relations.RULES), ids=lambda r: r.name)
 def test_every_relation_holds_on_the_corpus(relation):
     """Each relation applied to every corpus input the bundled driver runs: no violation,
     and most rewritten cases run (a relation that never applies checks nothing)."""

@@ -1,0 +1,275 @@
+"""Routes: a case that ran successfully run again by another route through the HAL, on
+the same driver: its arguments in driver-managed buffers (memory domains), or its model
+prepared from the cache files its preparation wrote (compilation caching). Each route is a
+function ``(RouteRun) -> ExecutionResult | None`` registered with ``@route(Relation.X,
+Violation)``; None means the driver does not offer the route for the case, which is then
+skipped, never judged: a driver need offer neither memory domains nor caching (allocate
+may answer GENERAL_FAILURE, getNumberOfCacheFilesNeeded NONE, 0 and 0).
+
+Most routes must compute what the case computed (``expects`` None): their outputs are
+compared like a metamorphic relation's (fuzz/oracles.py, check_same_outputs). A route
+whose request names buffers by tokens the execution may not use expects its execution to
+fail with INVALID_ARGUMENT instead.
+
+The cache routes also corrupt the files between the two preparations: a corrupted cache
+may be refused, or even loaded, but a model prepared from it must compute what the
+model the files were written for computes.
+"""
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from driver.hal import (BufferRole, DataLocation, ErrorStatus, Memory, MemoryPool, OptionalTimePoint,
+                        Request, RequestArgument)
+from driver.hal.dtypes import byte_size
+from hal_client import domains
+from hal_client.contract import OracleViolation, main_output_operand
+from hal_client.paths import ExecutionPath, HalClient
+
+from .case import FuzzCase, Relation
+from .oracles import (BuffersDifferViolation, CacheDiffersViolation,
+                      CorruptedCacheAcceptedViolation, ExecutionResult,
+                      InvalidTokenAcceptedViolation, check_expected_status, check_same_outputs)
+
+#: The token the cache routes prepare with (any 32 bytes name the cache).
+CACHE_TOKEN = bytes(range(32))
+
+
+@dataclass(frozen=True)
+class RouteRun:
+    """What a route runs: ``case`` was prepared as ``prepared`` by ``device`` and ran
+    successfully; ``request`` is its request over fresh pools; ``execute(prepared,
+    request)`` is a synchronous execution of the case with the harness's contract checks."""
+    client: HalClient
+    device: Any
+    case: FuzzCase
+    prepared: Any
+    request: Request
+    execute: Callable[[Any, Request], ExecutionResult]
+
+
+Run = Callable[[RouteRun], "ExecutionResult | None"]
+
+
+@dataclass(frozen=True)
+class Route:
+    relation: Relation
+    run: Run
+    Violation: type[OracleViolation]
+    #: The status the route's execution must give; None: the case's outputs.
+    expects: ErrorStatus | None = None
+    uses_cache: bool = False
+
+
+ROUTES: dict[Relation, Route] = {}
+
+
+def route(which: Relation, Violation: type[OracleViolation], **options: Any) -> Callable[[Run], Run]:
+    """Register ``run`` as the route ``which``, judged by ``Violation`` (options: Route's)."""
+    def register(run: Run) -> Run:
+        ROUTES[which] = Route(which, run, Violation, **options)
+        return run
+    return register
+
+
+def judge(route: Route, run: RouteRun, expected: ExecutionResult) -> int | None:
+    """Run ``route`` and judge what it gave against the case's successful execution
+    ``expected``: raises the route's violation; returns how many outputs were left out of
+    the comparison (see check_same_outputs), None when the driver offers no such route
+    for the case."""
+    result = route.run(run)
+    if result is None:
+        return None
+    what = f"route {route.relation.name} (SYNC)"
+    if route.expects is not None:
+        check_expected_status(result.status, route.expects, route.Violation, what)
+        return 0
+    if result.status != ErrorStatus.NONE:
+        return 0
+    return check_same_outputs(expected, result, run.case.model, run.request, route.Violation,
+                              f"{what} vs {expected.path.name}")
+
+
+# --- memory domains ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BufferedRequest:
+    """The case's request with each argument that has a value in a buffer of its own, and
+    those buffers by argument, the inputs' first (None for an argument without a value):
+    the client holds each IBuffer as long as its token must name it."""
+    request: Request
+    buffers: list[Any]
+
+    @property
+    def output_buffers(self) -> list[Any]:
+        return self.buffers[len(self.request.inputs):]
+
+
+def _argument_bytes(request: Request, argument: RequestArgument) -> bytes:
+    # A token pool has none: its argument ran from the driver's own buffer (copyFrom
+    # then refuses the empty source, and the route is skipped).
+    location = argument.location
+    memory = request.pools[location.poolIndex].hidlMemory
+    return b"" if memory is None else memory.read(location.offset, location.length)
+
+
+def buffered(run: RouteRun, prepared: Any) -> BufferedRequest | None:
+    """``run.request`` through buffers allocated for ``prepared``'s roles, the inputs'
+    copied in; None where the driver does not allocate or copy them, or the request names
+    no argument with a value."""
+    request, pools, buffers = run.request, [], []
+
+    def moved(argument: RequestArgument, k: int, is_input: bool) -> RequestArgument | None:
+        buffers.append(None)
+        if argument.hasNoValue:
+            return argument
+        roles = ([BufferRole(0, k, 1.0)], [])
+        status, buffers[-1], token = domains.allocate(run.client, run.device, [prepared],
+                                                      *(roles if is_input else roles[::-1]))
+        if status != ErrorStatus.NONE or (is_input and domains.copy_from(
+                run.client, buffers[-1], Memory.from_bytes(_argument_bytes(request, argument)),
+                argument.dimensions) != ErrorStatus.NONE):
+            return None
+        pools.append(MemoryPool(token=token))
+        return RequestArgument(False, DataLocation(len(pools) - 1), list(argument.dimensions))
+    inputs = [moved(argument, k, True) for k, argument in enumerate(request.inputs)]
+    outputs = [moved(argument, k, False) for k, argument in enumerate(request.outputs)]
+    if not pools or None in inputs or None in outputs:
+        return None
+    return BufferedRequest(Request(inputs, outputs, pools), buffers)
+
+
+@route(Relation.THROUGH_BUFFERS, BuffersDifferViolation)
+def through_buffers(run: RouteRun) -> ExecutionResult | None:
+    """Every argument with a value in a buffer of its own: inputs copied in with copyFrom,
+    outputs read with copyTo (sized by the shapes the execution reports)."""
+    through = buffered(run, run.prepared)
+    if through is None:
+        return None
+    result = run.execute(run.prepared, through.request)
+    if result.status != ErrorStatus.NONE:
+        return result
+    outputs = []
+    for k, (buffer, shape) in enumerate(zip(through.output_buffers, result.shapes or ())):
+        operand = main_output_operand(run.case.model, k)
+        size = None if buffer is None else byte_size(operand.type, shape.dimensions, unknown_dimension=0)
+        outputs.append(None if size is None else domains.copy_to(run.client, buffer, size))
+    return replace(result, outputs=outputs)
+
+
+@route(Relation.FREED_BUFFER, InvalidTokenAcceptedViolation, expects=ErrorStatus.INVALID_ARGUMENT)
+def freed_buffer(run: RouteRun) -> ExecutionResult | None:
+    """The buffered request executed once the client dropped every IBuffer it names."""
+    through = buffered(run, run.prepared)
+    if through is None:
+        return None
+    request = through.request
+    del through
+    result = run.execute(run.prepared, request)
+    if result.status == ErrorStatus.NONE:
+        gc.collect()     # a driver may hold a buffer in a reference cycle until collected
+        result = run.execute(run.prepared, request)
+    return result
+
+
+@route(Relation.OTHER_MODELS_BUFFER, InvalidTokenAcceptedViolation, expects=ErrorStatus.INVALID_ARGUMENT)
+def other_models_buffer(run: RouteRun) -> ExecutionResult | None:
+    """The request through buffers allocated for another preparation of the same model."""
+    choices = run.case.choices
+    status, other, _ = run.client.prepare(run.device, run.case.model, choices.preference,
+                                          choices.priority, OptionalTimePoint())
+    through = buffered(run, other) if status == ErrorStatus.NONE else None
+    return None if through is None else run.execute(run.prepared, through.request)
+
+
+# --- compilation caching ------------------------------------------------------------------------
+
+Corrupt = Callable[[domains.CacheFiles, int], "bytes | None"]
+
+
+def _from_cache(run: RouteRun, corrupt: Corrupt) -> ExecutionResult | None:
+    """The model prepared with cache files, the files corrupted by ``corrupt(files,
+    place)`` (which gives the token to prepare from them with, None: the files allow no
+    such corruption), then prepared from them and executed; where preparing from them
+    fails, its status (a driver may refuse any cache)."""
+    status, model_files, data_files = domains.cache_files_needed(run.client, run.device)
+    if status != ErrorStatus.NONE or model_files + data_files == 0:
+        return None
+    choices = run.case.choices
+    with domains.CacheFiles(model_files, data_files) as files:
+        status, _, _ = run.client.prepare(run.device, run.case.model, choices.preference,
+                                          choices.priority, OptionalTimePoint(), files.model,
+                                          files.data, CACHE_TOKEN)
+        token = corrupt(files, choices.corruption) if status == ErrorStatus.NONE else None
+        if token is None:
+            return None
+        status, prepared, _ = run.client.prepare_from_cache(run.device, OptionalTimePoint(), files.model,
+                                                            files.data, token)
+    if status != ErrorStatus.NONE:
+        return ExecutionResult(ExecutionPath.SYNC, status, None, [])
+    return run.execute(prepared, run.request)
+
+
+def cache_route(which: Relation, Violation: type[OracleViolation]) -> Callable[[Corrupt], Corrupt]:
+    """Register a corruption of the cache files as the route ``which``."""
+    def register(corrupt: Corrupt) -> Corrupt:
+        route(which, Violation, uses_cache=True)(lambda run: _from_cache(run, corrupt))
+        return corrupt
+    return register
+
+
+@cache_route(Relation.FROM_CACHE, CacheDiffersViolation)
+def as_written(files: domains.CacheFiles, place: int) -> bytes:
+    """The files as the preparation wrote them."""
+    return CACHE_TOKEN
+
+
+def _placed(files: domains.CacheFiles, place: int) -> tuple[list[bytes], int, int] | None:
+    """The files' contents, and the file and byte ``place`` picks among the non-empty ones."""
+    contents = files.contents()
+    written = [k for k, content in enumerate(contents) if content]
+    if not written:
+        return None
+    k = written[place % len(written)]
+    return contents, k, place // len(written) % len(contents[k])
+
+
+@cache_route(Relation.CACHE_BYTE_FLIPPED, CorruptedCacheAcceptedViolation)
+def byte_flipped(files: domains.CacheFiles, place: int) -> bytes | None:
+    """One byte of one file inverted."""
+    if (placed := _placed(files, place)) is None:
+        return None
+    contents, k, at = placed
+    contents[k] = contents[k][:at] + bytes([contents[k][at] ^ 0xFF]) + contents[k][at + 1:]
+    files.write(contents)
+    return CACHE_TOKEN
+
+
+@cache_route(Relation.CACHE_TRUNCATED, CorruptedCacheAcceptedViolation)
+def truncated(files: domains.CacheFiles, place: int) -> bytes | None:
+    """One file cut short."""
+    if (placed := _placed(files, place)) is None:
+        return None
+    contents, k, at = placed
+    contents[k] = contents[k][:at]
+    files.write(contents)
+    return CACHE_TOKEN
+
+
+@cache_route(Relation.CACHE_FILES_SWAPPED, CorruptedCacheAcceptedViolation)
+def files_swapped(files: domains.CacheFiles, place: int) -> bytes | None:
+    """Each file given the content of the next (the last, the first's)."""
+    contents = files.contents()
+    rotated = contents[1:] + contents[:1]
+    if rotated == contents:
+        return None
+    files.write(rotated)
+    return CACHE_TOKEN
+
+
+@cache_route(Relation.CACHE_OTHER_TOKEN, CorruptedCacheAcceptedViolation)
+def other_token(files: domains.CacheFiles, place: int) -> bytes:
+    """The files as written, prepared from with another token."""
+    return CACHE_TOKEN[::-1]

@@ -1,0 +1,123 @@
+"""The routes of fuzz/routes.py (memory domains, compilation caching): how the codec writes
+them, the client calls they make (hal_client/domains.py), that they hold on the bundled
+driver and are skipped by one offering neither, and that the drivers of
+broken_drivers.DOMAIN_RULES are found by fuzzing from the corpus."""
+from __future__ import annotations
+
+import pytest
+
+from driver import SampleDriver
+from driver.hal import ErrorStatus
+from fuzz import harness, relations, routes
+from fuzz.case import PLACED_RELATIONS, ExecutionChoices, FuzzCase, Relation
+from fuzz.codec import decode, encode
+from fuzz.drivers import make_device
+from hal_client import contract, domains
+from hal_client.contract import MalformedResultViolation
+from tests.fuzz import broken_drivers
+from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
+
+#: (seed, most inputs) of a fuzz run from the corpus (relations and routes on, no
+#: reference) that finds each DOMAIN_RULES driver's bug; the walk depends on the corpus.
+FUZZED = {"CopyToZeroes": (1, 3000), "FreedTokenKept": (1, 3000), "CacheUnchecked": (4, 3000),
+          "SharedBetweenPreparations": (1, 3000)}
+
+
+# --- the codec ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("relation", list(routes.ROUTES), ids=lambda r: r.name)
+def test_route_choices_round_trip(relation):
+    corruption = 123_456 if relation in PLACED_RELATIONS else 0
+    case = FuzzCase(choices=ExecutionChoices(relation=relation, corruption=corruption))
+    data = encode(case)
+    assert decode(data) == case
+    assert encode(decode(data)) == data
+
+
+def test_a_relation_varint_past_the_last_reads_as_the_last_and_takes_no_corruption():
+    """The last member takes no corruption varint: an old input naming a relation past the
+    end is no longer than it was."""
+    last = list(Relation)[-1]
+    assert last not in PLACED_RELATIONS
+    data = encode(FuzzCase())
+    related = bytes([data[0], data[1] | 0x80, data[2], 99]) + data[3:]
+    case = decode(related)
+    assert case.choices.relation == last and case.choices.corruption == 0
+    assert len(encode(case)) == len(related)
+
+
+def test_every_route_is_a_relation_with_its_own_violation():
+    assert set(routes.ROUTES) == set(list(Relation)[1:]) - set(relations.RULES)
+    assert {r.Violation.rule for r in routes.ROUTES.values()} == {
+        "buffers-differ", "invalid-token-accepted", "cache-differs", "corrupted-cache-accepted"}
+
+
+# --- the client's calls -------------------------------------------------------------------------
+
+def test_allocate_gives_a_buffer_and_a_positive_uint32_token_exactly_on_success():
+    contract.check_allocation(ErrorStatus.NONE, object(), 1)
+    contract.check_allocation(ErrorStatus.GENERAL_FAILURE, None, 0)
+    for status, buffer, token in ((ErrorStatus.NONE, None, 1), (ErrorStatus.NONE, object(), 0),
+                                  (ErrorStatus.NONE, object(), 2 ** 32), (ErrorStatus.NONE, object(), True),
+                                  (ErrorStatus.GENERAL_FAILURE, object(), 3)):
+        with pytest.raises(MalformedResultViolation, match="IDevice.allocate"):
+            contract.check_allocation(status, buffer, token)
+
+
+def test_cache_file_counts_are_at_most_the_hal_limit():
+    contract.check_cache_file_counts(ErrorStatus.NONE, 0, 32)
+    contract.check_cache_file_counts(ErrorStatus.GENERAL_FAILURE, -1, 99)
+    for counts in ((33, 0), (0, -1), (1.0, 1)):
+        with pytest.raises(MalformedResultViolation, match="getNumberOfCacheFilesNeeded"):
+            contract.check_cache_file_counts(ErrorStatus.NONE, *counts)
+
+
+def test_cache_files_read_back_what_was_written():
+    with domains.CacheFiles(1, 2) as files:
+        assert (len(files.model), len(files.data)) == (1, 2)
+        files.write([b"model", b"", b"data"])
+        assert files.contents() == [b"model", b"", b"data"]
+        files.write([b"m", b"dd", b""])
+        assert files.contents() == [b"m", b"dd", b""]
+
+
+# --- on drivers ---------------------------------------------------------------------------------
+
+def run_routes(device, relation: Relation) -> harness.HarnessStats:
+    """Every fifth corpus input with ``relation``, on ``device``: the statistics it added."""
+    before = harness.STATS
+    harness.STATS = harness.HarnessStats()
+    try:
+        for path in sorted(CORPUS.iterdir())[::5]:
+            case = decode(path.read_bytes())
+            case.choices.relation = relation
+            case.choices.corruption = 181     # a byte of the data cache's payload
+            harness.run_case(case, device, harness.Oracles(None, True))
+        return harness.STATS
+    finally:
+        harness.STATS = before
+
+
+@pytest.mark.parametrize("relation", list(routes.ROUTES), ids=lambda r: r.name)
+def test_every_route_holds_on_the_corpus(relation):
+    """On the bundled driver: no violation, and the route runs for most inputs that ran."""
+    stats = run_routes(SampleDriver(), relation)
+    routed = stats.routed_cache if routes.ROUTES[relation].uses_cache else stats.routed_buffers
+    assert routed > 0.9 * stats.executed_ok and stats.routes_skipped < 0.1 * stats.executed_ok
+
+
+@pytest.mark.parametrize("relation", [Relation.THROUGH_BUFFERS, Relation.FROM_CACHE],
+                         ids=lambda r: r.name)
+def test_a_driver_without_memory_domains_or_caching_is_skipped_not_judged(relation):
+    stats = run_routes(make_device(f"{MODULE}:NoDomainsNoCache"), relation)
+    assert stats.routed_buffers == stats.routed_cache == 0
+    assert stats.routes_skipped == stats.executed_ok > 0
+
+
+@pytest.mark.parametrize("name", sorted(broken_drivers.DOMAIN_RULES))
+def test_fuzzing_from_the_corpus_finds_the_domain_bug(name):
+    """Found with the rule meant to catch it; the input passes on the bundled driver."""
+    device = make_device(f"{MODULE}:{name}")
+    data, violation = fuzz_from_corpus(device, *FUZZED[name], harness.Oracles(None, True))
+    assert type(violation) is broken_drivers.DOMAIN_RULES[name], violation
+    harness.run_one(data, SampleDriver(), harness.Oracles(None, True))
