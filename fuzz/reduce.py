@@ -193,7 +193,7 @@ TIMING_CHOICES = (("deadline_ns", None), ("loopTimeoutDuration_ns", None),
 PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO),
                  ("preference", ExecutionPreference.FAST_SINGLE_ANSWER), ("priority", Priority.MEDIUM), ("path", ExecutionPath.SYNC),
                  ("second_path", ExecutionPath.SYNC), ("request_change", RequestChange.NONE),
-                 ("relation", Relation.NONE))
+                 ("relation", Relation.NONE), ("corruption", 0))
 
 
 def _set_choice(name: str, value) -> Reduction:
