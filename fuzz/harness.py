@@ -373,8 +373,8 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
         first = execute(prepared, case, request, choices.path, limit_s)
     if has_control_flow(model):
         STATS.control_flow += 1
-    oracles.check_invalid_request_rejected(request_error or fenced_request_error(model, request, first.path),
-                                           first.status, first.path)
+    first_request_error = request_error or fenced_request_error(model, request, first.path)
+    oracles.check_invalid_request_rejected(first_request_error, first.status, first.path)
     if reference is not None and request_error is None and first.status == ErrorStatus.INVALID_ARGUMENT:
         run_on_reference(reference, case, snapshot, limit_s, first.status)
     outcome = Outcome(model_error, request_error, supported_status, prepare_status, first)
@@ -474,8 +474,10 @@ def judge_route(device: Any, case: FuzzCase, prepared: Any, expected: ExecutionR
     """The case run by its route (fuzz/routes.py), synchronously, judged against its
     successful execution."""
     route = routes.ROUTES[case.choices.relation]
+    def run_sync(prepared: Any, request: Request) -> ExecutionResult:
+        return execute(prepared, case, request, ExecutionPath.SYNC, limit_s)
     run = routes.RouteRun(CLIENT, device, case, prepared, with_fresh_pools(case.request, snapshot),
-                          lambda prepared, request: execute(prepared, case, request, ExecutionPath.SYNC, limit_s))
+                          run_sync)
     left_out = routes.judge(route, run, expected)
     if left_out is None:
         STATS.routes_skipped += 1

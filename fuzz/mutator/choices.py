@@ -1,5 +1,6 @@
 """Execution choices: the path, timing, preference, priority, deadline, loop timeout,
-fences, the request's change after launch and the metamorphic relation or route of a case; costly waits redrawn so that slow inputs do not breed slow children."""
+fences, the request's change after launch and the metamorphic relation or route of a
+case; costly waits redrawn so that slow inputs do not breed slow children."""
 from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
