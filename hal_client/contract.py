@@ -135,8 +135,9 @@ def check_allocation(status: ErrorStatus, buffer: Any, token: Any) -> None:
     """IDevice.allocate gives a buffer and a positive uint32 token exactly when it succeeds."""
     allocated = buffer is not None and type(token) is int and 0 < token < 2 ** 32
     if (status == ErrorStatus.NONE) != allocated:
-        raise MalformedResultViolation(f"IDevice.allocate returned {status.name} with buffer "
-                                       f"{buffer!r} and token {token!r}", key=f"IDevice.allocate: {status.name}")
+        raise MalformedResultViolation(
+            f"IDevice.allocate returned {status.name} with buffer {buffer!r} and token {token!r}",
+            key=f"IDevice.allocate: {status.name}")
 
 
 def check_cache_file_counts(status: ErrorStatus, model_files: Any, data_files: Any) -> None:
@@ -144,9 +145,9 @@ def check_cache_file_counts(status: ErrorStatus, model_files: Any, data_files: A
     limit = Constant.MAX_NUMBER_OF_CACHE_FILES
     if status == ErrorStatus.NONE and not all(type(n) is int and 0 <= n <= limit
                                               for n in (model_files, data_files)):
-        raise MalformedResultViolation(f"getNumberOfCacheFilesNeeded returned {model_files!r} model and "
-                                       f"{data_files!r} data files, expected 0 to {limit} of each",
-                                       key="getNumberOfCacheFilesNeeded: counts")
+        raise MalformedResultViolation(
+            f"getNumberOfCacheFilesNeeded returned {model_files!r} model and {data_files!r} "
+            f"data files, expected 0 to {limit} of each", key="getNumberOfCacheFilesNeeded: counts")
 
 
 # --- callbacks and fences -----------------------------------------------------------------
