@@ -27,7 +27,7 @@ from driver.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandTy
                         OperationType, Subgraph)
 from driver.operations.common import STORAGE_DTYPE
 from fuzz import codec
-from fuzz.case import FuzzCase
+from fuzz.case import PLACED_RELATIONS, FuzzCase
 
 PREVIEW_VALUES = 8
 CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
@@ -170,7 +170,8 @@ def describe(case: FuzzCase, spec: codec.CaseSpec) -> str:
         f" deadline {ms(c.deadline_ns)};"
         f" loop timeout {ms(c.loopTimeoutDuration_ns)}; wait fences {c.wait_fences}"
         f" after {ms(c.wait_fence_delay_ns)}; fenced duration {ms(c.fenced_duration_ns)};"
-        f" request after launch {c.request_change.name}; relation {c.relation.name}"]
+        f" request after launch {c.request_change.name}; relation {c.relation.name}"
+        + (f" at {c.corruption}" if c.relation in PLACED_RELATIONS else "")]
     model = case.model
     pools = ", ".join(f"{m.name} {m.size} B" for m in model.pools) or "none"
     lines.append(f"model: relaxed {model.relaxComputationFloat32toFloat16}; operandValues "
