@@ -15,7 +15,7 @@ from fuzz.drivers import make_device
 from hal_client import contract, domains
 from hal_client.contract import MalformedResultViolation
 from tests.fuzz import broken_drivers
-from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
+from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus, generous_hang_margin  # noqa: F401
 
 #: (mutation seeds, most inputs per seed) of a fuzz run from the corpus (relations and
 #: routes on, no reference) that finds each DOMAIN_RULES driver's bug (each seed does, the
@@ -116,6 +116,7 @@ def test_a_driver_without_memory_domains_or_caching_is_skipped_not_judged(relati
 
 
 @pytest.mark.parametrize("name", sorted(broken_drivers.DOMAIN_RULES))
+@pytest.mark.usefixtures("generous_hang_margin")
 def test_fuzzing_from_the_corpus_finds_the_domain_bug(name):
     """Found with the rule meant to catch it; the input passes on the bundled driver."""
     device = make_device(f"{MODULE}:{name}")
