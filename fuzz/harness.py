@@ -439,13 +439,11 @@ def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionRe
         STATS.reference_skipped += 1    # the driver's own buffers: the reference has none
         return
     result = run_on_reference(reference, case, snapshot, limit_s, ErrorStatus.NONE)
-    if result is None or result.status != ErrorStatus.NONE:
+    if compared(result, expected, case, oracles.ReferenceMismatchViolation,
+                f"{expected.path.name} execution vs the reference's"):
+        STATS.reference_compared += 1
+    else:
         STATS.reference_skipped += 1
-        return
-    STATS.reference_compared += 1
-    STATS.outputs_not_compared += oracles.check_same_outputs(
-        result, expected, case.model, case.request, oracles.ReferenceMismatchViolation,
-        f"{expected.path.name} execution vs the reference's")
 
 
 def compare_with_relation(device: Any, case: FuzzCase, expected: ExecutionResult,
@@ -460,13 +458,22 @@ def compare_with_relation(device: Any, case: FuzzCase, expected: ExecutionResult
         status, prepared, _ = prepare(device, related.model, case.choices)
         if status == ErrorStatus.NONE:
             result = execute(prepared, related, related.request, ExecutionPath.SYNC, limit_s)
-    if result is None or result.status != ErrorStatus.NONE:
+    if compared(expected, result, case, rule.Violation,
+                f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)"):
+        STATS.related_compared += 1
+    else:
         STATS.related_skipped += 1
-        return
-    STATS.related_compared += 1
-    STATS.outputs_not_compared += oracles.check_same_outputs(
-        expected, result, case.model, case.request, rule.Violation,
-        f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)")
+
+
+def compared(expected: ExecutionResult | None, actual: ExecutionResult | None, case: FuzzCase,
+             Violation: type[OracleViolation], what: str) -> bool:
+    """``actual``'s outputs against ``expected``'s (check_same_outputs), where both
+    executions ran successfully (else False: nothing was compared)."""
+    if any(result is None or result.status != ErrorStatus.NONE for result in (expected, actual)):
+        return False
+    STATS.outputs_not_compared += oracles.check_same_outputs(expected, actual, case.model,
+                                                             case.request, Violation, what)
+    return True
 
 
 def judge_route(device: Any, case: FuzzCase, prepared: Any, expected: ExecutionResult,
