@@ -7,6 +7,7 @@ from driver.hal import ExecutionPreference, MeasureTiming, Priority
 
 from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
+from ..relations import RULES
 from ..routes import ROUTES
 from .blocks import Rng
 from .registry import mutation
@@ -15,8 +16,7 @@ _PATH_CHOICES = tuple(ExecutionPath)
 _PREFERENCE_CHOICES = tuple(ExecutionPreference)
 _PRIORITY_CHOICES = tuple(Priority)
 _REQUEST_CHANGES = tuple(RequestChange)
-_ROUTES = tuple(ROUTES)
-_REWRITES = tuple(relation for relation in tuple(Relation)[1:] if relation not in ROUTES)
+_ROUTES, _REWRITES = tuple(ROUTES), tuple(RULES)
 #: The share of relations that are routes (memory domains, caching): a quarter of new
 #: choices, and half of what ``relate`` draws.
 ROUTE_SHARE = 0.5
