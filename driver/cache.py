@@ -81,7 +81,7 @@ def load(model_fds: Sequence[int], data_fds: Sequence[int], token: bytes,
     ``token``."""
     model_payload = _open(CacheKind.MODEL, _read_file(model_fds[0]), token, driver_version)
     data = _open(CacheKind.DATA, _read_file(data_fds[0]), token, driver_version)
-    structure, data_digest = model_payload[:-_SHA256_BYTES], model_payload[-_SHA256_BYTES:]
+    structure, data_digest = model_payload_parts(model_payload)
     if data_digest != hashlib.sha256(data).digest():
         raise CacheError("the data cache does not belong to the model cache")
     return deserialize_model(structure, data)
@@ -132,14 +132,25 @@ def _open(kind: CacheKind, sealed: bytes, token: bytes, driver_version: str) -> 
     """The payload of a file ``_seal`` wrote with these arguments; CacheError otherwise."""
     if len(sealed) < _HEADER.size + _SHA256_BYTES:
         raise CacheError(f"the {kind.name.lower()} cache is too short to be one")
-    content, mac = sealed[:-_SHA256_BYTES], sealed[-_SHA256_BYTES:]
-    if not hmac.compare_digest(mac, _mac(token, content)):
+    header, payload, mac = file_parts(sealed)
+    if not hmac.compare_digest(mac, _mac(token, sealed[:-_SHA256_BYTES])):
         raise CacheError(f"the {kind.name.lower()} cache was not written by this driver for this token")
-    expected = _header(kind, len(content) - _HEADER.size, token, driver_version)
-    if content[:_HEADER.size] != expected:
+    if header != _header(kind, len(payload), token, driver_version):
         raise CacheError(f"the {kind.name.lower()} cache's header is not this driver's "
                          f"{kind.name.lower()} cache header for this token")
-    return content[_HEADER.size:]
+    return payload
+
+
+def file_parts(sealed: bytes) -> tuple[bytes, bytes, bytes]:
+    """A cache file cut where ``_seal`` joins its parts: header, payload, MAC. Nothing is
+    checked (``_open`` does that)."""
+    return sealed[:_HEADER.size], sealed[_HEADER.size:-_SHA256_BYTES], sealed[-_SHA256_BYTES:]
+
+
+def model_payload_parts(payload: bytes) -> tuple[bytes, bytes]:
+    """A model cache's payload cut where ``save`` joins its parts: the model's structure,
+    then the SHA-256 of the data cache's payload."""
+    return payload[:-_SHA256_BYTES], payload[-_SHA256_BYTES:]
 
 
 # --- the Model as bytes -------------------------------------------------------------------

@@ -48,7 +48,6 @@ EXPECTED_RULES).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from typing import Any, Callable, Iterator
@@ -806,10 +805,10 @@ class SharedBetweenPreparations(DeviceWrapper):
         return super().allocate(desc, shared, inputRoles, outputRoles)
 
 
-def _unsealed(fd: int, trailer: int) -> bytes:
-    """A cache file's payload, taken on trust: the header and ``trailer`` bytes cut off."""
-    content = os.pread(fd, os.fstat(fd).st_size, 0)
-    return content[cache._HEADER.size:len(content) - trailer]
+def _payload_on_trust(fd: int) -> bytes:
+    """A cache file's payload, its header and MAC cut off unchecked."""
+    _, payload, _ = cache.file_parts(os.pread(fd, os.fstat(fd).st_size, 0))
+    return payload
 
 
 class CacheUnchecked(DeviceWrapper):
@@ -818,10 +817,9 @@ class CacheUnchecked(DeviceWrapper):
     model if it parses."""
 
     def prepareModelFromCache_1_3(self, deadline, modelCache, dataCache, token, callback) -> ErrorStatus:
-        digest_and_mac = 2 * hashlib.sha256().digest_size
         try:
-            model = cache.deserialize_model(_unsealed(modelCache[0], digest_and_mac),
-                                            _unsealed(dataCache[0], digest_and_mac // 2))
+            structure, _ = cache.model_payload_parts(_payload_on_trust(modelCache[0]))
+            model = cache.deserialize_model(structure, _payload_on_trust(dataCache[0]))
         except Exception:   # what does not parse is refused, as a cache error
             callback.notify_1_3(ErrorStatus.GENERAL_FAILURE, None)
             return ErrorStatus.GENERAL_FAILURE
