@@ -15,7 +15,7 @@ from fuzz import harness, oracles
 from fuzz.case import ExecutionPath
 from hal_client import contract
 from hal_client.device import DriverSpecError
-from hal_client.watchdog import Watchdog
+from hal_client.watchdog import STALL_ALLOWANCE_S, Watchdog
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.broken_drivers import DeviceWrapper, PreparedModelWrapper
@@ -260,7 +260,9 @@ def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
     with pytest.raises(contract.HangViolation) as info:
         harness.run_case(endless_loop_case(path, priority=Priority.HIGH), broken_drivers.Hanging())
     elapsed = time.monotonic() - started
-    assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + 1.5
+    # Judged once the margin is spent; a spinning thread at once, one starved of the CPU
+    # by a loaded machine after the stall allowance (hal_client/watchdog.py).
+    assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + STALL_ALLOWANCE_S + 1.5
     assert "while_step" in str(info.value) and info.value.frames
 
 
