@@ -320,9 +320,15 @@ def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation
                       operands: list[Operand], plan: SubgraphPlan,
                       where: OperationWhere) -> tuple[list[Shape], bool, int]:
     """The outputs' shapes known ahead (the declared shape merged with the inferred one,
-    recorded in ``plan.static``), whether every shape the operation reads and writes is
-    fully known ahead, so that its step need not infer shapes at run time, and the bytes
-    of the outputs (unknown dimensions counted as 1)."""
+    recorded in ``plan.static``), whether inference knows every shape the operation reads
+    and writes ahead, so that its step need not infer shapes at run time, and the bytes
+    of the outputs (unknown dimensions counted as 1).
+
+    A declared shape that inference cannot confirm ahead (it follows from a value the
+    request gives, or from the data) is not enough: the step infers at run time, so that a
+    model declaring a small output of a huge computation fails before the kernel runs,
+    its memory never allocated (as the reference checks each operation's computed shapes
+    before running it)."""
     omitted = [operands[i].lifetime == OperandLifeTime.NO_VALUE for i in operation.inputs]
     in_shapes = [None if o else plan.static[i] for i, o in zip(operation.inputs, omitted)]
     inferred = definition.infer_shapes(ctx, in_shapes)
@@ -337,7 +343,7 @@ def _propagate_shapes(definition: OperationDef, ctx: OperationContext, operation
         plan.static[out] = shape
         output_shapes.append(shape)
     is_static = all(is_fully_known(shape) for shape, o in zip(in_shapes, omitted) if not o) \
-        and all(map(is_fully_known, output_shapes))
+        and all(map(is_fully_known, inferred))
     return output_shapes, is_static, total
 
 

@@ -84,15 +84,20 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
     if is_static:
         # Every shape is known, so a tuple already.
         return _static_step(kernel, inputs, outputs, tuple(output_shapes), where)
-    infer = definition.infer_shapes
+    validate, infer = definition.validate, definition.infer_shapes
     output_itemsizes = [itemsize(operands[o].type) for o in output_operands]
 
     def what(k: int) -> str:
-        return f"{describe(where)}, output {k} (operand {outputs[k]})"
+        return f"{describe(where)}, output {k} (operand {output_operands[k]})"
 
     def dynamic_step(slots, _ctx):
         args = [slots[i] for i in inputs]
-        inferred = infer(ctx, [None if a is None else a.shape for a in args])
+        # Shapes that follow from values known only now (a layout, multiples, a size the
+        # request gives) are checked against the model and counted against the budget
+        # before the kernel computes anything.
+        run_ctx = ctx.at_run_time(args)
+        validate(run_ctx)
+        inferred = infer(run_ctx, [None if a is None else a.shape for a in args])
         expected, reserved = [], 0
         for k, shape in enumerate(inferred):
             planned = output_shapes[k]
@@ -107,7 +112,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
         _ctx.reserve(reserved, where)
         for k, value in enumerate(kernel(*args)):
             if not matches_declared(value.shape, expected[k]):
-                raise ExecutionError(f"{describe(where)}, output {k} (operand {outputs[k]}): "
+                raise ExecutionError(f"{describe(where)}, output {k} (operand {output_operands[k]}): "
                                      f"computed shape {list(value.shape)} is incompatible "
                                      f"with {list(expected[k])}")
             slots[outputs[k]] = value

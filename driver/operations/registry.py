@@ -84,7 +84,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -138,6 +138,16 @@ class OperationContext:
         """The value of constant scalar input i, or None when it is only known at run time."""
         value = self.inputs[i].value
         return None if value is None else value.reshape(-1)[0].item()
+
+    def at_run_time(self, values: Sequence[np.ndarray | None]) -> "OperationContext":
+        """The operation as one run sees it: each input known only at run time holds its
+        value in ``values`` (the kernel's arguments), as a constant of that value would.
+        Validating and inferring against it check and size what the kernel is about to
+        compute, as the reference prepares each operation with the run's values."""
+        inputs = tuple(info if info.value is not None or value is None
+                       else replace(info, dimensions=value.shape, value=value)
+                       for info, value in zip(self.inputs, values))
+        return replace(self, inputs=inputs)
 
     def run_scalar(self, i: int, inputs: Sequence[np.ndarray],
                    spec: SignatureOperand) -> int | float | bool:

@@ -177,6 +177,39 @@ def test_dynamic_shapes_count_against_the_budget_once_inferred(budget_of_3_mib, 
     assert execute(prepared, big.request, path).status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
 
 
+@pytest.fixture(scope="module")
+def tile_by_request():
+    """TILE of x [1] by multiples the request gives; the model declares the output [2]."""
+    mb = ModelBuilder()
+    main = mb.main
+    x, multiples = main.input(T.TENSOR_FLOAT32, [1]), main.input(T.TENSOR_INT32, [1])
+    main.outputs(main.apply(Op.TILE, [x, multiples], T.TENSOR_FLOAT32, [2]))
+    return prepare(mb.build(), DEVICE)
+
+
+def traced_peak(run):
+    """What ``run()`` returned and the most memory numpy and Python held meanwhile."""
+    tracemalloc.start()
+    try:
+        return run(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@paths
+def test_a_shape_known_only_at_run_time_is_checked_before_the_kernel_runs(
+        tile_by_request, budget_of_3_mib, path):
+    """The declared [2] holds for multiples [2]. Multiples making 16 MiB fail the
+    execution before the kernel allocates them, over the budget as they are: the shape
+    follows from a value of the request, so the step infers it with that value first."""
+    fits = make_request([np.ones(1, F32), np.array([2], np.int32)], [out_like(F32, [2])])
+    assert execute(tile_by_request, fits.request, path).status == ErrorStatus.NONE
+    huge = make_request([np.ones(1, F32), np.array([4 * MIB], np.int32)], [out_like(F32, [2])])
+    outcome, peak = traced_peak(lambda: execute(tile_by_request, huge.request, path))
+    assert outcome.status == ErrorStatus.GENERAL_FAILURE, outcome
+    assert peak < MIB
+
+
 @paths
 def test_inputs_over_the_budget_fail_persistently(chain_40, monkeypatch, path):
     monkeypatch.setattr(DEVICE, "memory_budget_bytes", MIB // 2)
