@@ -148,7 +148,9 @@ def fuzz(args, spec: str, seconds: int, artifacts: Path, stats_dir: Path, log_pa
 @dataclass
 class Finding:
     artifact: str
-    status: str                      # new, duplicate (of a new one), known (in crashes/), not reproduced
+    #: new, duplicate (of a new one), known (open in crashes/), recurred (fixed there),
+    #: not reproduced
+    status: str
     failure: triage.Failure | None = None
     stored: Path | None = None
 
@@ -168,21 +170,42 @@ def write_readable_case(path: Path) -> None:
         show_case.render_png(dot_path)
 
 
+#: The statuses of findings that need a look: their reproducers are in findings/.
+NEWS = ("new", "recurred")
+
+
+def reproducers_of(known: Path, digest: str) -> list[Path]:
+    """The reproducers in ``known`` (crashes/) of one signature: ``<digest>``, and
+    ``<digest>-<n>`` for later bugs that failed the same way."""
+    return sorted(path for path in known.glob(f"{digest}*") if not path.suffix)
+
+
+def is_open(reproducer: Path) -> bool:
+    """Whether ``reproducer`` stands for a bug not fixed yet (its sidecar says so)."""
+    sidecar = reproducer.with_suffix(".json")
+    return not sidecar.exists() or json.loads(sidecar.read_text()).get("status") != "fixed"
+
+
 def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN) -> list[Finding]:
-    """Reproduce each artifact; minimise and store in ``findings`` one per signature
-    neither in ``known`` nor already found."""
+    """Reproduce each artifact; minimise and store in ``findings`` one per signature not
+    already found, unless ``known`` holds an open reproducer of it. A signature whose
+    reproducers there are all fixed has come back (the fix came undone, or another bug
+    fails the same way): it is stored beside them as ``<digest>-<n>``, status recurred."""
     workdir = Path(tempfile.mkdtemp(prefix="nightly-triage-"))
     worker = triage.Worker(spec, args.rss_limit_mb)
     results: list[Finding] = []
     seen: set[str] = set()
+
+    def open_known(failure: triage.Failure) -> Path | None:
+        return next((p for p in reproducers_of(known, failure.digest) if is_open(p)), None)
     try:
         # Smallest first: of several artifacts of one bug, the smallest is minimised.
         for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
             failure = worker.run(artifact.read_bytes())
             if failure is None:
                 results.append(Finding(artifact.name, "not reproduced"))
-            elif (known / failure.digest).exists():
-                results.append(Finding(artifact.name, "known", failure, known / failure.digest))
+            elif open_known(failure):
+                results.append(Finding(artifact.name, "known", failure, open_known(failure)))
             elif failure.digest in seen:
                 results.append(Finding(artifact.name, "duplicate", failure))
             else:
@@ -191,16 +214,19 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
                     structural_s=args.minimise_seconds, workdir=workdir, log=log)
                 failure = result.failure or failure
                 seen.add(failure.digest)
-                if (known / failure.digest).exists():
-                    results.append(Finding(artifact.name, "known", failure, known / failure.digest))
+                if open_known(failure):
+                    results.append(Finding(artifact.name, "known", failure, open_known(failure)))
                     continue
+                fixed = reproducers_of(known, failure.digest)
+                name = f"{failure.digest}-{len(fixed) + 1}" if fixed else failure.digest
                 stored, duplicate = triage.store(data, failure, findings, spec, artifact.name,
-                                                 memory_limit_mb=args.rss_limit_mb)
-                results.append(Finding(artifact.name, "duplicate" if duplicate else "new", failure, Path(stored)))
+                                                 memory_limit_mb=args.rss_limit_mb, name=name)
+                status = "duplicate" if duplicate else "recurred" if fixed else "new"
+                results.append(Finding(artifact.name, status, failure, Path(stored)))
     finally:
         worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    for stored in {f.stored for f in results if f.status == "new"}:
+    for stored in {f.stored for f in results if f.status in NEWS}:
         write_readable_case(stored)
     return results
 
@@ -371,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summary_markdown(spec, args, seconds, progress, harness_line, corpus, percents, results)
     (out / "summary.md").write_text(summary)
     log(summary)
-    return 1 if any(finding.status == "new" for finding in results) else 0
+    return 1 if any(finding.status in NEWS for finding in results) else 0
 
 
 if __name__ == "__main__":

@@ -106,9 +106,13 @@ class Failure:
     @property
     def signature(self) -> str:
         # A hang is interrupted wherever the loop happened to be: its innermost frames
-        # vary from run to run, the way into the driver does not.
+        # vary from run to run, the way into the driver and the module it was stuck in
+        # (a kernel's, say) do not. Without the module every execution that hangs on one
+        # path would share a signature, and a new one would pass for a known one.
         frames = self.frames[-SIGNATURE_FRAMES:] if self.kind == "hang" else self.frames[:SIGNATURE_FRAMES]
         where = " < ".join(f"{function} ({path})" for path, function in frames)
+        if self.kind == "hang" and self.frames:
+            where = f"in {self.frames[0][0]}: {where}"
         if self.kind == "oom":
             # The allocation refused is the bug, whatever type reported it (MemoryError,
             # numpy's subclass, ENOMEM, a death).
@@ -413,11 +417,12 @@ def preference(data: bytes) -> tuple[bool, bool, int]:
 
 
 def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, *,
-          memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> tuple[str, bool]:
-    """Write OUT/<hash> and its sidecar; a known signature keeps the better input (see
-    ``preference``). An out-of-memory's sidecar says the limit it was found under."""
+          memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, name: str | None = None) -> tuple[str, bool]:
+    """Write OUT/<name> (by default the signature's hash) and its sidecar; a known
+    signature keeps the better input (see ``preference``). An out-of-memory's sidecar says
+    the limit it was found under."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / failure.digest
+    path = out_dir / (name or failure.digest)
     sidecar_path = path.with_suffix(".json")
     duplicate = path.exists()
     if duplicate and preference(path.read_bytes()) <= preference(data):

@@ -107,3 +107,11 @@ def test_broken_driver_nightly_stores_one_minimised_reproducer(tmp_path, seeds):
     again = nightly.triage_findings(raw[:1], BROKEN, tmp_path / "again", args, known=out / "findings")
     assert [finding.status for finding in again] == ["known"]
     assert reproducers(tmp_path / "again") == []
+
+    # Marked fixed there, a failure of the same signature is news again: it recurred.
+    sidecar = path.with_suffix(".json")
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "status": "fixed"}))
+    recurred = nightly.triage_findings(raw[:1], BROKEN, tmp_path / "recurred", args, known=out / "findings")
+    assert [finding.status for finding in recurred] == ["recurred"]
+    # Named so that it can sit beside the fixed one in crashes/.
+    assert [p.name for p in reproducers(tmp_path / "recurred")] == [f"{path.name}-2"]

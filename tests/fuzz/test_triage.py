@@ -117,6 +117,8 @@ def test_assertion_and_hang_signatures():
     stack = traceback.extract_stack()
     hang = triage.describe(contract.HangViolation("stuck", key="x", frames=stack))
     assert hang.kind == "hang" and hang.same_bug(triage.describe(contract.HangViolation("y", frames=[])))
+    # Where it was stuck, by module: hangs in two kernels reached the same way differ.
+    assert "| in tests/fuzz/test_triage.py: " in hang.signature
     assert not hang.same_bug(assertion)
 
 
