@@ -160,12 +160,12 @@ def bilinear(x: np.ndarray, out_height: int, out_width: int, align_corners: bool
     top_weight, bottom_weight = top_weight[:, None, None], bottom_weight[:, None, None]
     left_weight, right_weight = left_weight[:, None], right_weight[:, None]
     real = x.astype(np.float32)
-    upper, lower = real[:, top], real[:, bottom]
-    # The reference's order of operations: each term (pixel * y weight) * x weight, summed in turn.
-    return (upper[:, :, left] * top_weight * left_weight
-            + lower[:, :, left] * bottom_weight * left_weight
-            + upper[:, :, right] * top_weight * right_weight
-            + lower[:, :, right] * bottom_weight * right_weight)
+    # The reference's order of operations: each term (pixel * y weight) * x weight, summed
+    # in turn. The y weights are applied before the columns are picked, to the rows at the
+    # input's width: the same products, made once per input column rather than per output one.
+    upper, lower = real[:, top] * top_weight, real[:, bottom] * bottom_weight
+    return (upper[:, :, left] * left_weight + lower[:, :, left] * left_weight
+            + upper[:, :, right] * right_weight + lower[:, :, right] * right_weight)
 
 
 def build_nearest(ctx: OperationContext) -> Kernel:
