@@ -204,8 +204,8 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
             failure = worker.run(artifact.read_bytes())
             if failure is None:
                 results.append(Finding(artifact.name, "not reproduced"))
-            elif open_known(failure):
-                results.append(Finding(artifact.name, "known", failure, open_known(failure)))
+            elif (reproducer := open_known(failure)) is not None:
+                results.append(Finding(artifact.name, "known", failure, reproducer))
             elif failure.digest in seen:
                 results.append(Finding(artifact.name, "duplicate", failure))
             else:
@@ -214,8 +214,8 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
                     structural_s=args.minimise_seconds, workdir=workdir, log=log)
                 failure = result.failure or failure
                 seen.add(failure.digest)
-                if open_known(failure):
-                    results.append(Finding(artifact.name, "known", failure, open_known(failure)))
+                if (reproducer := open_known(failure)) is not None:
+                    results.append(Finding(artifact.name, "known", failure, reproducer))
                     continue
                 fixed = reproducers_of(known, failure.digest)
                 name = f"{failure.digest}-{len(fixed) + 1}" if fixed else failure.digest
