@@ -13,7 +13,7 @@ from ..errors import ExecutionError, ResourceError
 from ..hal.enums import ErrorStatus, LoopTimeoutDurationNs, OperationType
 from ..limits import MEMORY_BUDGET_BYTES, check_shape, itemsize
 from ..operations.registry import Shape
-from .shapes import matches_declared, merge_shapes
+from .shapes import is_fully_known, matches_declared, merge_shapes
 
 monotonic_ns = time.monotonic_ns
 
@@ -92,12 +92,16 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
 
     def dynamic_step(slots, _ctx):
         args = [slots[i] for i in inputs]
-        # Shapes that follow from values known only now (a layout, multiples, a size the
-        # request gives) are checked against the model and counted against the budget
-        # before the kernel computes anything.
-        run_ctx = ctx.at_run_time(args)
-        validate(run_ctx)
-        inferred = infer(run_ctx, [None if a is None else a.shape for a in args])
+        shapes = [None if a is None else a.shape for a in args]
+        inferred = infer(ctx, shapes)
+        if not all(map(is_fully_known, inferred)):
+            # Shapes that follow from values known only now (a layout, multiples, a size
+            # the request gives): validated and inferred with those values, so that they
+            # are checked against the model and counted against the budget before the
+            # kernel computes anything.
+            run_ctx = ctx.at_run_time(args)
+            validate(run_ctx)
+            inferred = infer(run_ctx, shapes)
         expected, reserved = [], 0
         for k, shape in enumerate(inferred):
             planned = output_shapes[k]

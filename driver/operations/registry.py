@@ -14,8 +14,8 @@ An operation owns four things (as an OperationResolver entry does in the referen
     Output shapes from input shapes. A shape is a tuple of ints where 0 is an unknown
     dimension, or None for an unknown rank. Called at prepare time with the shapes known
     then (possibly partly unknown) and, for operations whose shapes it could not all
-    tell then, again at run time before the kernel runs, with the actual shapes and a
-    context holding the run's values (see below). The ranks the signatures allow are
+    tell then, again at run time before the kernel runs: with the actual shapes, and
+    where those do not tell either, with a context holding the run's values (see below). The ranks the signatures allow are
     checked before it is called. Raises ValidationError when the shapes are incompatible.
 ``build(ctx)``
     Returns the kernel: ``kernel(*inputs) -> tuple[np.ndarray, ...]``, one array per
@@ -24,7 +24,7 @@ An operation owns four things (as an OperationResolver entry does in the referen
     decoding. The kernel may assume infer accepted its input shapes.
 
 Callers use ``definition.validate(ctx)`` (the signatures, then ``check``; called when a
-model is validated, and at run time before infer runs again), ``definition.infer_shapes(ctx,
+model is validated, and at run time before infer runs with the run's values), ``definition.infer_shapes(ctx,
 shapes)`` (the signatures' ranks, then ``infer``) and ``definition.build(ctx)``.
 
 Adding an operation
@@ -53,10 +53,11 @@ Shapes at run time
 Outputs whose shape depends on input values
     When an output shape depends on the values of a non-constant input (SLICE's begin and
     size, RESHAPE's target shape, FILL's dims, a run-time axis), infer returns 0 for the
-    dimensions (or None for the rank) it cannot know at prepare time. At run time the
-    executor validates and infers again against ``ctx.at_run_time(inputs)``, where those
-    inputs hold the run's values as constants would: the shape is then checked against
-    the model and the budget before the kernel runs. What infer still cannot tell (an
+    dimensions (or None for the rank) it cannot know at prepare time. At run time, where
+    the actual shapes leave it unknown, the executor validates and infers again against
+    ``ctx.at_run_time(inputs)``, where those inputs hold the run's values as constants
+    would: the shape is then checked against the model and the budget before the kernel
+    runs. What infer still cannot tell (an
     output sized by the data) the kernel's array decides; the executor checks it against
     the declared and inferred shapes, where 0 and None match anything.
 Limits on values (driver/limits.py)
