@@ -15,8 +15,9 @@ An operation owns four things (as an OperationResolver entry does in the referen
     dimension, or None for an unknown rank. Called at prepare time with the shapes known
     then (possibly partly unknown) and, for operations whose shapes it could not all
     tell then, again at run time before the kernel runs: with the actual shapes, and
-    where those do not tell either, with a context holding the run's values (see below). The ranks the signatures allow are
-    checked before it is called. Raises ValidationError when the shapes are incompatible.
+    where those do not tell either, with a context holding the run's values (see
+    below). The ranks the signatures allow are checked before it is called. Raises
+    ValidationError when the shapes are incompatible.
 ``build(ctx)``
     Returns the kernel: ``kernel(*inputs) -> tuple[np.ndarray, ...]``, one array per
     output. Inputs are numpy arrays in their storage dtype (scalars are 0-d arrays);
@@ -24,8 +25,9 @@ An operation owns four things (as an OperationResolver entry does in the referen
     decoding. The kernel may assume infer accepted its input shapes.
 
 Callers use ``definition.validate(ctx)`` (the signatures, then ``check``; called when a
-model is validated, and at run time before infer runs with the run's values), ``definition.infer_shapes(ctx,
-shapes)`` (the signatures' ranks, then ``infer``) and ``definition.build(ctx)``.
+model is validated, and at run time before infer runs with the run's values),
+``definition.infer_shapes(ctx, shapes)`` (the signatures' ranks, then ``infer``) and
+``definition.build(ctx)``.
 
 Adding an operation
     Find its family module (elementwise.py, activations.py, comparisons.py, logical.py,
@@ -57,9 +59,9 @@ Outputs whose shape depends on input values
     the actual shapes leave it unknown, the executor validates and infers again against
     ``ctx.at_run_time(inputs)``, where those inputs hold the run's values as constants
     would: the shape is then checked against the model and the budget before the kernel
-    runs. What infer still cannot tell (an
-    output sized by the data) the kernel's array decides; the executor checks it against
-    the declared and inferred shapes, where 0 and None match anything.
+    runs. What infer still cannot tell (an output sized by the data) the kernel's array
+    decides; the executor checks it against the declared and inferred shapes, where 0
+    and None match anything.
 Limits on values (driver/limits.py)
     The executor checks every shape infer returns against the rank and size limits before
     the kernel runs. A kernel whose output shape comes from input values (FILL, TILE, PAD)
