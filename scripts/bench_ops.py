@@ -50,7 +50,8 @@ RELU6 = int(FusedActivationFunc.RELU6)
 #: Quantization (scale, zero point) of the image, of every RELU6 output ([0, 6]) and of the
 #: logits; SOFTMAX's output quantization is fixed by the HAL.
 IMAGE_QUANT, RELU6_QUANT, LOGITS_QUANT, SOFTMAX_QUANT = (2 / 255, 128), (6 / 255, 0), (16 / 255, 128), (1 / 256, 0)
-DEFAULT_CONFORMANCE = Path("/work/shared/conformance/cts")
+#: The CTS models beside this checkout, where the test suite looks for them too.
+DEFAULT_CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "cts"
 
 
 @dataclass(frozen=True)
