@@ -16,7 +16,7 @@ from fuzz.drivers import make_device
 from fuzz.oracles import ExecutionResult
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.fuzz import broken_drivers
-from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus, generous_hang_margin  # noqa: F401
+from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
 
 #: (mutation seeds, most inputs per seed) of a fuzz run from the corpus that finds each
 #: miscomputing driver's bug with the reference alone; with the relations alone for those

@@ -15,7 +15,7 @@ from fuzz.drivers import make_device
 from hal_client import contract, domains
 from hal_client.contract import MalformedResultViolation
 from tests.fuzz import broken_drivers
-from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus, generous_hang_margin  # noqa: F401
+from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
 
 #: (mutation seeds, most inputs per seed) of a fuzz run from the corpus (relations and
 #: routes on, no reference) that finds each DOMAIN_RULES driver's bug (each seed does, the

@@ -1,0 +1,16 @@
+"""Fixtures shared by the fuzz tests."""
+from __future__ import annotations
+
+import pytest
+
+from fuzz import harness
+
+#: The hang margin of the seeded fuzz runs from the corpus. None of their planted bugs is a
+#: hang, and on a busy machine the harness's own margin (a second) can run out first:
+#: OverBudget's large executions, slowed further by tracemalloc, then look like hangs.
+SLOW_MACHINE_HANG_MARGIN_S = 30.0
+
+
+@pytest.fixture
+def generous_hang_margin(monkeypatch):
+    monkeypatch.setattr(harness, "HANG_MARGIN_S", SLOW_MACHINE_HANG_MARGIN_S)
