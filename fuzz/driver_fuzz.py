@@ -70,8 +70,11 @@ STATS_DIR_ENV = "NNHAL_FUZZ_STATS_DIR"
 #: validation's do not already say: the content fingerprint walks every field of a
 #: well-typed model the same way (tracing it was a fifth of all block hits), and every
 #: rule's ``check`` shares the two branches of driver.errors (which rule failed shows in
-#: the caller's blocks; tracing them was an eighth of the rest).
-NOT_INSTRUMENTED = frozenset({"driver.fingerprint", "driver.errors"})
+#: the caller's blocks; tracing them was an eighth of the rest). The shared-memory pools,
+#: the HAL callbacks and the worker threads branch on the process's history (a recycled
+#: pool, a thread already started), not on the input: coverage there would be noise.
+NOT_INSTRUMENTED = frozenset({"driver.fingerprint", "driver.errors", "driver.memory",
+                              "driver.hal.callbacks", "driver.executor.workers"})
 
 
 def split_driver_flag(argv: list[str], flag: str = DRIVER_FLAG) -> tuple[str | None, list[str]]:
