@@ -16,14 +16,22 @@ from .structs import NO_TIMING, OutputShape, Timing
 
 class _Callback:
     def __init__(self) -> None:
-        self._done = threading.Event()
         self._lock = threading.Lock()
+        # Held until the first notification: waiting is acquiring it, and releasing it at
+        # once for the next waiter. An Event costs six times as much to make, and a wait on
+        # it a lock of its own and a second wake-up of the waiting thread.
+        self._notified = threading.Lock()
+        self._notified.acquire()
         self.calls: list[tuple] = []
 
-    def _record(self, *args: Any) -> None:
+    def _record(self, status: Any, *results: Any) -> None:
+        # A member is recorded as it is: ErrorStatus(member) costs an enum lookup.
+        call = (status if type(status) is ErrorStatus else ErrorStatus(status), *results)
         with self._lock:
-            self.calls.append(args)
-        self._done.set()
+            self.calls.append(call)
+            first = len(self.calls) == 1
+        if first:
+            self._notified.release()
 
     @property
     def notify_count(self) -> int:
@@ -31,20 +39,24 @@ class _Callback:
 
     def wait_for_notify(self, timeout: float | None = None) -> bool:
         """Block until notify_1_3 was called (True) or the timeout passed (False)."""
-        return self._done.wait(timeout)
+        if not self.calls:      # (appended before the lock is released)
+            if not self._notified.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+                return False
+            self._notified.release()
+        return True
 
 
 class PreparedModelCallback(_Callback):
     """IPreparedModelCallback."""
 
     def notify(self, status: ErrorStatus, preparedModel: Any) -> None:  # 1.0 form
-        self._record(ErrorStatus(status), preparedModel)
+        self._record(status, preparedModel)
 
     def notify_1_2(self, status: ErrorStatus, preparedModel: Any) -> None:
-        self._record(ErrorStatus(status), preparedModel)
+        self._record(status, preparedModel)
 
     def notify_1_3(self, status: ErrorStatus, preparedModel: Any) -> None:
-        self._record(ErrorStatus(status), preparedModel)
+        self._record(status, preparedModel)
 
     def wait(self, timeout: float | None = None) -> tuple[ErrorStatus, Any]:
         """(status, preparedModel) of the first notification."""
@@ -57,13 +69,13 @@ class ExecutionCallback(_Callback):
     """IExecutionCallback."""
 
     def notify(self, status: ErrorStatus) -> None:  # 1.0 form
-        self._record(ErrorStatus(status), [], NO_TIMING)
+        self._record(status, [], NO_TIMING)
 
     def notify_1_2(self, status: ErrorStatus, outputShapes: list[OutputShape], timing: Timing) -> None:
-        self._record(ErrorStatus(status), outputShapes, timing)
+        self._record(status, outputShapes, timing)
 
     def notify_1_3(self, status: ErrorStatus, outputShapes: list[OutputShape], timing: Timing) -> None:
-        self._record(ErrorStatus(status), outputShapes, timing)
+        self._record(status, outputShapes, timing)
 
     def wait(self, timeout: float | None = None) -> tuple[ErrorStatus, list[OutputShape], Timing]:
         """(status, outputShapes, timing) of the first notification."""
