@@ -97,6 +97,9 @@ class SubgraphPlan:
             return run_slots(inputs + tail, ctx)
         self.run_slots, self.run = run_slots, run
 
+    # As a decorator, errstate sets its state per call without making a context manager
+    # each time (a third of the cost of ``with np.errstate(...)``), and thread-safely.
+    @np.errstate(all="ignore")
     def run_outputs(self, inputs: list, ctx) -> list:
         """Run as a whole execution and return the output values. The inputs count against
         the budget, and ``inputs`` becomes the slot list, so that each input is freed after
@@ -109,8 +112,7 @@ class SubgraphPlan:
                                 f"the execution's budget of {ctx.budget_bytes} bytes",
                                 ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
         inputs += self.tail
-        with np.errstate(all="ignore"):
-            slots = self.run_slots(inputs, ctx)
+        slots = self.run_slots(inputs, ctx)
         return [slots[i] for i in self.output_slots]
 
     def input_checks(self, entering: list) -> list[InputCheck]:
