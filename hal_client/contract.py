@@ -91,6 +91,8 @@ class TimingViolation(OracleViolation):
 
 def enum_member(enum_type: type[enum.IntEnum], value: Any) -> enum.IntEnum | None:
     """``value`` as a member of ``enum_type``, or None (bools are not numbers here)."""
+    if type(value) is enum_type:
+        return value        # the usual answer, for the price of a type test
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     try:
