@@ -32,17 +32,18 @@ _FENCE_DEADLINES = Timer(thread_name="nnhal-fence-deadlines")
 
 
 class FencedExecutionCallback:
-    """IFencedExecutionCallback: the status and timings of one fenced execution."""
+    """IFencedExecutionCallback: the status and timings of one fenced execution, complete
+    once the execution's own fence (``done``) has signalled."""
 
-    def __init__(self) -> None:
-        self._done = threading.Event()
+    def __init__(self, done: SyncFence) -> None:
+        self._done = done
         self._info: tuple[ErrorStatus, Timing, Timing] = (ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
         self.message = ""
 
     def _complete(self, status: ErrorStatus, launched: Timing, fenced: Timing, message: str = "") -> None:
+        """Called before ``done`` signals."""
         self._info = (status, launched, fenced)
         self.message = message
-        self._done.set()
 
     def getExecutionInfo(self) -> tuple[ErrorStatus, Timing, Timing]:
         """(status, timingLaunched, timingFenced); waits for the execution to finish."""
@@ -192,7 +193,7 @@ class SamplePreparedModel:
             launched.forget_outputs()
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None, None
         done = SyncFence()
-        info = FencedExecutionCallback()
+        info = FencedExecutionCallback(done)
 
         def finish(status: ErrorStatus, message: str = "", timing_launched: Timing = NO_TIMING,
                    timing_fenced: Timing = NO_TIMING) -> None:
