@@ -12,7 +12,7 @@ from .buffers import bind_device_memory, has_device_memory
 from .burst import ExecutionBurst
 from .errors import DriverError, ValidationError
 from .executor.io import LaunchedRequest
-from .executor.run import ExecutionResult, MainProgram, failure, run_request
+from .executor.run import MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
 from .executor.workers import Timer, WorkerPool
 from .hal.enums import ErrorStatus, MeasureTiming, Priority
@@ -108,10 +108,6 @@ class SamplePreparedModel:
         return ExecutionContext(arguments.deadline(deadline), arguments.loop_timeout(loopTimeoutDuration),
                                 self._device.memory_budget_bytes)
 
-    def _execute(self, request: Request | LaunchedRequest, measure, ctx: ExecutionContext,
-                 started_ns: Optional[int] = None) -> ExecutionResult:
-        return run_request(self._program, request, measure, ctx, started_ns)
-
     def _checked(self, request, measure, deadline, loopTimeoutDuration):
         """Arguments validated before anything runs: (measure, context)."""
         arguments.check_type(request, Request, "request")
@@ -143,7 +139,7 @@ class SamplePreparedModel:
                 request = self._launched(request)
         except DriverError as error:
             return failure(error).as_tuple()
-        return self._execute(request, measure, ctx, started).as_tuple()
+        return run_request(self._program, request, measure, ctx, started).as_tuple()
 
     # --- execute_1_3 ---------------------------------------------------------------------
 
@@ -164,7 +160,7 @@ class SamplePreparedModel:
 
         def run() -> None:
             try:
-                result = self._execute(launched, measure, ctx, started)
+                result = run_request(self._program, launched, measure, ctx, started)
             except BaseException:
                 # A bug: the client still hears of the failure, and the exception goes on
                 # to the thread's exception hook so that it stays visible.
@@ -232,7 +228,7 @@ class SamplePreparedModel:
             limit = time.monotonic_ns() + duration_ns
             if ctx.deadline_ns is None or limit < ctx.deadline_ns:
                 ctx.deadline_ns = limit
-        result = self._execute(launched, measure, ctx)
+        result = run_request(self._program, launched, measure, ctx)
         if result.status == ErrorStatus.MISSED_DEADLINE_PERSISTENT:
             # Started after its deadline: for a fenced execution the duration is transient.
             result.status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
