@@ -35,6 +35,10 @@ OUTPUT_BYTES = 4
 
 _F32, _I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 
+# Each piece is built once (functools.cache): the draws name a few hundred at most, and
+# building one (model, request, relayout) takes about a millisecond, as long as a dozen
+# custom mutations.
+
 
 # --- grafting ---------------------------------------------------------------------------------
 
@@ -86,7 +90,7 @@ def _graft(spec: CaseSpec, piece: CaseSpec) -> bool:
 
 # --- ranks ------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=64)
+@functools.cache
 def expanded(rank: int, declared: bool) -> CaseSpec:
     """EXPAND_DIMS(x, 0) of an input x of ``rank``, which the model declares or the request
     states (the model leaving it unknown)."""
@@ -97,7 +101,7 @@ def expanded(rank: int, declared: bool) -> CaseSpec:
     return _piece(mb, [np.zeros(1, np.float32)], [[] if declared else [1] * rank])
 
 
-@functools.lru_cache(maxsize=128)
+@functools.cache
 def gathered(rank: int, x_rank: int) -> CaseSpec:
     """GATHER(x, 0, indices) of an input x of ``x_rank`` with indices taking the output to
     ``rank`` (both ranks stated by the request)."""
@@ -109,7 +113,7 @@ def gathered(rank: int, x_rank: int) -> CaseSpec:
                   [[1] * x_rank, [1] * (rank + 1 - x_rank)])
 
 
-@functools.lru_cache(maxsize=8)
+@functools.cache
 def grown_by_loop(iterations: int) -> CaseSpec:
     """i = 0; while i < iterations: (i, x) = (i + 1, EXPAND_DIMS(x, 0)), from x of rank 1:
     the loop's state gains a dimension each iteration."""
@@ -144,7 +148,7 @@ def high_rank(spec: CaseSpec, rng: Rng) -> bool:
 
 # --- memory -----------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=128)
+@functools.cache
 def tiled_chain(value_bytes: int, width: int, alive: tuple[bool, ...]) -> CaseSpec:
     """A float32 input of ``width`` elements tiled into a value t of ``value_bytes``, then a
     chain of ADDs of t, one per ``alive`` flag; each result is read by the next, and also a
