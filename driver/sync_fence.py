@@ -12,6 +12,28 @@ class FenceState(enum.IntEnum):
     ERROR = 2       # signalled after a failure
 
 
+class Latch:
+    """Closed until ``open()`` (called once); ``wait(timeout)`` blocks until then and says
+    whether it opened. A lock held until it opens: waiting is acquiring it and releasing
+    it at once for the next waiter. A threading.Event costs six times as much to make, and
+    a wait on it a lock of its own and a second wake-up of the waiting thread."""
+
+    __slots__ = ("_closed",)
+
+    def __init__(self) -> None:
+        self._closed = threading.Lock()
+        self._closed.acquire()
+
+    def open(self) -> None:
+        self._closed.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._closed.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+            return False
+        self._closed.release()
+        return True
+
+
 class SyncFence:
     """A one-shot fence. ``wait(timeout)`` blocks until it is signalled or the timeout (in
     seconds) passes and returns the state then; ``when_signalled(callback)`` has the
@@ -22,10 +44,7 @@ class SyncFence:
     def __init__(self) -> None:
         self._state = FenceState.ACTIVE
         self._lock = threading.Lock()
-        # Held until the fence signals: waiting is acquiring it, and releasing it at once
-        # for the next waiter (an Event costs six times as much to make).
-        self._signalled = threading.Lock()
-        self._signalled.acquire()
+        self._signalled = Latch()
         self._callbacks: list[Callable[[FenceState], None]] = []
 
     @classmethod
@@ -43,7 +62,7 @@ class SyncFence:
                 return False
             self._state = state
             callbacks, self._callbacks = self._callbacks, []
-        self._signalled.release()
+        self._signalled.open()
         for callback in callbacks:
             callback(state)
         return True
@@ -58,9 +77,8 @@ class SyncFence:
         callback(self._state)
 
     def wait(self, timeout: float | None = None) -> FenceState:
-        if self._state == FenceState.ACTIVE and self._signalled.acquire(
-                timeout=-1 if timeout is None else max(timeout, 0)):
-            self._signalled.release()
+        if self._state == FenceState.ACTIVE:
+            self._signalled.wait(timeout)
         return self._state
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..sync_fence import Latch
 from .enums import ErrorStatus
 from .structs import NO_TIMING, OutputShape, Timing
 
@@ -17,11 +18,7 @@ from .structs import NO_TIMING, OutputShape, Timing
 class _Callback:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # Held until the first notification: waiting is acquiring it, and releasing it at
-        # once for the next waiter. An Event costs six times as much to make, and a wait on
-        # it a lock of its own and a second wake-up of the waiting thread.
-        self._notified = threading.Lock()
-        self._notified.acquire()
+        self._notified = Latch()        # opened by the first notification
         self.calls: list[tuple] = []
 
     def _record(self, status: Any, *results: Any) -> None:
@@ -31,7 +28,7 @@ class _Callback:
             self.calls.append(call)
             first = len(self.calls) == 1
         if first:
-            self._notified.release()
+            self._notified.open()
 
     @property
     def notify_count(self) -> int:
@@ -39,11 +36,7 @@ class _Callback:
 
     def wait_for_notify(self, timeout: float | None = None) -> bool:
         """Block until notify_1_3 was called (True) or the timeout passed (False)."""
-        if not self.calls:      # (appended before the lock is released)
-            if not self._notified.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
-                return False
-            self._notified.release()
-        return True
+        return bool(self.calls) or self._notified.wait(timeout)   # (appended before it opens)
 
 
 class PreparedModelCallback(_Callback):
