@@ -202,6 +202,9 @@ def _node_name(node: int) -> str:
     return subgraph_label(None if node == 0 else node - 1)
 
 
+_CONTROL_FLOW = frozenset({OperationType.IF, OperationType.WHILE})
+
+
 def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
                                allow_unknown_size_while: bool) -> tuple[OperandInfo | None, ...]:
     """IF/WHILE against the subgraphs they call, and every registered operation's own
@@ -210,7 +213,7 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     # operands of operations this driver implements.
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
-        if operation.type in (OperationType.IF, OperationType.WHILE):
+        if operation.type in _CONTROL_FLOW:
             check_control_flow(model, subgraph, operation,
                                f"{label}, {operation_label(op_index, operation.type)}",
                                allow_unknown_size_while)
