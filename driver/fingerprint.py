@@ -18,10 +18,10 @@ client may change its Model between calls. ``operand_key`` is the same for one o
 from __future__ import annotations
 
 import threading
-from itertools import chain
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Callable, Generic, Hashable, Iterable, Optional, TypeVar, Union
 
 from .errors import DriverError
@@ -81,10 +81,31 @@ class ModelFingerprint:
     def __repr__(self) -> str:
         return f"ModelFingerprint({self._hash:#x})"
 
-    def operand_keys(self, subgraph: int) -> tuple[Optional[tuple], ...]:
-        """A key of each operand of subgraph ``subgraph`` (0: main), made while
-        fingerprinting: its ``operand_key``, followed by its extraParams when it has any."""
-        return self.content[1][subgraph]
+
+def subgraph_parts(model: Model, fingerprint: Optional[ModelFingerprint]) -> Optional[tuple]:
+    """Per subgraph of ``model``, main first, its part of the fingerprint: its counts,
+    each operand's key (``operand_key``, followed by its extraParams when it has any), one
+    row per operation and its int lists. Taken from ``fingerprint`` (the model's, or
+    None); made anew for a model too large to fingerprint, whose parts are small all the
+    same. None for a model with a field of an unexpected class."""
+    if fingerprint is not None:
+        return fingerprint.content[0]
+    try:
+        return _subgraphs_content(model.main, model.referenced, 0)[0]
+    except (_NotFingerprintable, AttributeError, TypeError):
+        return None
+
+
+def structure_key(part: tuple) -> tuple:
+    """What the checks of a subgraph's structure read, from its ``subgraph_parts`` entry:
+    its operands' lifetimes and numberOfConsumers, its operations' types and operand
+    indexes, its input and output lists (as plain ints)."""
+    counts, keys, rows, indexes = part
+    return counts, tuple(map(_LIFETIME, keys)), tuple(map(_CONSUMERS, keys)), rows, indexes
+
+
+# Where an operand key holds the operand's lifetime and numberOfConsumers.
+_LIFETIME, _CONSUMERS = itemgetter(1), itemgetter(3)
 
 
 class _NotFingerprintable(Exception):
@@ -155,20 +176,19 @@ def _extension_table(table: list) -> tuple:
 
 
 def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple:
-    """The fields of every subgraph, main first: one row of fields per subgraph and
-    operation, each operand's ``operand_key`` per subgraph (with its extraParams, if any,
-    appended), the contents of the operations' and subgraphs' int lists concatenated
-    into one tuple (each row holds the lengths that split it back), the scales' bits, the
-    classes of any enum field holding a plain int, and the non-empty extraParams, each
-    keyed by its operand's position in the whole model. ``kept_bytes`` (operandValues'
-    and the pools') counts towards the limit with the extraParams' bytes."""
-    subgraph_rows: list = []
-    operand_keys: list = []             # per subgraph, a tuple of operand keys
-    operation_rows: list = []
+    """The fields of every subgraph, main first: per subgraph, its row of counts, each
+    operand's ``operand_key`` (with its extraParams, if any, appended), one row per
+    operation and the contents of its operations' and its own int lists concatenated
+    into one tuple (the rows hold the lengths that split it back); then the scales' bits,
+    the classes of any enum field holding a plain int, and the non-empty extraParams,
+    each keyed by its operand's (or operation's) position in the whole model.
+    ``kept_bytes`` (operandValues' and the pools') counts towards the limit with the
+    extraParams' bytes."""
+    parts: list = []                    # per subgraph: (counts, operand keys, rows, indexes)
     scales: list = []
-    indexes: list = []
     dimension_values: list = []
-    operand_count = 0
+    integer_fields = 0
+    operation_count = 0
     odd_operand_classes: list = []
     odd_operation_classes: list = []
     extra_params: list = []
@@ -180,7 +200,6 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
         if (type(operands), type(operations), type(inputs),
                 type(outputs)) != _SUBGRAPH_FIELD_CLASSES:
             raise _NotFingerprintable
-        subgraph_rows.append((len(operands), len(operations), len(inputs), len(outputs)))
         keys: list = []
         for operand in operands:
             dimensions, location, extra = operand.dimensions, operand.location, operand.extraParams
@@ -195,9 +214,8 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
                 if classes not in _OPERAND_FIELD_CLASS_VARIANTS:
                     raise _NotFingerprintable
                 # An enum member equals its value: the classes tell the two apart.
-                odd_operand_classes.append((operand_count, classes))
+                odd_operand_classes.append((len(scales), classes))
             dimension_values += dimensions
-            scales.append(scale)
             # A NaN equals nothing, not even itself: in the key it is a marker (its bits
             # are in the scales' bits), so that equal contents have equal keys. Enum
             # members become plain ints (their classes are kept apart above): memo keys
@@ -205,11 +223,12 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
             key = (int(operand_type), int(lifetime), scale if scale == scale else _NAN,
                    consumers, zero_point, pool, offset, length, *dimensions)
             if extra.channelQuant is not None or extra.extension is not None:
-                extra_params.append(_extra_params(operand_count, extra))
+                extra_params.append(_extra_params(len(scales), extra))
                 key += extra_params[-1][1:]     # its quantization and extension data
             keys.append(key)
-            operand_count += 1
-        operand_keys.append(tuple(keys))
+            scales.append(scale)
+        rows: list = []
+        indexes: list = []
         for operation in operations:
             operation_type, operation_inputs, operation_outputs = (
                 operation.type, operation.inputs, operation.outputs)
@@ -218,28 +237,28 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
             if classes != _OPERATION_CLASSES:
                 if classes not in _OPERATION_CLASS_VARIANTS:
                     raise _NotFingerprintable
-                odd_operation_classes.append((len(operation_rows), classes))
-            operation_rows.append((operation_type, len(operation_inputs),
-                                   len(operation_outputs)))
+                odd_operation_classes.append((operation_count + len(rows), classes))
+            rows.append((int(operation_type), len(operation_inputs), len(operation_outputs)))
             indexes += operation_inputs
             indexes += operation_outputs
         indexes += inputs
         indexes += outputs
-    # Four counts per subgraph, six integer fields per operand and its dimensions, two
-    # lengths per operation, and the contents of the other int lists.
-    integer_fields = (4 * len(subgraph_rows) + 6 * operand_count + len(dimension_values)
-                      + 2 * len(operation_rows) + len(indexes))
-    if integer_fields > MAX_FINGERPRINTED_INTS:
-        raise _NotFingerprintable
-    _require_classes(indexes, _INT)
+        _require_classes(indexes, _INT)
+        operation_count += len(rows)
+        # Four counts, six integer fields per operand, two lengths per operation, and the
+        # contents of the int lists.
+        integer_fields += 4 + 6 * len(keys) + 2 * len(rows) + len(indexes)
+        if integer_fields + len(dimension_values) > MAX_FINGERPRINTED_INTS:
+            raise _NotFingerprintable
+        parts.append(((len(operands), len(operations), len(inputs), len(outputs)),
+                               tuple(keys), tuple(rows), tuple(indexes)))
     _require_classes(dimension_values, _INT)
     if extra_params:
         kept_bytes += sum(map(_extra_params_size, extra_params))
         if kept_bytes > MAX_FINGERPRINTED_BYTES:
             raise _NotFingerprintable
-    return (tuple(subgraph_rows), tuple(operand_keys), tuple(operation_rows), tuple(indexes),
-            _float_bits(scales), tuple(odd_operand_classes), tuple(odd_operation_classes),
-            tuple(extra_params))
+    return (tuple(parts), _float_bits(scales), tuple(odd_operand_classes),
+            tuple(odd_operation_classes), tuple(extra_params))
 
 
 _NAN = "NaN"
@@ -295,36 +314,6 @@ def operand_key(operand: object) -> Optional[tuple]:
         return None
     # Enum members as plain ints, as in a fingerprint's keys.
     return (int(key[0]), int(key[1])) + key[2:]
-
-
-def structure_key(subgraph: object) -> Optional[tuple]:
-    """What the checks of a subgraph's structure read: its operands' lifetimes and
-    numberOfConsumers, its operations' types and operand indexes, its input and output
-    lists; None for fields of unexpected classes."""
-    try:
-        operands, operations = subgraph.operands, subgraph.operations
-        inputs, outputs = subgraph.inputIndexes, subgraph.outputIndexes
-        if not (type(operands) is type(operations) is type(inputs) is type(outputs) is list):
-            return None
-        rows = [(operation.type, tuple(operation.inputs), tuple(operation.outputs))
-                for operation in operations]
-        classes = {(type(operation), type(operation.type), type(operation.inputs),
-                    type(operation.outputs)) for operation in operations}
-        lifetimes = tuple(operand.lifetime for operand in operands)
-        consumers = tuple(operand.numberOfConsumers for operand in operands)
-    except (AttributeError, TypeError):
-        return None
-    indexes = chain(consumers, inputs, outputs, *(row[1] + row[2] for row in rows))
-    if not (_OPERATION_CLASS_VARIANTS.issuperset(classes) and _INT.issuperset(map(type, indexes))
-            and _LIFETIME_CLASSES.issuperset(map(type, lifetimes))):
-        return None
-    # Enum members as plain ints (see operand_key).
-    return (tuple(map(int, lifetimes)), consumers,
-            tuple((int(t), row_inputs, row_outputs) for t, row_inputs, row_outputs in rows),
-            tuple(inputs), tuple(outputs))
-
-
-_LIFETIME_CLASSES = frozenset({OperandLifeTime, int})
 
 
 def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> Optional[tuple]:
@@ -440,13 +429,14 @@ class ContentMemo(Generic[V]):
 MODEL_MEMO: ContentMemo = ContentMemo(64)
 #: Parts of models and requests found valid, by content: operands (``(operand_key(operand),
 #: extension prefixes)``), the operand lists of subgraphs (``(their operand keys, the
-#: model's storage)``), subgraph structures (``(structure_key(subgraph), extension
+#: model's storage)``), subgraph structures (``(structure_key(part), extension
 #: prefixes)``) and request arguments (``(argument_key(...), checking flags)``).
 #: Fuzz inputs, and a client's successive models, share most of their parts: a part of
 #: remembered content needs only its checks that depend on the rest of the model.
 #: Failures are not remembered (their messages name the part's position).
 VALID_PARTS: ContentMemo[bool] = ContentMemo(16384)
 
-__all__ = ["ModelFingerprint", "model_fingerprint", "operand_key", "structure_key", "argument_key",
+__all__ = ["ModelFingerprint", "model_fingerprint", "subgraph_parts", "structure_key",
+           "operand_key", "argument_key",
            "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",
            "CONTENT_DETERMINED_STATUSES"]

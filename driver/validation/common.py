@@ -116,14 +116,21 @@ def check_type_code(type_code: object, base_types: frozenset[int],
         check(type_code in base_types, "{}: invalid {} type {}", where, kind, type_code)
 
 
+# The names by table first: any value equal to a type's value names it, as the enum's
+# constructor would (a list is no key: TypeError).
+
 def operand_type_name(type_code: object) -> str:
-    name = _OPERAND_TYPE_NAMES.get(type_code) if isinstance(type_code, int) else None
-    return name if name is not None else _type_name(OperandType, type_code)
+    try:
+        return _OPERAND_TYPE_NAMES[type_code]
+    except (KeyError, TypeError):
+        return _type_name(OperandType, type_code)
 
 
 def operation_type_name(type_code: object) -> str:
-    name = _OPERATION_TYPE_NAMES.get(type_code) if isinstance(type_code, int) else None
-    return name if name is not None else _type_name(OperationType, type_code)
+    try:
+        return _OPERATION_TYPE_NAMES[type_code]
+    except (KeyError, TypeError):
+        return _type_name(OperationType, type_code)
 
 
 # --- names in messages ------------------------------------------------------------------

@@ -21,8 +21,8 @@ from itertools import chain
 from typing import Optional
 
 from ..errors import ValidationError, check
-from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint,
-                           model_fingerprint, structure_key)
+from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint, model_fingerprint,
+                           structure_key, subgraph_parts)
 from ..hal.enums import OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
@@ -73,7 +73,7 @@ def check_model(model: Model, allow_unknown_size_while: bool = True,
                 fingerprint: Optional[ModelFingerprint] = None) -> ModelInfos:
     """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
     the checks that depend on them alone; the model's ``fingerprint``, when it has one,
-    gives the operands' keys). Returns the OperandInfo views made for the operations'
+    gives the parts' keys). Returns the OperandInfo views made for the operations'
     signature checks."""
     check(isinstance(model, Model), "model: {} is not a Model", type(model).__name__)
     check(isinstance(model.relaxComputationFloat32toFloat16, bool), "model: "
@@ -87,16 +87,17 @@ def check_model(model: Model, allow_unknown_size_while: bool = True,
 
     subgraphs = labelled_subgraphs(model)
     storage = storage_of(model, prefixes)
+    parts = subgraph_parts(model, fingerprint)
     # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
     # its lists, operations and data flow: they read nothing else.
     unknown_structures = []
     for number, (label, subgraph) in enumerate(subgraphs):
-        key = (structure_key(subgraph), prefixes)
-        known_structure = VALID_PARTS.get(key) is not MISSING
+        part = None if parts is None else parts[number]
+        key = None if part is None else (structure_key(part), prefixes)
+        known_structure = key is not None and VALID_PARTS.get(key) is not MISSING
         if not known_structure:
             check_not_empty(subgraph, label)
-        check_operands(subgraph, storage, label,
-                       None if fingerprint is None else fingerprint.operand_keys(number))
+        check_operands(subgraph, storage, label, None if part is None else part[1])
         if not known_structure:
             check_io_indexes(subgraph, label)
             unknown_structures.append((label, subgraph, key))
@@ -104,7 +105,7 @@ def check_model(model: Model, allow_unknown_size_while: bool = True,
     for label, subgraph, key in unknown_structures:
         check_operations(subgraph, prefixes, label)
         check_data_flow(subgraph, label)
-        if key[0] is not None:
+        if key is not None:
             VALID_PARTS.put(key, True)
     return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
                  for label, subgraph in subgraphs)
@@ -201,6 +202,9 @@ def _node_name(node: int) -> str:
     return subgraph_label(None if node == 0 else node - 1)
 
 
+_CONTROL_FLOW = frozenset({OperationType.IF, OperationType.WHILE})
+
+
 def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
                                allow_unknown_size_while: bool) -> tuple[OperandInfo | None, ...]:
     """IF/WHILE against the subgraphs they call, and every registered operation's own
@@ -209,7 +213,7 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     # operands of operations this driver implements.
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
-        if operation.type in (OperationType.IF, OperationType.WHILE):
+        if operation.type in _CONTROL_FLOW:
             check_control_flow(model, subgraph, operation,
                                f"{label}, {operation_label(op_index, operation.type)}",
                                allow_unknown_size_while)
