@@ -251,7 +251,7 @@ def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple
         if integer_fields + len(dimension_values) > MAX_FINGERPRINTED_INTS:
             raise _NotFingerprintable
         parts.append(((len(operands), len(operations), len(inputs), len(outputs)),
-                               tuple(keys), tuple(rows), tuple(indexes)))
+                      tuple(keys), tuple(rows), tuple(indexes)))
     _require_classes(dimension_values, _INT)
     if extra_params:
         kept_bytes += sum(map(_extra_params_size, extra_params))
