@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
 
-from ..case import ExecutionChoices, ExecutionPath, Relation, RequestChange
+from ..case import PLACED_RELATIONS, ExecutionChoices, ExecutionPath, Relation, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
 from ..relations import RULES
 from ..routes import ROUTES
@@ -124,6 +124,7 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
         choices.wait_fence_delay_ns = fresh.wait_fence_delay_ns
     if choices.wait_fences == 0:
         choices.wait_fence_delay_ns = 0
+    _drop_unused_corruption(choices)
     return True
 
 
@@ -135,4 +136,13 @@ def relate(spec: CaseSpec, rng: Rng) -> bool:
     if relation == spec.choices.relation:
         return False
     spec.choices.relation = relation
+    _drop_unused_corruption(spec.choices)
     return True
+
+
+def _drop_unused_corruption(choices: ExecutionChoices) -> None:
+    """Only a placed relation has a corruption on the wire: a spec keeps none otherwise,
+    so that a kept spec equals the parse of its bytes (and a later mutation to a placed
+    relation starts from the same corruption either way)."""
+    if choices.relation not in PLACED_RELATIONS:
+        choices.corruption = 0

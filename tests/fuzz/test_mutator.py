@@ -384,6 +384,18 @@ def test_change_choice_draws_mostly_short_loop_timeouts():
     assert sum(d <= 1_000_000 for d in delays) > 420
 
 
+def test_changed_choices_equal_the_parse_of_their_bytes():
+    """The mutator keeps the specs of its outputs: a kept spec must read as its bytes do,
+    or a later mutation of it would depend on whether it was kept (here: a corruption,
+    which only a placed relation writes)."""
+    rng = random.Random(3)
+    for _ in range(300):
+        spec = fresh("while_counter_3")
+        for _ in range(4):
+            rng.choice([mutator.choices.change_choice, mutator.choices.relate])(spec, rng)
+        assert spec.choices == codec.parse(codec.serialize(spec)).choices
+
+
 def test_slow_choices_rarely_pass_to_the_children_of_an_input():
     """A parent whose endless loop would run for the 2 s default (or whose fences signal
     late) is kept in a corpus for its coverage; most of its mutants must be fast again."""
