@@ -30,9 +30,10 @@ from operator import attrgetter
 from typing import Any, Sequence
 
 from driver.errors import ValidationError
-from driver.hal import (DataLocation, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs,
-                        MemoryPool, Model, OperandLifeTime, OperationType, PreparedModelCallback,
-                        Priority, Request, RequestArgument, Subgraph)
+from driver.hal import (CONTROL_FLOW_OPERATION_TYPES, DataLocation, ErrorStatus,
+                        ExecutionPreference, LoopTimeoutDurationNs, MemoryPool, Model,
+                        OperandLifeTime, OperationType, PreparedModelCallback, Priority, Request,
+                        RequestArgument, Subgraph)
 from driver.limits import MAX_VALUE_BYTES
 from driver.memory import Memory
 from driver.validation import validate_model, validate_request
@@ -146,7 +147,7 @@ def loops_to_wait_for(model: Model, subgraph: Subgraph, visiting: frozenset[int]
     visiting = visiting | {id(subgraph)}
     total = 0
     for operation in subgraph.operations:
-        if operation.type not in (OperationType.WHILE, OperationType.IF):
+        if operation.type not in CONTROL_FLOW_OPERATION_TYPES:
             continue
         inner = [_referenced(model, subgraph, i) for i in operation.inputs[:3]]
         nested = [loops_to_wait_for(model, s, visiting) for s in inner if s is not None]
@@ -171,7 +172,7 @@ def execution_limit_s(case: FuzzCase) -> float:
 
 
 def has_control_flow(model: Model) -> bool:
-    return any(op.type in (OperationType.IF, OperationType.WHILE) for op in model.main.operations)
+    return any(op.type in CONTROL_FLOW_OPERATION_TYPES for op in model.main.operations)
 
 
 # --- request pools --------------------------------------------------------------------------

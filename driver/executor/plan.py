@@ -14,7 +14,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..errors import ResourceError, ValidationError
-from ..hal.enums import SCALAR_OPERAND_TYPES, ErrorStatus, OperandLifeTime, OperationType
+from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, ErrorStatus,
+                         OperandLifeTime, OperationType)
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..limits import check_shape, itemsize, operands_over_rank
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
@@ -26,7 +27,6 @@ from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_inp
 
 Step = Callable[[list, object], None]
 monotonic_ns = time.monotonic_ns
-CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
 #: How deeply IF/WHILE may nest (subgraphs on the longest reference chain).
 MAX_CONTROL_FLOW_DEPTH = 64
@@ -203,14 +203,14 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, compiled: _C
     missing ones an operation needs are made here."""
     name, main = subgraph_name(index), index == 0
     plan = _slot_layout(subgraph, name)
-    definitions = [None if operation.type in CONTROL_FLOW else lookup(operation.type)
-                   for operation in subgraph.operations]
+    definitions = [None if operation.type in CONTROL_FLOW_OPERATION_TYPES
+                   else lookup(operation.type) for operation in subgraph.operations]
     over_rank = operands_over_rank(subgraph.operands)
     supported: list[bool] = []
     stepped: list[Operation] = []      # the operations that have a step, in step order
     for op_index, (operation, definition) in enumerate(zip(subgraph.operations, definitions)):
         where = (name, op_index, operation.type)
-        if operation.type in CONTROL_FLOW:
+        if operation.type in CONTROL_FLOW_OPERATION_TYPES:
             ok = _control_flow_supported(operation, subgraph.operands, compiled)
             if ok:
                 plan.steps.append(_control_flow_step(operation, plan, subgraph.operands,

@@ -23,7 +23,7 @@ from typing import Optional
 from ..errors import ValidationError, check
 from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint, model_fingerprint,
                            structure_key, subgraph_parts)
-from ..hal.enums import OperandLifeTime, OperationType
+from ..hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
 from ..operands import ModelInfos, operand_info, operation_context
@@ -202,9 +202,6 @@ def _node_name(node: int) -> str:
     return subgraph_label(None if node == 0 else node - 1)
 
 
-_CONTROL_FLOW = frozenset({OperationType.IF, OperationType.WHILE})
-
-
 def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
                                allow_unknown_size_while: bool) -> tuple[OperandInfo | None, ...]:
     """IF/WHILE against the subgraphs they call, and every registered operation's own
@@ -213,7 +210,7 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     # operands of operations this driver implements.
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
-        if operation.type in _CONTROL_FLOW:
+        if operation.type in CONTROL_FLOW_OPERATION_TYPES:
             check_control_flow(model, subgraph, operation,
                                f"{label}, {operation_label(op_index, operation.type)}",
                                allow_unknown_size_while)
