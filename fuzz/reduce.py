@@ -87,6 +87,16 @@ def drop_referenced(case: FuzzCase, position: int) -> None:
                 operand.location.offset -= 1
 
 
+def merge_referenced(case: FuzzCase, position: int, into: int) -> None:
+    """Let every reference to referenced subgraph ``position`` name ``into`` instead (an IF
+    whose branches differ gets the same branch twice), then delete ``position``."""
+    for subgraph in subgraphs(case):
+        for operand in subgraph.operands:
+            if operand.lifetime == L.SUBGRAPH and operand.location.offset == position:
+                operand.location.offset = into
+    drop_referenced(case, position)
+
+
 def _consume(subgraph: Subgraph, indexes: list[int], change: int) -> None:
     for i in indexes:
         if 0 <= i < len(subgraph.operands):
@@ -95,7 +105,9 @@ def _consume(subgraph: Subgraph, indexes: list[int], change: int) -> None:
 
 
 def drop_operation(case: FuzzCase, subgraph_index: int, op_index: int) -> None:
-    """Delete an operation; outputs of main it produced go too (with their request outputs)."""
+    """Delete an operation; outputs of main it produced go too (with their request outputs),
+    and so do the operands it produced that nothing reads: left behind, they would be
+    temporaries no operation writes, which makes the model invalid."""
     subgraph = subgraphs(case)[subgraph_index]
     operation = subgraph.operations.pop(op_index)
     _consume(subgraph, operation.inputs, -1)
@@ -104,6 +116,14 @@ def drop_operation(case: FuzzCase, subgraph_index: int, op_index: int) -> None:
             drop_main_output(case, subgraph.outputIndexes.index(i))
         elif 0 <= i < len(subgraph.operands) and i not in subgraph.outputIndexes:
             subgraph.operands[i].lifetime = L.TEMPORARY_VARIABLE
+    for i in sorted(set(operation.outputs) & set(_unused_operands(subgraph)), reverse=True):
+        remove_operand(subgraph, i)
+
+
+def _may_stand_for(dimensions: list[int], produced: list[int]) -> bool:
+    """Whether an operand of ``dimensions`` fits where one of ``produced`` was read: the same
+    shape where ``produced`` specifies it (0: a dimension left to be inferred)."""
+    return len(dimensions) == len(produced) and all(p in (0, d) for d, p in zip(dimensions, produced))
 
 
 def bypass_operation(case: FuzzCase, subgraph_index: int, op_index: int) -> None:
@@ -119,8 +139,9 @@ def bypass_operation(case: FuzzCase, subgraph_index: int, op_index: int) -> None
 
     def fits(i: int) -> bool:
         operand = subgraph.operands[i]
-        return (i != result and (operand.type, operand.dimensions, operand.scale, operand.zeroPoint)
-                == (produced.type, produced.dimensions, produced.scale, produced.zeroPoint)
+        return (i != result and (operand.type, operand.scale, operand.zeroPoint)
+                == (produced.type, produced.scale, produced.zeroPoint)
+                and _may_stand_for(operand.dimensions, produced.dimensions)
                 # a subgraph output must be computed by the subgraph itself
                 and (not is_output or operand.lifetime == L.TEMPORARY_VARIABLE))
     source = next((i for i in operation.inputs if 0 <= i < len(subgraph.operands) and fits(i)), None)
@@ -224,6 +245,9 @@ def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:
     graphs = subgraphs(case)
     for j in range(len(case.model.referenced) - 1, -1, -1):
         yield f"drop referenced subgraph {j}", lambda c, j=j: drop_referenced(c, j)
+    for j in range(len(case.model.referenced) - 1, 0, -1):
+        for k in range(j):
+            yield f"merge referenced subgraph {j} into {k}", lambda c, j=j, k=k: merge_referenced(c, j, k)
     for s in range(len(graphs) - 1, -1, -1):
         for i in range(len(graphs[s].operations) - 1, -1, -1):
             yield f"bypass operation {i} of subgraph {s}", lambda c, s=s, i=i: bypass_operation(c, s, i)

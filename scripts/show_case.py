@@ -23,14 +23,13 @@ import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from driver.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType,
-                        OperationType, Subgraph)
+from driver.hal import (CONTROL_FLOW_OPERATION_TYPES, DataLocation, Model, Operand,
+                        OperandLifeTime, OperandType, OperationType, Subgraph)
 from driver.operations.common import STORAGE_DTYPE
 from fuzz import codec
 from fuzz.case import PLACED_RELATIONS, FuzzCase
 
 PREVIEW_VALUES = 8
-CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
 
 def name_of(enum_type, value: int) -> str:
@@ -230,7 +229,7 @@ def to_dot(case: FuzzCase, title: str) -> str:
                     out.append(f'  s{number}_missing{i} [shape=octagon, color=red, '
                                f'label="missing operand {i}"];')
                     out.append(f"  s{number}_missing{i} -> {node} [color=red];")
-                elif operand.lifetime == OperandLifeTime.SUBGRAPH and op.type in CONTROL_FLOW:
+                elif operand.lifetime == OperandLifeTime.SUBGRAPH and op.type in CONTROL_FLOW_OPERATION_TYPES:
                     target = operand.location.offset + 1
                     role = ("then" if slot == 1 else "else") if op.type == OperationType.IF \
                         else ("cond" if slot == 0 else "body")

@@ -14,10 +14,11 @@ For each artifact:
    timeout, an allocation must not take the machine down) and classify it: ``crash`` (the
    driver raised, or the process died), ``assertion`` (an oracle rule broke), ``hang`` or
    ``oom`` (the process ran out of the memory it is allowed, --memory-limit-mb);
-2. minimise it: libFuzzer's -minimize_crash for crashes and assertions, then, for every
-   kind, the structural minimiser of fuzz/reduce.py on the decoded case (drop subgraphs,
-   operations, outputs, inputs, operands; bypass operations; shrink dimensions; simplify
-   the execution choices), keeping a change only while the failure still reproduces;
+2. minimise it: for every kind, the structural minimiser of fuzz/reduce.py on the decoded
+   case (drop or merge subgraphs, drop operations, outputs, inputs, operands; bypass
+   operations; shrink dimensions; simplify the execution choices), keeping a change only
+   while the failure still reproduces; then, for crashes and assertions, libFuzzer's
+   -minimize_crash on its encoding, kept when it is shorter and reads no larger;
 3. sign it: kind + rule or exception + the project frames where it happened (for an
    out-of-memory with no such frames, the model's operation types);
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
@@ -368,23 +369,14 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
         return (validity(decode(candidate)) == wanted_validity
                 and failure.same_bug(worker.run(candidate)))
 
-    # libFuzzer replays in-process: a hang takes its time limit per attempt, an out-of-memory
-    # its RSS limit's worth of the machine's memory.
-    if failure.kind in ("crash", "assertion") and libfuzzer_s > 0:
-        minimized = libfuzzer_minimize(artifact, spec, libfuzzer_s, workdir)
-        if minimized is not None:
-            smaller = minimized.read_bytes()
-            if len(smaller) < len(data) and still_fails(smaller):
-                data = smaller
-                result.sizes.append(len(data))
-                log(f"  libFuzzer minimised it to {len(data)} bytes")
-
     def case_still_fails(case) -> bool:
         try:
             return still_fails(encode(case))
         except CodecLimitError:
             return False
 
+    # Structure first, on the artifact as found: libFuzzer's byte-level steps make a worse
+    # start (a byte they change can pin an operation the structural minimiser would remove).
     original = decode(data)
     # Every attempt that still hangs costs the hang's time limit and a worker restart.
     budget_s = structural_s * (HANG_BUDGET_FACTOR if failure.kind == "hang" else 1)
@@ -394,6 +386,21 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
     if failure.same_bug(confirmed) and case_size(case) <= case_size(original):
         data, failure = final, confirmed
         result.sizes.append(len(data))
+
+    # Then libFuzzer's byte-level minimiser may shorten the encoding, as long as the case
+    # reads no larger. It replays in-process: a hang takes its time limit per attempt, an
+    # out-of-memory its RSS limit's worth of the machine's memory.
+    if failure.kind in ("crash", "assertion") and libfuzzer_s > 0:
+        start = workdir / f"structural-{artifact.name}"
+        start.write_bytes(data)
+        minimized = libfuzzer_minimize(start, spec, libfuzzer_s, workdir)
+        if minimized is not None:
+            smaller = minimized.read_bytes()
+            if (len(smaller) < len(data) and case_size(decode(smaller)) <= case_size(decode(data))
+                    and still_fails(smaller)):
+                data = smaller
+                result.sizes.append(len(data))
+                log(f"  libFuzzer minimised it to {len(data)} bytes")
     result.failure = failure
     return data, result
 

@@ -10,14 +10,16 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from driver import SampleDriver
-from driver.hal import OperandLifeTime as L, OperationType
+from driver.hal import OperandLifeTime as L, OperandType, OperationType
 from fuzz import harness, oracles, reduce
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
 from hal_client import contract
+from hal_client.builder import ModelBuilder
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.cases import loop_condition, make_case, sqrt_branch_model
@@ -52,6 +54,48 @@ def test_drop_operation_keeps_consumer_counts():
     read = [sum(op.inputs.count(i) for op in main.operations) for i in range(len(main.operands))]
     assert [o.numberOfConsumers for o in main.operands] == read
     assert len(case.request.outputs) == len(main.outputIndexes)
+
+
+def one_input_case(model) -> FuzzCase:
+    return FuzzCase(model, models.model_request(model, [np.ones(2, np.float32)]), ExecutionChoices())
+
+
+def test_drop_operation_takes_the_operands_only_it_wrote():
+    # y = ABS(x) that nothing reads, beside out = x + x: left behind, y would be a
+    # temporary no operation writes (an invalid model), so it goes with its operation.
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(OperandType.TENSOR_FLOAT32, [2])
+    g.apply(OperationType.ABS, [x], OperandType.TENSOR_FLOAT32, [2])
+    g.outputs(g.add(x, x))
+    case = one_input_case(mb.build())
+    operands = len(case.model.main.operands)
+    assert valid(case)
+    reduce.drop_operation(case, 0, 0)
+    assert [op.type for op in case.model.main.operations] == [OperationType.ADD]
+    assert len(case.model.main.operands) == operands - 1
+    assert valid(case)
+
+
+def test_bypass_takes_an_input_where_the_output_shape_was_left_to_inference():
+    # t = ABS(x) declared [0] (its length inferred), out = t + x: the ADD may read x itself.
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(OperandType.TENSOR_FLOAT32, [2])
+    t = g.apply(OperationType.ABS, [x], OperandType.TENSOR_FLOAT32, [0])
+    g.outputs(g.add(t, x))
+    case = one_input_case(mb.build())
+    reduce.bypass_operation(case, 0, 0)
+    assert [op.type for op in case.model.main.operations] == [OperationType.ADD]
+    assert valid(case)
+
+
+def test_merge_referenced_gives_an_if_one_branch_twice():
+    case = case_of(models.if_model())         # referenced: then (x + 10), else (x - 10)
+    reduce.merge_referenced(case, 1, 0)
+    assert len(case.model.referenced) == 1
+    assert [o.location.offset for o in case.model.main.operands if o.lifetime == L.SUBGRAPH] == [0, 0]
+    assert valid(case)
 
 
 def test_drop_referenced_renumbers_references():
