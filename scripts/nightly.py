@@ -9,10 +9,10 @@
    the seeds (corpus/) plus the persisted working corpus (--work), with a per-input timeout
    and an RSS limit; failures do not stop the run;
 2. triage every finding with scripts/triage.py's functions: reproduce it, drop it when its
-   signature is already in crashes/ or already seen tonight, minimise the rest and store
-   them in OUT/findings/ laid out like crashes/ (reproducer, .json sidecar, and a readable
-   .md of the case; a Graphviz .dot, and a .png where `dot` is installed, in
-   OUT/findings/graphs/);
+   signature is already in crashes/; of each other bug, minimise the smallest few findings
+   and store the one that minimised best in OUT/findings/ laid out like crashes/
+   (reproducer, .json sidecar, and a readable .md of the case; a Graphviz .dot, and a
+   .png where `dot` is installed, in OUT/findings/graphs/);
 3. merge (-merge=1) the working corpus with the seeds and keep, of the result, the inputs
    that are not seeds, at most --max-corpus of them (the smallest): it only grows by
    inputs that add coverage;
@@ -186,6 +186,15 @@ def is_open(reproducer: Path) -> bool:
     return not sidecar.exists() or json.loads(sidecar.read_text()).get("status") != "fixed"
 
 
+def open_reproducer(known: Path, failure: triage.Failure) -> Path | None:
+    """An open reproducer of ``failure``'s signature in ``known`` (crashes/), if any."""
+    return next((p for p in reproducers_of(known, failure.digest) if is_open(p)), None)
+
+
+#: How many of one bug's artifacts (the smallest) are minimised, to keep the best.
+MINIMISED_PER_BUG = 3
+
+
 def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN) -> list[Finding]:
     """Reproduce each artifact; minimise and store in ``findings`` one per signature not
     already found, unless ``known`` holds an open reproducer of it. A signature whose
@@ -195,40 +204,58 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
     worker = triage.Worker(spec, args.rss_limit_mb)
     results: list[Finding] = []
     seen: set[str] = set()
-
-    def open_known(failure: triage.Failure) -> Path | None:
-        return next((p for p in reproducers_of(known, failure.digest) if is_open(p)), None)
     try:
-        # Smallest first: of several artifacts of one bug, the smallest is minimised.
+        # Every artifact reproduced first, smallest first, to know each bug's artifacts.
+        bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
         for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
             failure = worker.run(artifact.read_bytes())
             if failure is None:
                 results.append(Finding(artifact.name, "not reproduced"))
-            elif (reproducer := open_known(failure)) is not None:
+            elif (reproducer := open_reproducer(known, failure)) is not None:
                 results.append(Finding(artifact.name, "known", failure, reproducer))
-            elif failure.digest in seen:
-                results.append(Finding(artifact.name, "duplicate", failure))
             else:
-                data, result = triage.minimise_artifact(
-                    artifact, worker, spec, libfuzzer_s=args.libfuzzer_seconds,
-                    structural_s=args.minimise_seconds, workdir=workdir, log=log)
-                failure = result.failure or failure
-                seen.add(failure.digest)
-                if (reproducer := open_known(failure)) is not None:
-                    results.append(Finding(artifact.name, "known", failure, reproducer))
-                    continue
-                fixed = reproducers_of(known, failure.digest)
-                name = f"{failure.digest}-{len(fixed) + 1}" if fixed else failure.digest
-                stored, duplicate = triage.store(data, failure, findings, spec, artifact.name,
-                                                 memory_limit_mb=args.rss_limit_mb, name=name)
-                status = "duplicate" if duplicate else "recurred" if fixed else "new"
-                results.append(Finding(artifact.name, status, failure, Path(stored)))
+                bugs.setdefault(failure.digest, []).append((artifact, failure))
+        for same_bug in bugs.values():
+            # Of the smallest few artifacts of one bug, the one that minimises best is kept:
+            # one may minimise much further than another (an IF where another has a WHILE).
+            tried = [triage.minimise_structure(artifact, worker, structural_s=args.minimise_seconds, log=log)
+                     for artifact, _ in same_bug[:MINIMISED_PER_BUG]]
+            minimised = [(data, result) for data, result in tried if result.failure is not None]
+            results += [Finding(Path(result.artifact).name, "not reproduced")
+                        for _, result in tried if result.failure is None]
+            if not minimised:
+                continue
+            data, best = min(minimised, key=lambda found: triage.preference(found[0]))
+            results += [Finding(Path(result.artifact).name, "duplicate", result.failure)
+                        for _, result in minimised if result is not best]
+            results += [Finding(artifact.name, "duplicate", failure)
+                        for artifact, failure in same_bug[MINIMISED_PER_BUG:]]
+            data = triage.shorten_bytes(data, best, worker, spec, libfuzzer_s=args.libfuzzer_seconds,
+                                        workdir=workdir, log=log)
+            results.append(store_finding(data, best, spec, findings, known, seen, args))
     finally:
         worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
     for stored in {f.stored for f in results if f.status in NEWS}:
         write_readable_case(stored)
     return results
+
+
+def store_finding(data: bytes, result: triage.Triaged, spec: str, findings: Path, known: Path,
+                  seen: set[str], args) -> Finding:
+    """Store one bug's minimised reproducer in ``findings``, unless ``known`` holds an open
+    one of its signature (minimisation may have changed the signature) or one was stored
+    tonight."""
+    failure, source = result.failure, Path(result.artifact).name
+    if (reproducer := open_reproducer(known, failure)) is not None:
+        return Finding(source, "known", failure, reproducer)
+    fixed = reproducers_of(known, failure.digest)
+    name = f"{failure.digest}-{len(fixed) + 1}" if fixed else failure.digest
+    stored, duplicate = triage.store(data, failure, findings, spec, source,
+                                     memory_limit_mb=args.rss_limit_mb, name=name)
+    duplicate = duplicate or failure.digest in seen
+    seen.add(failure.digest)
+    return Finding(source, "duplicate" if duplicate else "recurred" if fixed else "new", failure, Path(stored))
 
 
 # --- 3. corpus merge ------------------------------------------------------------------------------

@@ -350,6 +350,30 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
                       log: Callable[[str], None]) -> tuple[bytes, Triaged]:
     """Reproduce and minimise one artifact: (the smallest input found that fails the same
     way, the result); the result's failure is None when the artifact does not reproduce."""
+    data, result = minimise_structure(artifact, worker, structural_s=structural_s, log=log)
+    if result.failure is not None:
+        data = shorten_bytes(data, result, worker, spec, libfuzzer_s=libfuzzer_s, workdir=workdir,
+                             log=log)
+    return data, result
+
+
+def failing_the_same_way(data: bytes, failure: Failure, worker: Worker) -> Callable[[bytes], bool]:
+    """Whether a candidate fails as ``data`` does: the same bug, with a valid model or
+    request staying valid (reproducers read as what a client could send, not as wreckage
+    that happens to trip the same check)."""
+    wanted_validity = validity(decode(data))
+
+    def still_fails(candidate: bytes) -> bool:
+        return (validity(decode(candidate)) == wanted_validity
+                and failure.same_bug(worker.run(candidate)))
+    return still_fails
+
+
+def minimise_structure(artifact: Path, worker: Worker, *, structural_s: float,
+                       log: Callable[[str], None]) -> tuple[bytes, Triaged]:
+    """Reproduce one artifact and minimise its decoded case (fuzz/reduce.py): (the
+    encoding of the smallest case found that fails the same way, the result); the
+    result's failure is None when the artifact does not reproduce."""
     data = artifact.read_bytes()
     failure = worker.run(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
@@ -360,14 +384,7 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
         log(f"{artifact}: does not reproduce{hint}; left in place")
         return data, result
     log(f"{artifact}: {failure.kind}: {failure.signature}")
-
-    # A valid model or request stays valid through minimisation: reproducers read as what
-    # a client could send, not as wreckage that happens to trip the same check.
-    wanted_validity = validity(decode(data))
-
-    def still_fails(candidate: bytes) -> bool:
-        return (validity(decode(candidate)) == wanted_validity
-                and failure.same_bug(worker.run(candidate)))
+    still_fails = failing_the_same_way(data, failure, worker)
 
     def case_still_fails(case) -> bool:
         try:
@@ -375,8 +392,6 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
         except CodecLimitError:
             return False
 
-    # Structure first, on the artifact as found: libFuzzer's byte-level steps make a worse
-    # start (a byte they change can pin an operation the structural minimiser would remove).
     original = decode(data)
     # Every attempt that still hangs costs the hang's time limit and a worker restart.
     budget_s = structural_s * (HANG_BUDGET_FACTOR if failure.kind == "hang" else 1)
@@ -384,25 +399,32 @@ def minimise_artifact(artifact: Path, worker: Worker, spec: str, *, libfuzzer_s:
     final = encode(case)
     confirmed = worker.run(final)
     if failure.same_bug(confirmed) and case_size(case) <= case_size(original):
-        data, failure = final, confirmed
+        data, result.failure = final, confirmed
         result.sizes.append(len(data))
-
-    # Then libFuzzer's byte-level minimiser may shorten the encoding, as long as the case
-    # reads no larger. It replays in-process: a hang takes its time limit per attempt, an
-    # out-of-memory its RSS limit's worth of the machine's memory.
-    if failure.kind in ("crash", "assertion") and libfuzzer_s > 0:
-        start = workdir / f"structural-{artifact.name}"
-        start.write_bytes(data)
-        minimized = libfuzzer_minimize(start, spec, libfuzzer_s, workdir)
-        if minimized is not None:
-            smaller = minimized.read_bytes()
-            if (len(smaller) < len(data) and case_size(decode(smaller)) <= case_size(decode(data))
-                    and still_fails(smaller)):
-                data = smaller
-                result.sizes.append(len(data))
-                log(f"  libFuzzer minimised it to {len(data)} bytes")
-    result.failure = failure
     return data, result
+
+
+def shorten_bytes(data: bytes, result: Triaged, worker: Worker, spec: str, *, libfuzzer_s: int,
+                  workdir: Path, log: Callable[[str], None]) -> bytes:
+    """After the structure, libFuzzer's byte-level minimiser (crashes and assertions) may
+    shorten the encoding, kept when the case reads no larger. (Run first, it made a worse
+    start: a byte it changes can pin an operation the structural minimiser would remove.)
+    libFuzzer replays in-process: a hang would take its time limit per attempt, an
+    out-of-memory its RSS limit's worth of the machine's memory."""
+    if result.failure.kind not in ("crash", "assertion") or libfuzzer_s <= 0:
+        return data
+    start = workdir / f"structural-{Path(result.artifact).name}"
+    start.write_bytes(data)
+    minimized = libfuzzer_minimize(start, spec, libfuzzer_s, workdir)
+    if minimized is None:
+        return data
+    smaller = minimized.read_bytes()
+    if (len(smaller) < len(data) and case_size(decode(smaller)) <= case_size(decode(data))
+            and failing_the_same_way(data, result.failure, worker)(smaller)):
+        result.sizes.append(len(smaller))
+        log(f"  libFuzzer minimised it to {len(smaller)} bytes")
+        return smaller
+    return data
 
 
 def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *,
@@ -416,11 +438,13 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *,
     return result
 
 
-def preference(data: bytes) -> tuple[bool, bool, int]:
+def preference(data: bytes) -> tuple:
     """Which of two reproducers of one bug to keep (lower first): a valid model and request
-    over an invalid one, then the shorter."""
-    model_valid, request_valid = validity(decode(data))
-    return not model_valid, not request_valid, len(data)
+    over an invalid one, then the one that reads smaller (fuzz/reduce.py's case_size), then
+    the shorter."""
+    case = decode(data)
+    model_valid, request_valid = validity(case)
+    return not model_valid, not request_valid, case_size(case), len(data)
 
 
 def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, *,

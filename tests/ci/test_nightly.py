@@ -15,12 +15,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from driver import SampleDriver
+from driver.hal import OperandType as T, OperationType as Op
 from fuzz import oracles
-from fuzz.codec import decode
+from fuzz.case import ExecutionChoices, FuzzCase
+from fuzz.codec import decode, encode
 from fuzz.drivers import make_device
+from hal_client.builder import ModelBuilder
+from hal_client.examples import count_condition
+from tests.models import model_request
 from tests.fuzz import test_replay
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -117,3 +123,37 @@ def test_broken_driver_nightly_stores_one_minimised_reproducer(tmp_path, seeds):
     assert [finding.status for finding in recurred] == ["recurred"]
     # Named so that it can sit beside the fixed one in crashes/.
     assert [p.name for p in reproducers(tmp_path / "recurred")] == [f"{path.name}-2"]
+
+
+def sqrt_loop_case() -> FuzzCase:
+    """(i, x) = (0, x0); while i < 2: (i, x) = (i + 1, SQRT(x)). The broken driver's bug
+    again (SQRT in a referenced subgraph), in a loop: no reduction takes the loop, its
+    condition or its count away, so it minimises to four operations."""
+    mb = ModelBuilder()
+    body = mb.subgraph()
+    i, x = body.input(T.TENSOR_INT32, [1]), body.input(T.TENSOR_FLOAT32, [1])
+    body.outputs(body.add(i, body.constant(T.TENSOR_INT32, [1])),
+                 body.apply(Op.SQRT, [x], T.TENSOR_FLOAT32, [1]))
+    condition = count_condition(mb, limit=2, others=[(T.TENSOR_FLOAT32, [1])])
+    main = mb.main
+    main.outputs(*main.while_(condition, body, [main.input(T.TENSOR_INT32, [1]),
+                                                main.input(T.TENSOR_FLOAT32, [1])]))
+    model = mb.build()
+    request = model_request(model, [np.zeros(1, np.int32), np.full(1, 16.0, np.float32)])
+    return FuzzCase(model, request, ExecutionChoices())
+
+
+def test_of_one_bugs_findings_the_one_that_minimises_best_is_stored(tmp_path):
+    branch = min(REACHING_THE_BUG, key=lambda p: p.stat().st_size)
+    loop = tmp_path / "crash-loop"
+    loop.write_bytes(encode(sqrt_loop_case()))
+    assert loop.stat().st_size < branch.stat().st_size     # the loop would be minimised first
+    args = nightly.parse_args(["--libfuzzer-seconds=0", "--minimise-seconds=60"])
+    found = nightly.triage_findings([loop, branch], BROKEN, tmp_path / "findings", args,
+                                    known=tmp_path / "known")
+    assert {finding.artifact: finding.status for finding in found} == {branch.name: "new",
+                                                                       loop.name: "duplicate"}
+    [stored] = {finding.stored for finding in found if finding.status == "new"}
+    model = decode(stored.read_bytes()).model
+    assert [operation.type for graph in (model.main, *model.referenced)
+            for operation in graph.operations] == [Op.IF, Op.SQRT]
