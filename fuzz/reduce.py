@@ -97,6 +97,14 @@ def merge_referenced(case: FuzzCase, position: int, into: int) -> None:
     drop_referenced(case, position)
 
 
+def _io_signature(subgraph: Subgraph) -> tuple:
+    """The types and shapes of a subgraph's inputs and outputs."""
+    def described(indexes: list[int]) -> tuple:
+        return tuple((subgraph.operands[i].type, tuple(subgraph.operands[i].dimensions))
+                     if 0 <= i < len(subgraph.operands) else None for i in indexes)
+    return described(subgraph.inputIndexes), described(subgraph.outputIndexes)
+
+
 def _consume(subgraph: Subgraph, indexes: list[int], change: int) -> None:
     for i in indexes:
         if 0 <= i < len(subgraph.operands):
@@ -245,9 +253,11 @@ def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:
     graphs = subgraphs(case)
     for j in range(len(case.model.referenced) - 1, -1, -1):
         yield f"drop referenced subgraph {j}", lambda c, j=j: drop_referenced(c, j)
-    for j in range(len(case.model.referenced) - 1, 0, -1):
+    signatures = [_io_signature(subgraph) for subgraph in case.model.referenced]
+    for j in range(len(signatures) - 1, 0, -1):
         for k in range(j):
-            yield f"merge referenced subgraph {j} into {k}", lambda c, j=j, k=k: merge_referenced(c, j, k)
+            if signatures[k] == signatures[j]:      # else no reference could take either
+                yield f"merge referenced subgraph {j} into {k}", lambda c, j=j, k=k: merge_referenced(c, j, k)
     for s in range(len(graphs) - 1, -1, -1):
         for i in range(len(graphs[s].operations) - 1, -1, -1):
             yield f"bypass operation {i} of subgraph {s}", lambda c, s=s, i=i: bypass_operation(c, s, i)
