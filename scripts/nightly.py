@@ -191,8 +191,13 @@ def open_reproducer(known: Path, failure: triage.Failure) -> Path | None:
     return next((p for p in reproducers_of(known, failure.digest) if is_open(p)), None)
 
 
-#: How many of one bug's artifacts (the smallest) are minimised, to keep the best.
+#: How many of one bug's artifacts (the smallest) are minimised, to keep the best. One for a
+#: hang or an out-of-memory: each of their attempts may take a timeout or a worker restart.
 MINIMISED_PER_BUG = 3
+
+
+def minimised_per_bug(failure: triage.Failure) -> int:
+    return MINIMISED_PER_BUG if failure.kind in ("crash", "assertion") else 1
 
 
 def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN) -> list[Finding]:
@@ -218,8 +223,9 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
         for same_bug in bugs.values():
             # Of the smallest few artifacts of one bug, the one that minimises best is kept:
             # one may minimise much further than another (an IF where another has a WHILE).
+            count = minimised_per_bug(same_bug[0][1])
             tried = [triage.minimise_structure(artifact, worker, structural_s=args.minimise_seconds, log=log)
-                     for artifact, _ in same_bug[:MINIMISED_PER_BUG]]
+                     for artifact, _ in same_bug[:count]]
             minimised = [(data, result) for data, result in tried if result.failure is not None]
             results += [Finding(Path(result.artifact).name, "not reproduced")
                         for _, result in tried if result.failure is None]
@@ -229,7 +235,7 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
             results += [Finding(Path(result.artifact).name, "duplicate", result.failure)
                         for _, result in minimised if result is not best]
             results += [Finding(artifact.name, "duplicate", failure)
-                        for artifact, failure in same_bug[MINIMISED_PER_BUG:]]
+                        for artifact, failure in same_bug[count:]]
             data = triage.shorten_bytes(data, best, worker, spec, libfuzzer_s=args.libfuzzer_seconds,
                                         workdir=workdir, log=log)
             results.append(store_finding(data, best, spec, findings, known, seen, args))
