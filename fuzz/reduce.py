@@ -214,6 +214,29 @@ def shrink_dimension(case: FuzzCase, value: int) -> None:
             argument.location.length = byte_size(operand.type, argument.dimensions or operand.dimensions)
 
 
+#: Where pack_constants starts each value (as the model builder lays values out).
+VALUE_ALIGNMENT = 4
+
+
+def pack_constants(case: FuzzCase) -> None:
+    """Lay the CONSTANT_COPY values out one after another in an operandValues that holds
+    nothing else: the bytes of operands reductions dropped go."""
+    values = case.model.operandValues
+    packed = bytearray()
+    for subgraph in subgraphs(case):
+        for operand in subgraph.operands:
+            if operand.lifetime != L.CONSTANT_COPY:
+                continue
+            location = operand.location
+            data = values[location.offset:location.offset + location.length]
+            packed += bytes(-len(packed) % VALUE_ALIGNMENT)
+            location.offset = len(packed)
+            packed += data
+    if len(packed) >= len(values):
+        raise ValueError("the constants are packed already")
+    case.model.operandValues = bytes(packed)
+
+
 #: The choices that make a run depend on the clock. Their plain values are tried before any
 #: other reduction: a case kept with a short loop timeout or deadline may fail on one run
 #: and pass on the next, and every reduction after it would inherit that.
@@ -270,6 +293,7 @@ def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:
         yield "drop unused operands", drop_unused_operands
     for value in sorted({d for g in graphs for o in g.operands for d in o.dimensions if d > 1}, reverse=True):
         yield f"dimension {value} -> 1", lambda c, v=value: shrink_dimension(c, v)
+    yield "pack the constants", pack_constants
     yield from _choice_reductions(case, PLAIN_CHOICES)
 
 

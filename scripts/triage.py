@@ -16,9 +16,10 @@ For each artifact:
    ``oom`` (the process ran out of the memory it is allowed, --memory-limit-mb);
 2. minimise it: for every kind, the structural minimiser of fuzz/reduce.py on the decoded
    case (drop or merge subgraphs, drop operations, outputs, inputs, operands; bypass
-   operations; shrink dimensions; simplify the execution choices), keeping a change only
-   while the failure still reproduces; then, for crashes and assertions, libFuzzer's
-   -minimize_crash on its encoding, kept when it is shorter and reads no larger;
+   operations; shrink dimensions; pack the constants; simplify the execution choices),
+   keeping a change only while the failure still reproduces; then, for crashes and
+   assertions, libFuzzer's -minimize_crash on its encoding, kept when it is shorter and
+   reads no larger;
 3. sign it: kind + rule or exception + the project frames where it happened (for an
    out-of-memory with no such frames, the model's operation types);
 4. store the minimal input as OUT/<signature hash> with a readable sidecar

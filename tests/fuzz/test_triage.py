@@ -98,6 +98,16 @@ def test_merge_referenced_gives_an_if_one_branch_twice():
     assert valid(case)
 
 
+def test_pack_constants_keeps_only_the_values_still_read():
+    case = case_of(models.if_model())         # each branch: ADD of a [2] constant, activation 0
+    reduce.merge_referenced(case, 1, 0)       # the else branch's constants are left unread
+    reduce.pack_constants(case)
+    assert len(case.model.operandValues) == 2 * 4 + 4
+    assert valid(case)
+    with pytest.raises(ValueError):
+        reduce.pack_constants(case)           # nothing more to pack: not a reduction
+
+
 def test_drop_referenced_renumbers_references():
     case = case_of(models.nested_model())    # referenced: then, else, loop condition, loop body
     references = lambda: sorted(o.location.offset for g in reduce.subgraphs(case)   # noqa: E731
