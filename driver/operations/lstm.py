@@ -338,6 +338,15 @@ def _sizes(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape], has: 
             check(units is None or output_size is None or units == output_size,
                   "{}: {} has output_size {}, not num_units {}, without projection weights",
                   ctx.name, _name(ctx, w + RECURRENT_TO + OUTPUT_GATE), output_size, units)
+    return sizes
+
+
+def _sizes_within_limits(ctx: OperationContext, layout: Layout, shapes: Sequence[Shape],
+                         has: Presence, exact: bool, time_major: Optional[bool]) -> dict[str, int]:
+    """_sizes, with the sequence held to this driver's limit on time steps. The limit is a
+    resource limit, not a rule of validity: it is checked where shapes are inferred and at
+    run time, never by validation (a model over it is valid, and refused by preparation)."""
+    sizes = _sizes(ctx, layout, shapes, has, exact, time_major)
     check_time_steps(sizes.get("max_time", 0), ctx.name)
     return sizes
 
@@ -348,7 +357,7 @@ def _shape(sizes: dict, *names: Optional[str]) -> tuple[int, ...]:
 
 def infer_lstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout, has = _LAYOUTS[ctx.type, len(ctx.inputs)], _declared_presence(ctx)
-    sizes = _sizes(ctx, layout, shapes, has, False, None)
+    sizes = _sizes_within_limits(ctx, layout, shapes, has, False, None)
     gates = {True: 4, False: 3, None: 0}[has(layout.cells[0].weights)]
     state = _shape(sizes, "batch", "output_size")
     return [(sizes.get("batch", 0), sizes.get("num_units", 0) * gates), state,
@@ -358,7 +367,7 @@ def infer_lstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 def infer_unidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
     time_major = ctx.scalar(layout.time_major)
-    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
+    sizes = _sizes_within_limits(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
     states = [_shape(sizes, "batch", "output_size"), _shape(sizes, "batch", "num_units")]
     return [_shape(sizes, *_leading_dims(layout, time_major), "output_size"), *states][:len(ctx.outputs)]
 
@@ -372,7 +381,7 @@ def _merged(ctx: OperationContext) -> bool:
 def infer_bidirectional(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     layout = _LAYOUTS[ctx.type, len(ctx.inputs)]
     time_major = ctx.scalar(layout.time_major)
-    sizes = _sizes(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
+    sizes = _sizes_within_limits(ctx, layout, shapes, _declared_presence(ctx), False, time_major)
     sequence = _shape(sizes, *_leading_dims(layout, time_major))
     forward, backward = (sizes.get(f"{d} output_size", 0) for d in ("forward", "backward"))
     outputs = ([(*sequence, forward + backward if forward and backward else 0)] if _merged(ctx)
@@ -544,7 +553,8 @@ def _preparer(ctx: OperationContext, layout: Layout) -> Callable[[Sequence], Run
         if (shapes, time_major) not in checked:
             has = lambda i: args[i] is not None  # noqa: E731
             _check_presence(ctx, layout, has)
-            _sizes(ctx, layout, shapes, has, True, None if layout.time_major is None else time_major)
+            _sizes_within_limits(ctx, layout, shapes, has, True,
+                                 None if layout.time_major is None else time_major)
             if len(checked) >= _MAX_CHECKED:
                 checked.clear()
             checked.add((shapes, time_major))

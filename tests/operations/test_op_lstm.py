@@ -325,11 +325,19 @@ def test_sequence_shape_inference_time_and_batch_major():
 
 
 def test_time_steps_over_the_limit_are_refused():
+    # A resource limit, not a rule of validity: validation accepts the sequence, and shape
+    # inference (at prepare time, and again at run time) refuses it.
     cell, state = random_cell(1, 1, 1), np.zeros((1, 1))
     x = np.zeros((MAX_TIME_STEPS + 1, 1, 1), np.float32)
-    ctx = context(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, *unidirectional_operation(x, cell, state, state))
+    ctx = validate(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, *unidirectional_operation(x, cell, state, state))
     with pytest.raises(ResourceError, match="time steps"):
         infer(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, ctx)
+    x, fw, bw, states = bidirectional_case()
+    inputs, outputs = bidirectional_operation(x, fw, bw, states)
+    inputs[0] = tensor(F32, (2**31 - 1, *x.shape[1:]))
+    ctx = validate(Op.BIDIRECTIONAL_SEQUENCE_LSTM, inputs, outputs)
+    with pytest.raises(ResourceError, match="time steps"):
+        infer(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ctx)
 
 
 def test_zero_sizes_give_empty_outputs():
