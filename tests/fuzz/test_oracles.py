@@ -285,6 +285,27 @@ def test_nan_payloads_compare_equal_but_other_bits_do_not():
                                    int_model, request, True)
 
 
+def test_outputs_sharing_bytes_with_another_are_not_compared():
+    """Which of two outputs over the same bytes stays there is the order a driver writes
+    them in, which the HAL leaves open: neither is compared, on any path."""
+    def output(pool, offset, length, has_no_value=False):
+        return RequestArgument(hasNoValue=has_no_value, location=DataLocation(pool, offset, length))
+    request = Request(inputs=[], outputs=[output(1, 0, 8), output(1, 4, 8), output(1, 12, 4),
+                                          output(2, 0, 8), output(1, 0, 16, has_no_value=True)])
+    assert oracles.outputs_sharing_bytes(request) == {0, 1}    # 2 only touches 1's end
+
+    model = one_output_model()
+    first = result(ExecutionPath.SYNC, shapes=None, outputs=(b"\1" * 16, b"\0" * 16))
+    second = result(ExecutionPath.ASYNC, shapes=None, outputs=(b"\2" * 16, b"\0" * 16))
+    overlapping = Request(inputs=[], outputs=[output(1, 0, 16), output(1, 8, 16)])
+    oracles.check_same_results(first, second, model, overlapping, True)
+    apart = Request(inputs=[], outputs=[output(1, 0, 16), output(1, 16, 16)])
+    with pytest.raises(oracles.NondeterminismViolation, match="output 0 bytes differ"):
+        oracles.check_same_results(first, second, model, apart, True)
+    assert oracles.check_same_outputs(first, second, model, overlapping,
+                                      oracles.ReferenceMismatchViolation, "x") == 2
+
+
 def test_random_operations_are_not_compared_bytewise():
     model, request = one_output_model(), request_with_output_length(16)
     model.main.operations[0].type = OperationType.RANDOM_MULTINOMIAL
