@@ -441,10 +441,10 @@ def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *,
 
 def preference(data: bytes) -> tuple:
     """Which of two reproducers of one bug to keep (lower first): a valid model and request
-    over an invalid one, then the one that reads smaller (fuzz/reduce.py's case_size), then
-    the shorter."""
+    over an invalid one (or one the reference validator fails on), then the one that reads
+    smaller (fuzz/reduce.py's case_size), then the shorter."""
     case = decode(data)
-    model_valid, request_valid = validity(case)
+    model_valid, request_valid = validity(case) or (False, False)
     return not model_valid, not request_valid, case_size(case), len(data)
 
 

@@ -193,6 +193,18 @@ def test_store_writes_sidecar_and_collapses_duplicates(tmp_path):
     assert len(list(tmp_path.iterdir())) == 2
 
 
+def test_a_case_the_validator_fails_on_is_kept_behind_a_valid_one(monkeypatch):
+    """The bug being triaged may be in the reference validator itself: choosing between
+    two reproducers must not fail with it."""
+    data = encode(case_of(models.add_model()))
+    valid = triage.preference(data)
+
+    def failing_validator(model, request):
+        raise RuntimeError("a bug of the validator")
+    monkeypatch.setattr(harness, "reference_errors", failing_validator)
+    assert triage.preference(data) > valid
+
+
 @pytest.mark.slow
 def test_an_artifact_is_triaged_end_to_end(tmp_path):
     case = make_case(sqrt_branch_model(), ExecutionPath.ASYNC, measureTiming=1)
