@@ -20,6 +20,7 @@ from driver.hal import (ExecutionPreference, MeasureTiming, OperandLifeTime as L
 from driver.hal.dtypes import byte_size
 
 from .case import ExecutionPath, FuzzCase, Relation, RequestChange
+from .codec import VALUE_ALIGNMENT
 
 Reduction = Callable[[FuzzCase], None]
 CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
@@ -214,13 +215,10 @@ def shrink_dimension(case: FuzzCase, value: int) -> None:
             argument.location.length = byte_size(operand.type, argument.dimensions or operand.dimensions)
 
 
-#: Where pack_constants starts each value (as the model builder lays values out).
-VALUE_ALIGNMENT = 4
-
-
 def pack_constants(case: FuzzCase) -> None:
-    """Lay the CONSTANT_COPY values out one after another in an operandValues that holds
-    nothing else: the bytes of operands reductions dropped go."""
+    """Lay the CONSTANT_COPY values out one after another, each aligned as the decoder
+    places values, in an operandValues that holds nothing else: the bytes of operands
+    reductions dropped go."""
     values = case.model.operandValues
     packed = bytearray()
     for subgraph in subgraphs(case):
