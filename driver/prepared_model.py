@@ -54,41 +54,50 @@ class FencedExecutionCallback:
 class _FenceWait:
     """A fenced execution waiting on its wait fences with no thread of its own: the fence
     that signals last starts it; a fence signalling an error, or the deadline passing
-    first, ends it. Only the first of those events counts."""
+    first, ends it. Only the first of those events counts. Once it is decided, neither the
+    deadline timer nor a fence still to signal holds the execution (its copy of the request
+    and the caller's pools): they are freed when the execution ends, not at the deadline."""
 
     def __init__(self, fences: Sequence[SyncFence], deadline_ns: Optional[int],
                  start: Callable[[], None], give_up: Callable[[ErrorStatus, str], None]) -> None:
         self._lock = threading.Lock()
         self._waiting_for = len(fences)
-        self._settled = False
-        self._start, self._give_up = start, give_up
+        self._start: Optional[Callable[[], None]] = start
+        self._give_up: Optional[Callable[[ErrorStatus, str], None]] = give_up
+        self._cancel_deadline: Optional[Callable[[], None]] = None
         if deadline_ns is not None:
-            _FENCE_DEADLINES.call_at(deadline_ns, self._deadline_passed)
+            self._cancel_deadline = _FENCE_DEADLINES.call_at(deadline_ns, self._deadline_passed)
         for fence in fences:
             fence.when_signalled(self._signalled)
 
-    def _settle(self) -> bool:
-        """Whether the caller's event is the one that decides the wait."""
+    def _decide(self) -> tuple[Optional[Callable[[], None]], Optional[Callable[[ErrorStatus, str], None]]]:
+        """(start, give_up) to the event that decides the wait; (None, None) to any later one."""
         with self._lock:
-            settles, self._settled = not self._settled, True
-        return settles
+            decided = self._start, self._give_up
+            self._start = self._give_up = None
+            cancel_deadline, self._cancel_deadline = self._cancel_deadline, None
+        if cancel_deadline is not None:
+            cancel_deadline()
+        return decided
 
     def _signalled(self, state: FenceState) -> None:
         if state != FenceState.SIGNALED:
-            if self._settle():
-                self._give_up(ErrorStatus.GENERAL_FAILURE, "a wait fence signalled an error")
+            _, give_up = self._decide()
+            if give_up is not None:
+                give_up(ErrorStatus.GENERAL_FAILURE, "a wait fence signalled an error")
             return
         with self._lock:
             self._waiting_for -= 1
             if self._waiting_for:
                 return
-        if self._settle():
-            self._start()
+        start, _ = self._decide()
+        if start is not None:
+            start()
 
     def _deadline_passed(self) -> None:
-        if self._settle():
-            self._give_up(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
-                          "the deadline passed waiting for fences")
+        _, give_up = self._decide()
+        if give_up is not None:
+            give_up(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "the deadline passed waiting for fences")
 
 
 class SamplePreparedModel:

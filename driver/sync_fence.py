@@ -28,7 +28,10 @@ class Latch:
         self._closed.release()
 
     def wait(self, timeout: float | None = None) -> bool:
-        if not self._closed.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+        # A lock refuses a timeout past threading.TIMEOUT_MAX (about 292 years) with an
+        # OverflowError; a longer one waits as long as that.
+        if not self._closed.acquire(
+                timeout=-1 if timeout is None else min(max(timeout, 0), threading.TIMEOUT_MAX)):
             return False
         self._closed.release()
         return True

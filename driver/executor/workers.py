@@ -7,8 +7,9 @@ a work item and a semaphore per submit) for what an execution needs: run a calla
 another thread, soon. Here a job is a plain callable put on a SimpleQueue; threads start
 on demand, up to a bound, and then live for the whole process.
 
-A job's exception does not end its thread: it goes to threading.excepthook (as it would
-for a thread of its own), so bugs stay visible, and the thread takes the next job.
+A job's or an action's exception does not end its thread: it goes to threading.excepthook
+(as it would for a thread of its own), so bugs stay visible, and the thread takes the next
+one.
 """
 from __future__ import annotations
 
@@ -67,16 +68,24 @@ class WorkerPool:
             try:
                 job()
             except BaseException as error:    # noqa: B036 - reported, then the next job
-                threading.excepthook(threading.ExceptHookArgs(
-                    (type(error), error, error.__traceback__, threading.current_thread())))
+                _report(error)
             finally:
                 del job
 
 
+#: The longest the timer sleeps at once. A lock or condition refuses a timeout past
+#: threading.TIMEOUT_MAX (OverflowError), and a deadline may lie any distance ahead: the
+#: thread wakes this often, sees nothing due, and sleeps again.
+TIMER_MAX_SLEEP_NS = 3600 * 1_000_000_000
+
+
 class Timer:
-    """Runs short actions at given times (``time.monotonic_ns``) on one daemon thread,
-    started on first use: the deadlines of any number of pending executions cost one
-    thread in all. Actions must be short and must not raise."""
+    """Runs short actions at given times (``time.monotonic_ns``, any integer: past, now or
+    however far ahead) on one daemon thread, started on first use: the deadlines of any
+    number of pending executions cost one thread in all. An action that raises goes to
+    threading.excepthook and the thread goes on. ``call_at`` returns a function that
+    cancels its action: the timer then holds no reference to it, so whatever the action
+    would have used is freed as soon as its owner lets it go."""
 
     def __init__(self, thread_name: str) -> None:
         self.thread_name = thread_name
@@ -84,21 +93,39 @@ class Timer:
         os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
-        self._due: list[tuple[int, int, Job]] = []
-        self._order = itertools.count()     # ties keep their order; actions never compare
+        # Entries are [when_ns, order, action]; a cancelled one has action None. Ties keep
+        # their order, and actions are never compared.
+        self._due: list[list] = []
+        self._order = itertools.count()
+        self._cancelled = 0
         self._wakeup = threading.Condition()
         self._started = False
 
-    def call_at(self, when_ns: int, action: Job) -> None:
+    def call_at(self, when_ns: int, action: Job) -> Callable[[], None]:
+        entry = [when_ns, next(self._order), action]
         with self._wakeup:
-            heapq.heappush(self._due, (when_ns, next(self._order), action))
+            heapq.heappush(self._due, entry)
             if not self._started:
                 self._started = True
                 threading.Thread(target=self._run, name=self.thread_name, daemon=True).start()
             self._wakeup.notify()
+        return lambda: self._cancel(entry)
 
-    def call_later(self, delay_s: float, action: Job) -> None:
-        self.call_at(time.monotonic_ns() + int(delay_s * 1e9), action)
+    def call_later(self, delay_s: float, action: Job) -> Callable[[], None]:
+        return self.call_at(time.monotonic_ns() + int(delay_s * 1e9), action)
+
+    def _cancel(self, entry: list) -> None:
+        with self._wakeup:
+            if entry[2] is None:
+                return
+            entry[2] = None
+            self._cancelled += 1
+            # Cancelled entries are dropped in bulk once they are the majority, so that
+            # the heap stays as large as the pending actions, however far their times.
+            if 2 * self._cancelled > len(self._due):
+                self._due = [due for due in self._due if due[2] is not None]
+                heapq.heapify(self._due)
+                self._cancelled = 0
 
     def _run(self) -> None:
         while True:
@@ -107,7 +134,23 @@ class Timer:
                     self._wakeup.wait()
                 wait_ns = self._due[0][0] - time.monotonic_ns()
                 if wait_ns > 0:
-                    self._wakeup.wait(wait_ns / 1e9)
+                    self._wakeup.wait(min(wait_ns, TIMER_MAX_SLEEP_NS) / 1e9)
                     continue
-                _, _, action = heapq.heappop(self._due)
-            action()
+                entry = heapq.heappop(self._due)
+                action, entry[2] = entry[2], None
+                if action is None:
+                    self._cancelled -= 1
+                    continue
+            try:
+                action()
+            except BaseException as error:    # noqa: B036 - reported, then the next action
+                _report(error)
+            finally:
+                del action
+
+
+def _report(error: BaseException) -> None:
+    """An exception that ended a job or an action, to threading.excepthook (as for a thread
+    of its own)."""
+    threading.excepthook(threading.ExceptHookArgs(
+        (type(error), error, error.__traceback__, threading.current_thread())))

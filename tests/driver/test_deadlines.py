@@ -2,6 +2,8 @@
 IFencedExecutionCallback.getExecutionInfo."""
 from __future__ import annotations
 
+import gc
+import os
 import threading
 import time
 
@@ -13,8 +15,8 @@ from driver.hal.enums import UINT64_MAX, ErrorStatus, MeasureTiming
 from driver.hal.structs import OptionalTimePoint
 from driver.sync_fence import FenceState, SyncFence
 from hal_client.builder import make_request, out_like
-from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Path,
-                                    assert_no_timing, deadline_in, duration, execute,
+from tests.driver.execution import (ALL_PATHS, CALLBACK_TIMEOUT_S, EARLY_SLACK_S, MARGIN_S,
+                                    MS, Path, assert_no_timing, deadline_in, duration, execute,
                                     passed_deadline, prepare_status)
 from tests.models import finite_loop_model
 
@@ -206,3 +208,57 @@ def test_get_execution_info_without_measurement_or_on_error(finite_loop, infinit
     assert failed.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
     assert_no_timing(failed.timing)
     assert_no_timing(failed.fenced_timing)
+
+
+# --- deadlines of any value ------------------------------------------------------------------
+
+#: Deadlines the driver's clock will only reach in centuries (past what a lock's timeout
+#: holds: threading.TIMEOUT_MAX), or has passed. The farthest first: an earlier deadline
+#: still pending would be the one the deadline timer waits for.
+ANY_DEADLINES = {"UINT64_MAX": lambda: UINT64_MAX, "2^63": lambda: 2**63, "2^62": lambda: 2**62,
+                 "now+1": lambda: time.monotonic_ns() + 1, "now": time.monotonic_ns,
+                 "1": lambda: 1, "0": lambda: 0}
+
+
+@pytest.mark.parametrize("deadline_ns", ANY_DEADLINES.values(), ids=ANY_DEADLINES.keys())
+def test_a_fenced_deadline_of_any_value_leaves_later_deadlines_kept(finite_loop, deadline_ns):
+    """A fenced execution waiting on its fences with any deadline; then one with a deadline
+    100 ms away, whose fence never signals, still ends missing it."""
+    never = SyncFence()
+    status, done, info = finite_loop.executeFenced(
+        loop_request().request, [never], MeasureTiming.NO,
+        OptionalTimePoint(nanosecondsSinceEpoch=deadline_ns()), duration(None), duration(None))
+    assert status in (ErrorStatus.NONE, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
+    time.sleep(0.05)     # the deadline timer takes the first deadline
+    outcome = execute(finite_loop, loop_request().request, Path.FENCED, wait_for=[SyncFence()],
+                      deadline=deadline_in(0.1))
+    assert outcome.status in MISSED_DEADLINE, outcome
+    never.signal()
+    if status == ErrorStatus.NONE:
+        assert done.wait(CALLBACK_TIMEOUT_S) != FenceState.ACTIVE
+        assert info.getExecutionInfo()[0] in (ErrorStatus.NONE, *MISSED_DEADLINE)
+
+
+def open_file_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_finished_fenced_execution_frees_the_request_before_its_deadline(finite_loop):
+    """An execution holds its copy of the request (and so the caller's pools) until it ends,
+    not until its deadline: after many executions with a deadline an hour away have
+    finished and the caller dropped its pools, their memory is freed."""
+    gc.collect()
+    before = open_file_descriptors()
+    for _ in range(50):
+        io, fence = loop_request(), SyncFence()
+        status, done, _info = finite_loop.executeFenced(
+            io.request, [fence], MeasureTiming.NO, deadline_in(3600), duration(None), duration(None))
+        assert status == ErrorStatus.NONE
+        fence.signal()
+        assert done.wait(CALLBACK_TIMEOUT_S) == FenceState.SIGNALED
+        assert io.output(0, [1]).tolist() == [100.0]
+        del io, fence, done, _info
+    gc.collect()
+    # Each request has two pools, each its own file descriptor.
+    assert open_file_descriptors() - before < 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -89,3 +90,59 @@ def test_timer_runs_actions_in_time_order_on_one_thread():
     assert finished.wait(WAIT_S)
     assert done == ["now", "soon", "late"]
     assert names == {"test-timer"}
+
+
+@pytest.mark.parametrize("far_ns", [2**62, 2**63, 2**64 - 1, 10**30], ids=lambda n: f"{n:.3g}")
+def test_timer_outlives_an_action_due_any_distance_ahead(far_ns):
+    """A lock refuses a timeout past threading.TIMEOUT_MAX: a far action may not cost the
+    timer its thread, and actions due sooner still run."""
+    timer = Timer(thread_name="test-timer-far")
+    far_ran, soon = threading.Event(), threading.Event()
+    timer.call_at(far_ns, far_ran.set)
+    time.sleep(0.05)        # the thread takes the far action as the next one due
+    timer.call_later(0.01, soon.set)
+    assert soon.wait(WAIT_S), "an action due soon did not run after one due far ahead"
+    assert not far_ran.is_set()
+
+
+def test_timer_goes_on_after_an_action_raises(monkeypatch):
+    timer = Timer(thread_name="test-timer-failing")
+    reported = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: reported.append(args))
+    after = threading.Event()
+
+    def failing() -> None:
+        raise KeyError("bug")
+
+    now = time.monotonic_ns()
+    timer.call_at(now, failing)
+    timer.call_at(now + 1, after.set)
+    assert after.wait(WAIT_S), "the action after a failing one did not run"
+    assert len(reported) == 1
+    assert reported[0].exc_type is KeyError
+    assert reported[0].thread.name == "test-timer-failing"
+
+
+def test_a_cancelled_action_is_neither_run_nor_held():
+    timer = Timer(thread_name="test-timer-cancel")
+    ran, later = [], threading.Event()
+
+    class Action:
+        def __call__(self) -> None:
+            ran.append(self)
+
+    cancels = []
+    for _ in range(100):
+        action = Action()
+        kept = weakref.ref(action)
+        cancels.append(timer.call_at(time.monotonic_ns() + 3600 * 10**9, action))
+        del action
+    due_now = Action()
+    cancel_due_now = timer.call_at(time.monotonic_ns(), due_now)
+    for cancel in cancels:
+        cancel()
+    cancel_due_now()            # it may have run already; cancelling it then does nothing
+    assert kept() is None, "the timer still holds a cancelled action"
+    timer.call_later(0.01, later.set)
+    assert later.wait(WAIT_S)
+    assert all(action is due_now for action in ran)
