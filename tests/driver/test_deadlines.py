@@ -262,3 +262,10 @@ def test_a_finished_fenced_execution_frees_the_request_before_its_deadline(finit
     gc.collect()
     # Each request has two pools, each its own file descriptor.
     assert open_file_descriptors() - before < 10
+
+
+@pytest.mark.parametrize("timeout_s", [1e10, 1e300, float("inf")])
+def test_a_wait_of_any_length_ends_when_the_fence_signals(timeout_s):
+    """A lock refuses a timeout past threading.TIMEOUT_MAX: a longer wait is as long as that."""
+    fence = fence_signalled_after(0.05)
+    assert fence.wait(timeout_s) == FenceState.SIGNALED
