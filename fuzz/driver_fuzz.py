@@ -57,6 +57,7 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 from fuzz.cpu_binding import NO_BINDING_ENV, bind_to_free_cpu, supervises_others  # noqa: E402
 from fuzz.drivers import (DRIVER_ENV, NO_RELATIONS_ENV, REFERENCE_ENV, configured_spec,  # noqa: E402
                           top_package)
+from hal_client.device import DriverSpecError, report_spec_error  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 60
 DRIVER_FLAG = "--driver"
@@ -272,14 +273,17 @@ def main() -> None:
     bind_cpu(argv)
 
     import atheris
-    with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
-        from driver.operations.registry import supported_types
-        from fuzz import harness
-        from fuzz.drivers import make_device
-        from hal_client.watchdog import WATCHDOG
-        supported_types()            # operation modules load lazily: load them instrumented
-        device = make_device(spec)
-    oracles = harness.configured_oracles()
+    try:
+        with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
+            from driver.operations.registry import supported_types
+            from fuzz import harness
+            from fuzz.drivers import make_device
+            from hal_client.watchdog import WATCHDOG
+            supported_types()            # operation modules load lazily: load them instrumented
+            device = make_device(spec)
+        oracles = harness.configured_oracles()
+    except DriverSpecError as error:
+        sys.exit(report_spec_error(error))
 
     stats_dir = os.environ.get(STATS_DIR_ENV)
 

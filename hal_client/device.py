@@ -14,6 +14,8 @@ DEFAULT_DRIVER = "driver:SampleDriver"
 
 #: The IDevice methods every client calls; a factory result lacking one is refused early.
 REQUIRED_METHODS = ("getSupportedOperations_1_3", "prepareModel_1_3")
+#: The exit status of a command line whose --driver (or --reference) gives no device.
+SPEC_ERROR_EXIT_STATUS = 2
 
 
 class DriverSpecError(ValueError):
@@ -30,8 +32,9 @@ def load_factory(spec: str) -> Callable[[], Any]:
         sys.path.append(os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise DriverSpecError(f"--driver {spec!r}: cannot import {module_name}: {exc}") from exc
+    except (Exception, SystemExit) as exc:   # a module may fail to load in any way
+        raise DriverSpecError(f"--driver {spec!r}: cannot import {module_name}: "
+                              f"{_failure(exc)}") from exc
     for name in attribute_path.split("."):
         if not hasattr(target, name):
             raise DriverSpecError(f"--driver {spec!r}: {target!r} has no attribute {name!r}")
@@ -42,9 +45,29 @@ def load_factory(spec: str) -> Callable[[], Any]:
 
 
 def make_device(spec: str) -> Any:
-    """The device made by the factory ``spec`` names."""
-    device = load_factory(spec)()
+    """The device made by the factory ``spec`` names. A factory that fails in any way (it
+    raises, calls sys.exit, returns something that is no device) is a DriverSpecError."""
+    factory = load_factory(spec)
+    try:
+        device = factory()
+    except (Exception, SystemExit) as exc:
+        raise DriverSpecError(f"--driver {spec!r}: the factory failed: {_failure(exc)}") from exc
     missing = [name for name in REQUIRED_METHODS if not callable(getattr(device, name, None))]
     if missing:
-        raise DriverSpecError(f"--driver {spec!r}: the device lacks {', '.join(missing)}")
+        raise DriverSpecError(f"--driver {spec!r}: the factory returned {type(device).__name__}, "
+                              f"not a device: it lacks {', '.join(missing)}")
     return device
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+
+def report_spec_error(error: DriverSpecError) -> int:
+    """For command lines: print the error as a message (not a traceback) and return the
+    exit status to end with."""
+    print(f"ERROR cannot make the device: {error}", file=sys.stderr, flush=True)
+    return SPEC_ERROR_EXIT_STATUS

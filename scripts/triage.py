@@ -62,6 +62,7 @@ from fuzz.drivers import (DRIVER_ENV, NO_REFERENCE, REFERENCE_ENV, configured_re
                           configured_spec, environment)
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory
 from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation
+from hal_client.device import DriverSpecError, make_device, report_spec_error
 from fuzz.reduce import case_size, minimize, subgraphs
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
@@ -528,6 +529,14 @@ def main(argv: list[str] | None = None) -> int:
     spec = args.driver or configured_spec()
     reference = (configured_reference(spec) if args.reference is None
                  else None if args.reference == NO_REFERENCE else args.reference)
+    # A spec that gives no device would have every artifact "reproduce" as the worker's
+    # death: refuse it here, with a message.
+    try:
+        make_device(spec)
+        if reference:
+            make_device(reference)
+    except DriverSpecError as error:
+        return report_spec_error(error)
     os.environ.update(environment(spec, reference))  # the worker and libFuzzer's minimiser inherit it
     artifacts = args.artifacts or new_artifacts(args.out, Path.cwd())
     if not artifacts:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..device import DEFAULT_DRIVER, make_device
+from ..device import DEFAULT_DRIVER, DriverSpecError, make_device, report_spec_error
 from ..paths import ExecutionPath
 from .loader import LoadError, find_model_files, load_examples
 from .runner import RunOptions, Variant, Verdict, run_files
@@ -82,9 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a message rather than a traceback.
     try:
         make_device(arguments.driver)
-    except (ImportError, ValueError) as error:
-        print(f"ERROR cannot make the device: {error}", file=sys.stderr)
-        return 2
+    except DriverSpecError as error:
+        return report_spec_error(error)
     options = RunOptions(paths=arguments.execution_paths, variants=arguments.variants,
                          call_timeout=arguments.timeout)
     counts = {verdict: 0 for verdict in Verdict}
