@@ -252,7 +252,7 @@ class Worker:
             process.stdin.write(base64.b64encode(data) + b"\n")
             process.stdin.flush()
         except BrokenPipeError:
-            return self._died(process)
+            return self._died(process, data)
         ready, _, _ = select.select([process.stdout], [], [], timeout_s)
         if not ready:
             self.close()
@@ -501,6 +501,20 @@ def new_artifacts(*folders: Path) -> list[Path]:
     return found
 
 
+def given_artifacts(paths: list[Path]) -> list[Path]:
+    """The artifacts the command line names: a file as it is, a folder as the artifacts in
+    it (as ``new_artifacts`` finds them)."""
+    artifacts = []
+    for path in paths:
+        if not path.is_dir():
+            artifacts.append(path)
+        elif found := new_artifacts(path):
+            artifacts += found
+        else:
+            print(f"{path}: a folder with no artifacts in it", file=sys.stderr)
+    return list(dict.fromkeys(artifacts))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("artifacts", nargs="*", type=Path)
@@ -538,19 +552,24 @@ def main(argv: list[str] | None = None) -> int:
     except DriverSpecError as error:
         return report_spec_error(error)
     os.environ.update(environment(spec, reference))  # the worker and libFuzzer's minimiser inherit it
-    artifacts = args.artifacts or new_artifacts(args.out, Path.cwd())
+    artifacts = given_artifacts(args.artifacts) if args.artifacts else new_artifacts(args.out, Path.cwd())
     if not artifacts:
         print("no artifacts to triage")
         return 0
     workdir = REPO_ROOT / "fuzz-work" / "triage"
     workdir.mkdir(parents=True, exist_ok=True)
     worker = Worker(spec, args.memory_limit_mb)
-    results = []
+    results, errors = [], 0
     try:
         for artifact in artifacts:
-            result = triage_one(artifact, worker, args.out, spec, libfuzzer_s=args.libfuzzer_seconds,
-                                structural_s=args.structural_seconds, workdir=workdir,
-                                log=lambda line: print(line, flush=True))
+            try:
+                result = triage_one(artifact, worker, args.out, spec, libfuzzer_s=args.libfuzzer_seconds,
+                                    structural_s=args.structural_seconds, workdir=workdir,
+                                    log=lambda line: print(line, flush=True))
+            except Exception as error:   # one artifact's trouble; the others are still triaged
+                print(f"ERROR {artifact}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+                errors += 1
+                continue
             results.append(result)
             if result.stored and not args.keep and artifact.resolve() != Path(result.stored).resolve():
                 artifact.unlink()
@@ -561,8 +580,9 @@ def main(argv: list[str] | None = None) -> int:
         worker.close()
     stored = {r.stored for r in results if r.stored}
     print(f"{len(artifacts)} artifacts, {len(stored)} distinct reproducers, "
-          f"{sum(r.failure is None for r in results)} not reproduced")
-    return 0
+          f"{sum(r.failure is None for r in results)} not reproduced"
+          + (f", {errors} could not be triaged" if errors else ""))
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

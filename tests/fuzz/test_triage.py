@@ -339,3 +339,36 @@ def test_finding_copies_are_taken_only_without_their_libfuzzer_artifact(tmp_path
         (tmp_path / name).write_bytes(b"x")
     assert [p.name for p in triage.new_artifacts(tmp_path)] == ["crash-aaa", "oom-ccc", "finding-bbb"]
     assert triage.finding_twin(tmp_path / "oom-ccc") == tmp_path / "finding-ccc"
+
+
+# --- the command line -----------------------------------------------------------------------
+
+def test_the_command_line_takes_folders_and_goes_past_what_it_cannot_triage(tmp_path, capsys,
+                                                                          monkeypatch):
+    """A folder stands for the artifacts in it; an argument that cannot be triaged is
+    reported and the ones after it are still triaged."""
+    seen = []
+
+    def triage_one(artifact, *_args, **_kwargs):
+        seen.append(artifact.name)
+        artifact.read_bytes()           # a missing file raises here
+        return triage.Triaged(artifact.name, None)
+
+    monkeypatch.setattr(triage, "triage_one", triage_one)
+    for variable in (triage.DRIVER_ENV, triage.REFERENCE_ENV):   # main sets them for its worker
+        monkeypatch.setenv(variable, "")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in ("crash-1", "timeout-2", "notes.txt"):
+        (folder / name).write_bytes(b"\0")
+    last = tmp_path / "crash-3"
+    last.write_bytes(b"\0")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code = triage.main([str(folder), str(empty), str(tmp_path / "crash-missing"), str(last),
+                        "--out", str(tmp_path / "out")])
+    assert seen == ["crash-1", "timeout-2", "crash-missing", "crash-3"]
+    err = capsys.readouterr().err
+    assert "crash-missing" in err and "FileNotFoundError" in err
+    assert f"{empty}: a folder with no artifacts" in err
+    assert code == 1
