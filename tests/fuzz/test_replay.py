@@ -4,13 +4,17 @@ sidecar marks "fixed". Each reproducer is its own case: a missing or malformed s
 fails that case, saying what is wrong, and nothing else.
 
 A reproducer whose sidecar says "open" is a known, not yet fixed failure: it is expected to
-fail (xfail, not strict, with the sidecar's message as the reason), so the suite stays
-green while the bug is open and reports XPASS once a fix lands, the cue to mark it fixed.
+fail (a strict xfail, with the sidecar's message as the reason), so the suite stays green
+while the bug is open, and fails with XPASS(strict) once a fix lands, saying to mark it
+fixed.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -87,12 +91,41 @@ def test_corpus_input_passes(path, device):
     replay(path, device)
 
 
-@pytest.mark.parametrize("path", replay_params(REPO_ROOT / "crashes"))
-def test_crash_reproducer_passes(path, device, request):
+def replay_reproducer(path: Path, device, request) -> None:
+    """Replay a reproducer of crashes/ as its sidecar says: one still open must fail."""
     info = read_sidecar(path)
     if info["status"] == "open":
-        request.applymarker(pytest.mark.xfail(strict=False, reason=f"open: {info['message'][:200]}"))
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            f"open: {info['message'][:200]} (if it passes, the bug is fixed: set the status "
+            f"in {path.with_suffix('.json').name} to fixed)")))
     replay(path, device, info.get("memory_limit_mb", DEFAULT_BUDGET_MB))
+
+
+@pytest.mark.parametrize("path", replay_params(REPO_ROOT / "crashes"))
+def test_crash_reproducer_passes(path, device, request):
+    replay_reproducer(path, device, request)
+
+
+def test_an_open_reproducer_that_passes_fails_the_suite(tmp_path):
+    """An open reproducer the driver no longer fails on is an XPASS(strict) failure, which
+    says to mark it fixed."""
+    reproducer = tmp_path / "0123456789abcdef"
+    reproducer.write_bytes(inputs_in(REPO_ROOT / "corpus")[0].read_bytes())
+    reproducer.with_suffix(".json").write_text(json.dumps(
+        {"kind": "crash", "signature": "s", "message": "a bug", "status": "open"}))
+    test_file = tmp_path / "test_open_reproducer.py"
+    test_file.write_text(
+        "from pathlib import Path\n"
+        "from driver import SampleDriver\n"
+        "from tests.fuzz.test_replay import replay_reproducer\n\n"
+        "def test_open(request):\n"
+        f"    replay_reproducer(Path({str(reproducer)!r}), SampleDriver(), request)\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rX", str(test_file)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-2000:]
+    assert "XPASS(strict)" in result.stdout and "to fixed" in result.stdout, result.stdout[-2000:]
 
 
 @pytest.mark.parametrize("sidecar, complaint", [
