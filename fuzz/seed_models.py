@@ -36,7 +36,10 @@ from .mutator.blocks import TENSOR_TYPES
 from .mutator.operations import output_shapes
 
 #: Every seed bounds its loops: a loop that never ends costs this much, not the 2 s default.
-SEED_LOOP_TIMEOUT_NS = 5_000_000
+#: The longest timeout the codec carries, so that every seed's loops end well inside it on
+#: a slow or loaded machine (the slowest, a quantized LSTM in a WHILE body, takes about
+#: 25 ms on a fast one); a mutation of the choices makes the timeout short again.
+SEED_LOOP_TIMEOUT_NS = codec.LOOP_TIMEOUT_CAP_US * 1000
 
 F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 Q8 = T.TENSOR_QUANT8_ASYMM

@@ -3,6 +3,7 @@ what they say, and the hand-written seeds run."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import random
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 from driver import SampleDriver
 from driver.errors import ValidationError
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as Op
+from driver.hal.enums import LoopTimeoutDurationNs
 from driver.limits import MEMORY_BUDGET_BYTES
 from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
@@ -57,9 +59,16 @@ def test_seed_is_valid_and_runs(device, name):
     assert is_valid(case)
     outcome = harness.run_case(case, device)
     assert outcome.prepare_status == ErrorStatus.NONE
-    expected = (ErrorStatus.MISSED_DEADLINE_TRANSIENT if name == "while_infinite"
-                else ErrorStatus.NONE)
-    assert outcome.first.status == expected
+    if name == "while_infinite":
+        assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+        return
+    if outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT:
+        # Its loops outlasted the seed's timeout, which only a machine slower or busier than
+        # the timeout allows for does: given the longest timeout, they must end.
+        case.choices = dataclasses.replace(case.choices,
+                                           loopTimeoutDuration_ns=LoopTimeoutDurationNs.MAXIMUM)
+        outcome = harness.run_case(case, device)
+    assert outcome.first.status == ErrorStatus.NONE
 
 
 def test_every_registered_operation_has_generated_seeds():
