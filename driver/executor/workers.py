@@ -65,12 +65,8 @@ class WorkerPool:
             with lock:
                 self._idle -= 1
                 self._queued -= 1
-            try:
-                job()
-            except BaseException as error:    # noqa: B036 - reported, then the next job
-                _report(error)
-            finally:
-                del job
+            run_reported(job)
+            del job             # nothing of it stays alive while the thread waits
 
 
 #: The longest the timer sleeps at once. A lock or condition refuses a timeout past
@@ -141,16 +137,15 @@ class Timer:
                 if action is None:
                     self._cancelled -= 1
                     continue
-            try:
-                action()
-            except BaseException as error:    # noqa: B036 - reported, then the next action
-                _report(error)
-            finally:
-                del action
+            run_reported(action)
+            del action
 
 
-def _report(error: BaseException) -> None:
-    """An exception that ended a job or an action, to threading.excepthook (as for a thread
-    of its own)."""
-    threading.excepthook(threading.ExceptHookArgs(
-        (type(error), error, error.__traceback__, threading.current_thread())))
+def run_reported(job: Job) -> None:
+    """Run ``job``; an exception it raises goes to threading.excepthook (as it would for a
+    thread of its own), and the caller goes on."""
+    try:
+        job()
+    except BaseException as error:    # noqa: B036 - reported, then the next one
+        threading.excepthook(threading.ExceptHookArgs(
+            (type(error), error, error.__traceback__, threading.current_thread())))

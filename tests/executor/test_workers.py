@@ -82,11 +82,12 @@ def test_timer_runs_actions_in_time_order_on_one_thread():
                 finished.set()
         return run
 
-    # All three are queued well before the first is due, whatever the machine's load.
+    # "soon" is due 100 ms after "now" if it is queued at once, and before "late" unless
+    # queueing it takes 400 ms.
     start = time.monotonic_ns() + 200_000_000
-    timer.call_at(start + 20_000_000, action("late", last=True))
+    timer.call_at(start + 500_000_000, action("late", last=True))
     timer.call_at(start, action("now"))
-    timer.call_later(0.21, action("soon"))
+    timer.call_later(0.3, action("soon"))
     assert finished.wait(WAIT_S)
     assert done == ["now", "soon", "late"]
     assert names == {"test-timer"}
