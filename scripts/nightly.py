@@ -587,9 +587,11 @@ def main(argv: list[str] | None = None) -> int:
     status = fuzz(args, spec, seconds, left_s(budget.fuzz), artifacts, stats_dir, log_path)
     ends = {"fuzzing": time.monotonic()}
     progress = last_progress(log_path.read_text(errors="replace"))
-    if progress.executions == 0:
+    if progress.executions == 0 and status != -signal.SIGKILL:
         log(f"the fuzzer ran no input (exit {status}); see {log_path}")
         return 2
+    if status == -signal.SIGKILL:
+        log("the fuzzer was stopped at the end of its share of the time")
     harness_line = harness_summary(stats_dir)
     shutil.rmtree(stats_dir)
     log(harness_line)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from driver import SampleDriver
-from driver.hal import OperandLifeTime as L, OperandType, OperationType
+from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType, OperationType
 from fuzz import harness, oracles, reduce
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
@@ -174,6 +174,32 @@ def test_assertion_and_hang_signatures():
     # Where it was stuck, by module: hangs in two kernels reached the same way differ.
     assert "| in tests/fuzz/test_triage.py: " in hang.signature
     assert not hang.same_bug(assertion)
+
+
+def test_a_violations_bucket_refines_its_signature():
+    """An oracle (or a driver's own check) that knows more of where a failure lies sets the
+    violation's bucket: another bucket, another bug; the minimiser still takes either."""
+    key = "SYNC: output values"
+    plain = triage.describe(oracles.ReferenceMismatchViolation("differs", key=key))
+    refined = triage.describe(oracles.ReferenceMismatchViolation("differs", key=key, bucket="output of CONV_2D"))
+    assert refined.signature == triage.bucket_key(refined) == plain.signature + " | output of CONV_2D"
+    assert refined.digest != plain.digest
+    assert refined.same_bug(plain) and plain.same_bug(refined)
+
+
+def test_a_wrong_output_is_bucketed_by_the_operation_producing_it():
+    case = case_of(models.add_model())
+
+    def result(path: ExecutionPath, value: float) -> oracles.ExecutionResult:
+        return oracles.ExecutionResult(path, ErrorStatus.NONE, None, [np.full(4, value, np.float32).tobytes()])
+    expected = result(ExecutionPath.SYNC, 1.0)
+    mismatch = failure_from(lambda: oracles.check_same_outputs(
+        expected, result(ExecutionPath.SYNC, 2.0), case.model, case.request,
+        oracles.ReferenceMismatchViolation, "SYNC"))
+    assert mismatch.signature == "assertion | reference-mismatch | SYNC: output values | output of ADD"
+    differing = failure_from(lambda: oracles.check_same_results(
+        expected, result(ExecutionPath.BURST, 2.0), case.model, case.request, fenced_comparable=True))
+    assert differing.signature == "assertion | determinism | SYNC vs BURST: output bytes | output of ADD"
 
 
 def test_store_writes_sidecar_and_collapses_duplicates(tmp_path):
