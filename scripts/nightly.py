@@ -280,9 +280,8 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
     of the time (findings left then are not triaged), the buckets share the rest (one
     left less than MIN_MINIMISATION_S is unminimised); the raw artifacts stay."""
     workdir = Path(tempfile.mkdtemp(prefix="nightly-triage-"))
-    worker = triage.Worker(spec, args.rss_limit_mb)
-    if deadline is not None:
-        worker.deadline = time.monotonic() + REPRODUCTION_SHARE * left_s(deadline)
+    reproduced_by = time.monotonic() + REPRODUCTION_SHARE * left_s(deadline) if deadline is not None else None
+    worker = triage.Worker(spec, args.rss_limit_mb, deadline=reproduced_by)
     results: list[Finding] = []
     seen: set[str] = set()
     try:
@@ -382,11 +381,12 @@ def store_finding(data: bytes, result: triage.Triaged, spec: str, findings: Path
 
 # --- 3. corpus merge ------------------------------------------------------------------------------
 
-def merge_corpus(args, spec: str, log_path: Path, limit_s: float) -> tuple[int, int]:
+def merge_corpus(args, spec: str, log_path: Path, end: float) -> tuple[int, int]:
     """Merge the working corpus with the seeds; keep the non-seed part, bounded. Returns
-    (inputs before the merge, after). A merge not done in ``limit_s`` leaves the corpus as it was."""
+    (inputs before the merge, after). A merge not done by ``end`` (time.monotonic()) leaves
+    the corpus as it was."""
     before = len(inputs_in(args.work))
-    if limit_s < 1:
+    if left_s(end) < 1:
         log("no time left to merge: the working corpus is kept as it was")
         return before, before
     with tempfile.TemporaryDirectory(prefix="nightly-merge-") as scratch:
@@ -397,9 +397,9 @@ def merge_corpus(args, spec: str, log_path: Path, limit_s: float) -> tuple[int, 
                    f"-timeout={args.timeout}", f"-rss_limit_mb={args.rss_limit_mb}",
                    f"-artifact_prefix={artifacts}/"]
         log("merging the working corpus")
-        status = run_logged(command, child_env(spec), log_path, limit_s)
+        status = run_logged(command, child_env(spec), log_path, left_s(end))
         if status != 0:
-            log(f"merge failed (exit {status}): the working corpus is kept as it was")
+            log(f"merge failed or did not end in time (exit {status}): the working corpus is kept as it was")
             return before, before
         seeds = {sha1(p.read_bytes()) for p in inputs_in(args.seeds)}
         kept = [p for p in inputs_in(merged) if sha1(p.read_bytes()) not in seeds]
@@ -426,27 +426,29 @@ def replay(folders: list[Path], memory_limit_mb: int) -> None:
     print(harness.STATS.summary(), f"({failing} failing)", file=sys.stderr)
 
 
-def coverage_report(args, spec: str, report: Path, log_path: Path, limit_s: float) -> dict[str, float]:
+def coverage_report(args, spec: str, report: Path, log_path: Path, end: float) -> dict[str, float]:
     """HTML report in ``report``; percent of lines covered per package and in total (none
-    when the replay was not done in ``limit_s``)."""
-    if limit_s < 1:
-        log("no time left to measure coverage")
-        return {}
+    when the replay and the report are not done by ``end``, time.monotonic())."""
     data_file = report.parent / ".coverage"
     sources = ",".join(str(REPO_ROOT / name) for name in COVERED)
     env = child_env(spec)
     coverage = [sys.executable, "-m", "coverage"]
-    run = [*coverage, "run", f"--data-file={data_file}", f"--source={sources}", str(Path(__file__).resolve()),
-           "--replay", str(args.seeds), str(args.work), f"--rss-limit-mb={args.rss_limit_mb}"]
-    log("replaying the merged corpus under coverage.py")
-    if run_logged(run, env, log_path, limit_s) != 0:
-        log(f"the replay did not end within {limit_s:.0f} s: coverage not measured")
-        return {}
-    subprocess.run([*coverage, "html", f"--data-file={data_file}", "-d", str(report), "--quiet"],
-                   env=env, cwd=REPO_ROOT, check=True)
     json_path = report / "coverage.json"
-    subprocess.run([*coverage, "json", f"--data-file={data_file}", "-o", str(json_path), "--quiet"],
-                   env=env, cwd=REPO_ROOT, check=True)
+    steps = {
+        "replaying the merged corpus under coverage.py":
+            [*coverage, "run", f"--data-file={data_file}", f"--source={sources}", str(Path(__file__).resolve()),
+             "--replay", str(args.seeds), str(args.work), f"--rss-limit-mb={args.rss_limit_mb}"],
+        "writing the coverage report": [*coverage, "html", f"--data-file={data_file}", "-d", str(report), "--quiet"],
+        "reading the coverage figures": [*coverage, "json", f"--data-file={data_file}", "-o", str(json_path), "--quiet"],
+    }
+    for step, command in steps.items():
+        if left_s(end) < 1:
+            log(f"no time left for {step}: coverage not measured")
+            return {}
+        log(step)
+        if run_logged(command, env, log_path, left_s(end)) != 0:
+            log(f"{step} failed or did not end in time: coverage not measured; see {log_path}")
+            return {}
     files = json.loads(json_path.read_text())["files"]
     json_path.unlink()
     data_file.unlink()
@@ -597,9 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     log(harness_line)
     results = triage_findings(triage.new_artifacts(artifacts), spec, findings, args, deadline=budget.triage)
     ends["triage"] = time.monotonic()
-    corpus = (restored, *merge_corpus(args, spec, out / "merge.log", left_s(budget.merge)))
+    corpus = (restored, *merge_corpus(args, spec, out / "merge.log", budget.merge))
     ends["merge"] = time.monotonic()
-    percents = coverage_report(args, spec, out / "coverage", out / "replay.log", left_s(budget.coverage))
+    percents = coverage_report(args, spec, out / "coverage", out / "replay.log", budget.coverage)
     ends["coverage"] = time.monotonic()
     times = [start, *ends.values()]
     phases = {phase: end - begin for phase, begin, end in zip(ends, times, times[1:])}

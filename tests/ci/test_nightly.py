@@ -4,9 +4,11 @@ reproducer per bug, laid out as crashes/ is, which the replay test takes as an o
 Either run ends within its time (--seconds, the whole job) and the stated margin.
 
 The broken driver's bug is not left to chance: data/ holds two unminimised inputs that
-reach it (found by fuzzing SupportedDisagrees), added to the seeds with a dozen more
-cases reaching it. libFuzzer reports a failing seed as it loads the seeds, so the run has
-many raw findings of one bug: one bucket, minimised once, the rest counted."""
+reach it (found by fuzzing SupportedDisagrees), added to the seeds. libFuzzer reports a
+failing seed as it loads the seeds, so the run has two raw findings of one bug: one
+bucket, minimised once, the other counted. (Each failing seed restarts libFuzzer's
+process, which takes seconds: many findings of one bug are triaged without it, under a
+deadline.)"""
 from __future__ import annotations
 
 import json
@@ -53,7 +55,7 @@ def seeds(tmp_path_factory) -> Path:
 
 #: The job's time in these runs: enough, on two loaded cores, for libFuzzer to load the
 #: seeds and for the merge and the coverage replay to end.
-JOB_S = 180
+JOB_S = 150
 
 
 def run_nightly(tmp_path: Path, seeds: Path, *flags: str) -> subprocess.CompletedProcess:
@@ -101,8 +103,6 @@ def test_broken_driver_nightly_stores_one_minimised_reproducer(tmp_path, seeds):
     (tmp_path / "seeds").mkdir()
     for path in [*sorted(seeds.iterdir())[:10], *REACHING_THE_BUG]:
         shutil.copy(path, tmp_path / "seeds" / path.name)
-    for k, data in enumerate(bug_reaching_variants()):
-        (tmp_path / "seeds" / f"variant-{k}").write_bytes(data)
     result = run_nightly(tmp_path, tmp_path / "seeds", f"--driver={BROKEN}")
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     out = tmp_path / "out"
@@ -118,7 +118,7 @@ def test_broken_driver_nightly_stores_one_minimised_reproducer(tmp_path, seeds):
     # Every finding reproduced is counted in the one bucket; only the smallest few of them
     # were minimised (the minimiser names each artifact it starts on).
     raw = triage.new_artifacts(out / "artifacts")
-    assert len(raw) > nightly.MINIMISED_PER_BUG
+    assert len(raw) >= 1
     summary = (out / "summary.md").read_text()
     headline = re.search(r"(\d+) findings in 1 buckets: 1 minimised, 0 known, 0 left unminimised; "
                          r"0 not reproduced, (\d+) not triaged for lack of time", summary)
@@ -208,6 +208,24 @@ def bug_artifacts(folder: Path, count: int) -> list[Path]:
     for path, data in zip(paths, bug_reaching_variants()):
         path.write_bytes(data)
     return paths
+
+
+@pytest.mark.slow
+def test_many_findings_of_one_bug_are_minimised_once_and_counted(tmp_path, capsys):
+    artifacts = bug_artifacts(tmp_path / "artifacts", 12)
+    args = nightly.parse_args([])                  # 120 s per finding, were there the time
+    triage_s = 30
+    deadline = time.monotonic() + triage_s
+    found = nightly.triage_findings(artifacts, BROKEN, tmp_path / "findings", args, known=tmp_path / "known",
+                                    deadline=deadline)
+    assert time.monotonic() <= deadline + nightly.MARGIN_S
+    statuses = [finding.status for finding in found]
+    assert statuses.count("new") == 1 and set(statuses) <= {"new", "duplicate", "not triaged"}, statuses
+    assert len(reproducers(tmp_path / "findings")) == 1
+    [bucket] = nightly.buckets_of(found)
+    assert len(bucket) == 12 - statuses.count("not triaged") and nightly.standing_for(bucket).status == "new"
+    started = re.findall(r"^\S+/crash-\d+: assertion: ", capsys.readouterr().out, re.MULTILINE)
+    assert 1 <= len(started) <= nightly.MINIMISED_PER_BUG
 
 
 def test_findings_past_the_deadline_are_reported_not_triaged(tmp_path):
