@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
+import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
@@ -291,13 +292,17 @@ def test_an_oom_without_frames_is_signed_by_the_model_operations():
 
 class ScriptedWorker(triage.Worker):
     """A stand-in worker process answering by the input: ``quiet`` passes after mentioning
-    a MemoryError on stderr, ``dies`` exits 3, ``starved`` exits 1 after a MemoryError."""
+    a MemoryError on stderr, ``dies`` exits 3, ``stalls`` answers after a minute,
+    ``starved`` exits 1 after a MemoryError."""
 
     SCRIPT = """
-import base64, sys
+import base64, sys, time
 for line in sys.stdin:
     data = base64.b64decode(line)
-    if data == b"quiet":
+    if data == b"stalls":
+        time.sleep(60)
+        print('{"failure": null}', flush=True)
+    elif data == b"quiet":
         sys.stderr.write("no MemoryError here\\n"); sys.stderr.flush()
         print('{"failure": null}', flush=True)
     elif data == b"dies":
@@ -320,6 +325,19 @@ def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
         assert (starved.kind, starved.exception) == ("oom", "exit 1")
         assert "out of memory: MemoryError" in starved.message
         assert starved.signature.startswith("oom | memory-limit | operations:")
+    finally:
+        worker.close()
+
+
+def test_a_run_still_going_at_the_workers_deadline_is_out_of_time():
+    """Not a hang: the input's failure, if any, is unknown."""
+    worker = ScriptedWorker("unused", deadline=time.monotonic() + 5)
+    try:
+        with pytest.raises(triage.OutOfTime):
+            worker.run(b"stalls")
+        with pytest.raises(triage.OutOfTime):         # past the deadline, nothing runs
+            worker.run(b"quiet")
+        assert worker.process is None
     finally:
         worker.close()
 
