@@ -505,7 +505,8 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
         "| --- | --- |",
         f"| time | {seconds} s on {args.jobs} processes (`-fork={args.jobs}`) |",
         f"| job | {timing[0]} s: {', '.join(f'{phase} {taken:.0f} s' for phase, taken in timing[1].items())} |",
-        f"| inputs run | {progress.executions:,} ({rate:,.0f} exec/s) |",
+        f"| inputs run | {progress.executions:,} ({rate:,.0f} exec/s) |" if progress.executions else
+        "| inputs run | not reported (libFuzzer was stopped before its first report) |",
         f"| coverage features | cov {progress.coverage:,}, ft {progress.features:,} |",
         f"| corpus | {len(inputs_in(args.seeds)):,} seeds; working corpus {corpus[0]:,} inputs restored, {corpus[1]:,} after fuzzing, {corpus[2]:,} after merge |",
         f"| line coverage (replay of the merged corpus) | {line_coverage} |",

@@ -101,7 +101,10 @@ def bucket_key(failure: Failure) -> str:
     - the kind, and the oracle rule broken (any violation: a crash, a status disagreement,
       a wrong answer);
     - for a crash, the exception type; for an assertion, the violation's ``key`` (the way
-      the rule broke: which call, which path, which field);
+      the rule broke: which call, which path, which field). A status disagreement has no
+      stack: the call and the execution path are where it happened. A driver's paths are
+      separate code, and a key names a handful of them at most: a bug reached on every
+      path makes a few buckets, not one per finding;
     - the normalised stack: the innermost SIGNATURE_FRAMES frames in the driver's code
       (project_frames: neither the harness nor libraries), as function and file, without
       line numbers: a line moves with every edit above it, and a bucket must still match
