@@ -8,10 +8,11 @@
 1. fuzz on N processes (libFuzzer's -fork=N, default: every CPU) from the seeds (corpus/)
    plus the persisted working corpus (--work), with a per-input timeout and an RSS limit;
    failures do not stop the run;
-2. triage the findings with scripts/triage.py's functions: reproduce each, smallest first,
-   and put it in its bucket (triage.bucket_key, the signature); a bucket with an open
-   reproducer in crashes/ is known. Of each other bucket, minimise the smallest few
-   findings, store the one that minimised best in OUT/findings/ laid out like crashes/
+2. triage the findings with scripts/triage.py's functions: reproduce each (smallest first,
+   taking turns between the failures findings.log names) and put it in its bucket
+   (triage.bucket_key, the signature); a bucket with an open reproducer in crashes/ is
+   known. Of each other bucket, minimise the smallest few findings, store the one that
+   minimised best in OUT/findings/ laid out like crashes/
    (reproducer, .json sidecar, and a readable .md of the case; a Graphviz .dot, and a
    .png where `dot` is installed, in OUT/findings/graphs/), and count the rest;
 3. merge (-merge=1) the working corpus with the seeds and keep, of the result, the inputs
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -51,7 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 import show_case
 import triage
 from fuzz import codec, harness
-from fuzz.driver_fuzz import STATS_DIR_ENV
+from fuzz.driver_fuzz import STATS_DIR_ENV, findings_log
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_spec, make_device
 from fuzz.memory_limit import memory_budget
 
@@ -268,9 +270,36 @@ def minimised_per_bug(failure: triage.Failure) -> int:
     return MINIMISED_PER_BUG if failure.kind in ("crash", "assertion") else 1
 
 
+def recorded_failures(folders: set[Path]) -> dict[str, str]:
+    """The exception type the harness recorded for each input it saw fail, by the hash
+    artifacts are named with (findings.log, beside them)."""
+    recorded = {}
+    for folder in folders:
+        log_path = findings_log(["", f"-artifact_prefix={folder}/"])
+        if log_path is not None and log_path.exists():
+            for line in log_path.read_text(errors="replace").splitlines():
+                digest, _, failure = line.partition("  ")
+                recorded[digest] = failure.partition(":")[0]
+    return recorded
+
+
+def reproduction_order(artifacts: list[Path]) -> list[Path]:
+    """Smallest first, taking turns between the failures findings.log names (a timeout or
+    an out-of-memory only libFuzzer saw goes by its prefix): when the time to reproduce
+    them runs out, a failure found thousands of times has not kept a rarer one out of the
+    buckets."""
+    recorded = recorded_failures({artifact.parent for artifact in artifacts})
+    groups: dict[str, list[Path]] = {}
+    for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
+        prefix, _, digest = artifact.name.partition("-")
+        groups.setdefault(recorded.get(digest, prefix), []).append(artifact)
+    turns = itertools.zip_longest(*groups.values())
+    return [artifact for turn in turns for artifact in turn if artifact is not None]
+
+
 def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN,
                     deadline: float | None = None) -> list[Finding]:
-    """Reproduce each artifact, smallest first, into its bucket (triage.bucket_key); minimise
+    """Reproduce each artifact (reproduction_order) into its bucket (triage.bucket_key); minimise
     and store in ``findings`` one per bucket, unless ``known`` holds an open reproducer of
     it. A bucket whose reproducers there are all fixed has come back (the fix came undone,
     or another bug fails the same way): it is stored beside them as ``<digest>-<n>``,
@@ -286,7 +315,7 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
     seen: set[str] = set()
     try:
         bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
-        for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
+        for artifact in reproduction_order(artifacts):
             try:
                 failure = worker.run(artifact.read_bytes())
             except triage.OutOfTime:
@@ -298,6 +327,8 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
                 results.append(Finding(artifact.name, "known", failure, reproducer, failure.digest))
             else:
                 bugs.setdefault(failure.digest, []).append((artifact, failure))
+        for same_bug in bugs.values():
+            same_bug.sort(key=lambda found: found[0].stat().st_size)
         worker.deadline = deadline
         # The most frequent first, a hang or an out-of-memory (costlier to minimise) last.
         ordered = sorted(bugs.items(), key=lambda bug: (minimised_per_bug(bug[1][0][1]) == 1, -len(bug[1])))

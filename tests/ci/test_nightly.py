@@ -219,6 +219,21 @@ def test_the_phases_share_the_jobs_time(total_s):
     assert nightly.fuzzing_seconds(budget.fuzz) < budget.fuzz      # libFuzzer winds down within it
 
 
+def test_findings_are_reproduced_taking_turns_between_the_failures_recorded(tmp_path):
+    """A failure found thousands of times does not keep a rarer one from being reproduced
+    before the time runs out."""
+    sizes = {"crash-bbb": 1, "finding-ddd": 2, "crash-aaa": 3, "crash-ccc": 4, "timeout-eee": 5}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(b"x" * size)
+    (tmp_path / "findings.log").write_text(
+        "aaa  SupportedPrepareViolation: [supported-vs-prepare] one\n"
+        "bbb  SupportedPrepareViolation: [supported-vs-prepare] two\n"
+        "ccc  HalExceptionViolation: [exception-from-hal] three\n"
+        "ddd  SupportedPrepareViolation: [supported-vs-prepare] four\n")
+    order = nightly.reproduction_order(triage.new_artifacts(tmp_path))
+    assert [path.name for path in order] == ["crash-bbb", "crash-ccc", "timeout-eee", "finding-ddd", "crash-aaa"]
+
+
 def bug_artifacts(folder: Path, count: int) -> list[Path]:
     folder.mkdir()
     paths = [folder / f"crash-{k}" for k in range(count)]
