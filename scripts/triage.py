@@ -20,8 +20,9 @@ For each artifact:
    keeping a change only while the failure still reproduces; then, for crashes and
    assertions, libFuzzer's -minimize_crash on its encoding, kept when it is shorter and
    reads no larger;
-3. sign it: kind + rule or exception + the project frames where it happened (for an
-   out-of-memory with no such frames, the model's operation types);
+3. sign it (its bucket, bucket_key): kind + rule or exception + the project frames where
+   it happened (for an out-of-memory with no such frames, the model's operation types) +
+   the violation's bucket refinement, if its oracle set one;
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed). An input
    with a signature already stored is a duplicate: the smaller of the two is kept.
