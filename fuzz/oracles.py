@@ -16,7 +16,7 @@ from driver.hal import ErrorStatus, Model, OperandType, OperationType, OutputSha
 from driver.hal.dtypes import STORAGE_DTYPE
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 from hal_client.accuracy import compare_values, tolerance_for
-from hal_client.contract import OracleViolation, main_output_operand
+from hal_client.contract import OracleViolation, main_output_operand, output_producer
 from hal_client.paths import ExecutionPath
 
 from .case import RequestChange
@@ -190,6 +190,14 @@ def check_expected_status(status: ErrorStatus, expected: ErrorStatus,
                         key=f"{what}: {status.name}")
 
 
+def wrong_output_bucket(model: Model, index: int) -> str:
+    """What a wrong output adds to its finding's bucket (scripts/triage.py, bucket_key):
+    the type of the operation that produced it, read off the case at no cost. Two wrong
+    outputs of one rule but of other operations are taken for two bugs."""
+    producer = output_producer(model, index)
+    return f"output of {producer}" if producer else ""
+
+
 # --- determinism --------------------------------------------------------------------------
 
 def _same_bytes(a: bytes, b: bytes, float_dtype: type | None) -> bool:
@@ -249,8 +257,8 @@ def check_same_results(first: ExecutionResult, second: ExecutionResult, model: M
     if first.shapes is not None and second.shapes is not None:
         for i, (a, b) in enumerate(zip(first.shapes, second.shapes)):
             if list(a.dimensions) != list(b.dimensions) or a.isSufficient != b.isSufficient:
-                raise Violation(
-                    f"{paths}: output {i} shape {a} vs {b}", key=f"{paths}: shape")
+                raise Violation(f"{paths}: output {i} shape {a} vs {b}", key=f"{paths}: shape",
+                                bucket=wrong_output_bucket(model, i))
     if has_random_operation(model):
         return
     shared = outputs_sharing_bytes(request)
@@ -263,7 +271,7 @@ def check_same_results(first: ExecutionResult, second: ExecutionResult, model: M
             differ = next(j for j, (x, y) in enumerate(zip(a, b)) if x != y) if len(a) == len(b) else None
             raise Violation(
                 f"{paths}: output {i} bytes differ (first difference at byte {differ}, "
-                f"{len(a)} bytes)", key=f"{paths}: output bytes")
+                f"{len(a)} bytes)", key=f"{paths}: output bytes", bucket=wrong_output_bucket(model, i))
 
 
 # --- the same outputs, within the accuracy criteria ------------------------------------------
@@ -299,7 +307,8 @@ def check_same_outputs(expected: ExecutionResult, actual: ExecutionResult, model
         for i, (a, b) in enumerate(zip(expected.shapes, actual.shapes)):
             if list(a.dimensions) != list(b.dimensions):
                 raise Violation(f"{what}: output {i} has dimensions {list(b.dimensions)}, expected "
-                                f"{list(a.dimensions)}", key=f"{what}: output shape")
+                                f"{list(a.dimensions)}", key=f"{what}: output shape",
+                                bucket=wrong_output_bucket(model, i))
     if has_random_operation(model):
         return len(expected.outputs)
     left_out = 0
@@ -328,7 +337,8 @@ def check_same_outputs(expected: ExecutionResult, actual: ExecutionResult, model
             raise Violation(
                 f"{what}: output {i} ({operand.type.name}{dims}) differs at index {mismatch.index}: "
                 f"{mismatch.actual:.9g}, expected {mismatch.expected:.9g}, beyond {tolerance} "
-                f"({mismatch.count} of {mismatch.size} values)", key=f"{what}: output values")
+                f"({mismatch.count} of {mismatch.size} values)", key=f"{what}: output values",
+                bucket=wrong_output_bucket(model, i))
     return left_out
 
 

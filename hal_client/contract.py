@@ -20,15 +20,19 @@ from driver.hal.enums import SCALAR_OPERAND_TYPES, Constant
 
 class OracleViolation(AssertionError):
     """A broken driver contract. ``rule`` names the contract (the class), ``key`` the way it
-    broke; ``frames`` is where the driver was when it happened, when that is known."""
+    broke; ``frames`` is where the driver was when it happened, when that is known;
+    ``bucket``, where the oracle (or a driver's own check) knows more of where the failure
+    lies than the rule and key say, a short stable text that triage adds to the failure's
+    bucket (scripts/triage.py, bucket_key): findings with other buckets are other bugs."""
 
     rule = "oracle"
 
     def __init__(self, message: str, *, key: str = "",
-                 frames: Sequence[traceback.FrameSummary] | None = None) -> None:
+                 frames: Sequence[traceback.FrameSummary] | None = None, bucket: str = "") -> None:
         super().__init__(f"[{self.rule}] {message}")
         self.key = key
         self.frames = list(frames) if frames is not None else None
+        self.bucket = bucket
 
 
 class HalExceptionViolation(OracleViolation):
@@ -200,6 +204,17 @@ def main_output_operand(model: Model, index: int) -> Operand | None:
     if index < len(main.outputIndexes) and 0 <= main.outputIndexes[index] < len(main.operands):
         return main.operands[main.outputIndexes[index]]
     return None
+
+
+def output_producer(model: Model, index: int) -> str:
+    """The type of the main subgraph's operation that writes request output ``index`` ("" if
+    none does: a model input or constant passed through, or no such output)."""
+    main = model.main
+    if index >= len(main.outputIndexes):
+        return ""
+    operand = main.outputIndexes[index]
+    writer = next((op for op in main.operations if operand in op.outputs), None)
+    return getattr(writer.type, "name", str(writer.type)) if writer is not None else ""
 
 
 def outputs_fully_specified(model: Model, request: Request) -> bool:

@@ -5,14 +5,16 @@
                               [--reference MODULE:FACTORY|none] [--jobs N]
                               [--seeds DIR] [--work DIR] [--out DIR] [--timeout S] [--rss-limit-mb MB]
 
-1. fuzz for the given time on N processes (libFuzzer's -fork=N, default: every CPU) from
-   the seeds (corpus/) plus the persisted working corpus (--work), with a per-input timeout
-   and an RSS limit; failures do not stop the run;
-2. triage every finding with scripts/triage.py's functions: reproduce it, drop it when its
-   signature is already in crashes/; of each other bug, minimise the smallest few findings
-   and store the one that minimised best in OUT/findings/ laid out like crashes/
+1. fuzz on N processes (libFuzzer's -fork=N, default: every CPU) from the seeds (corpus/)
+   plus the persisted working corpus (--work), with a per-input timeout and an RSS limit;
+   failures do not stop the run;
+2. triage the findings with scripts/triage.py's functions: reproduce each (smallest first,
+   taking turns between the failures findings.log names) and put it in its bucket
+   (triage.bucket_key, the signature); a bucket with an open reproducer in crashes/ is
+   known. Of each other bucket, minimise the smallest few findings, store the one that
+   minimised best in OUT/findings/ laid out like crashes/
    (reproducer, .json sidecar, and a readable .md of the case; a Graphviz .dot, and a
-   .png where `dot` is installed, in OUT/findings/graphs/);
+   .png where `dot` is installed, in OUT/findings/graphs/), and count the rest;
 3. merge (-merge=1) the working corpus with the seeds and keep, of the result, the inputs
    that are not seeds, at most --max-corpus of them (the smallest): it only grows by
    inputs that add coverage;
@@ -20,12 +22,19 @@
    driver/ and fuzz/ in OUT/coverage/;
 5. write OUT/summary.md (Markdown, for $GITHUB_STEP_SUMMARY).
 
+--minutes (or --seconds) is the time of the whole job, shared out by Budget: fuzzing gets
+what the other phases' shares leave; each phase stops at its end and the summary says what
+it left undone (findings not reproduced, buckets not minimised: their raw artifacts stay in
+OUT/artifacts/; the corpus not merged; coverage not measured). The job ends at most
+MARGIN_S after its time.
+
 Exit status: 0 when there is no new finding, 1 when there is, 2 when the job could not run.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -35,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -43,7 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 import show_case
 import triage
 from fuzz import codec, harness
-from fuzz.driver_fuzz import STATS_DIR_ENV
+from fuzz.driver_fuzz import STATS_DIR_ENV, findings_log
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_spec, make_device
 from fuzz.memory_limit import memory_budget
 
@@ -54,8 +64,27 @@ DEFAULT_TIMEOUT_S = 30
 DEFAULT_RSS_LIMIT_MB = 2048
 #: Bound of the persisted working corpus (inputs); the smallest are kept.
 DEFAULT_MAX_CORPUS = 5000
-#: Time allowed past --minutes for libFuzzer to wind its jobs down before it is stopped.
-GRACE_S = 120
+#: Shares of the job's time (--minutes) by phase; fuzzing gets the rest. Triage's share
+#: bounds minimisation. Merge and coverage take about as long whatever was found, and a
+#: start-up's worth at least: each gets at least MIN_WRAP_UP_S, but never over a quarter.
+TRIAGE_SHARE = 0.15
+MERGE_SHARE = 0.05
+COVERAGE_SHARE = 0.05
+MIN_WRAP_UP_S = 30.0
+#: How long past its time the job may end: the readable cases, the coverage report's HTML
+#: and the summary are written after the phases' ends, and stopped processes take a moment.
+MARGIN_S = 30
+#: libFuzzer is told to stop this share of the fuzzing time early (at most WIND_DOWN_S):
+#: in -fork mode it then waits for its running jobs; at the phase's end they are killed.
+WIND_DOWN_SHARE = 0.2
+WIND_DOWN_S = 60
+#: Of the triage time, the share that reproducing the findings (to bucket them) may take.
+REPRODUCTION_SHARE = 0.5
+#: A bucket is minimised only when at least this much of the triage time is left for it;
+#: each of its few smallest findings minimised gets at least as much.
+MIN_MINIMISATION_S = 5.0
+#: libFuzzer's minimiser starts a process per step: with less time it may make none.
+MIN_LIBFUZZER_S = 10
 #: The packages the coverage report covers.
 COVERED = ("driver", "fuzz")
 #: libFuzzer's progress line, in -fork mode (exec/s without a colon) and out of it.
@@ -100,6 +129,41 @@ def run_logged(command: list[str], env: dict[str, str], log_path: Path, limit_s:
             stopper.cancel()
 
 
+# --- the budget -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Budget:
+    """When each phase of the job ends, in time.monotonic() seconds. A phase stops at its end
+    and reports what it left undone; one that ends early leaves its time to the next."""
+    fuzz: float
+    triage: float
+    merge: float
+    coverage: float
+
+    @classmethod
+    def plan(cls, total_s: float, start: float) -> Budget:
+        """A job of ``total_s`` seconds from ``start``: the phases after fuzzing get their
+        shares of it, counted back from its end."""
+        coverage = start + total_s
+        merge = coverage - wrap_up_s(COVERAGE_SHARE, total_s)
+        triage = merge - wrap_up_s(MERGE_SHARE, total_s)
+        return cls(triage - TRIAGE_SHARE * total_s, triage, merge, coverage)
+
+
+def wrap_up_s(share: float, total_s: float) -> float:
+    return min(max(share * total_s, MIN_WRAP_UP_S), total_s / 4)
+
+
+def left_s(end: float) -> float:
+    """Seconds until ``end`` (time.monotonic()), none once it has passed."""
+    return max(0.0, end - time.monotonic())
+
+
+def fuzzing_seconds(phase_s: float) -> int:
+    """libFuzzer's -max_total_time in a fuzzing phase of ``phase_s``: its wind-down fits."""
+    return max(1, round(phase_s - min(WIND_DOWN_S, WIND_DOWN_SHARE * phase_s)))
+
+
 # --- 1. fuzzing -----------------------------------------------------------------------------------
 
 @dataclass
@@ -132,7 +196,9 @@ def harness_summary(stats_dir: Path) -> str:
     return total.summary()
 
 
-def fuzz(args, spec: str, seconds: int, artifacts: Path, stats_dir: Path, log_path: Path) -> int:
+def fuzz(args, spec: str, seconds: int, limit_s: float, artifacts: Path, stats_dir: Path,
+         log_path: Path) -> int:
+    """Fuzz for ``seconds``; libFuzzer and its jobs are stopped after ``limit_s``."""
     command = [sys.executable, str(FUZZ_ENTRY), str(args.work), str(args.seeds),
                f"-fork={args.jobs}", f"-max_total_time={seconds}", f"-timeout={args.timeout}",
                f"-rss_limit_mb={args.rss_limit_mb}", f"-artifact_prefix={artifacts}/",
@@ -140,7 +206,7 @@ def fuzz(args, spec: str, seconds: int, artifacts: Path, stats_dir: Path, log_pa
     log(f"fuzzing {seconds} s on {args.jobs} processes: {' '.join(command[1:])}")
     echo = re.compile(r"^(#\d+|==\d+== ERROR|INFO: -fork)")
     return run_logged(command, child_env(spec, **{STATS_DIR_ENV: str(stats_dir)}), log_path,
-                      seconds + args.timeout + GRACE_S, echo)
+                      limit_s, echo)
 
 
 # --- 2. findings ----------------------------------------------------------------------------------
@@ -148,11 +214,14 @@ def fuzz(args, spec: str, seconds: int, artifacts: Path, stats_dir: Path, log_pa
 @dataclass
 class Finding:
     artifact: str
-    #: new, duplicate (of a new one), known (open in crashes/), recurred (fixed there),
-    #: not reproduced
+    #: new, duplicate (of another of its bucket, or of a new one), known (open in crashes/),
+    #: recurred (fixed there), unminimised (a new bucket left for lack of time), not
+    #: reproduced, not triaged (for lack of time)
     status: str
     failure: triage.Failure | None = None
     stored: Path | None = None
+    #: The digest of the bucket it was put in when reproduced ("" if it was not).
+    bucket: str = ""
 
 
 def write_readable_case(path: Path) -> None:
@@ -170,8 +239,9 @@ def write_readable_case(path: Path) -> None:
         show_case.render_png(dot_path)
 
 
-#: The statuses of findings that need a look: their reproducers are in findings/.
-NEWS = ("new", "recurred")
+#: The statuses of findings that need a look: the reproducers of new and recurred ones
+#: are in findings/, an unminimised one is its raw artifact.
+NEWS = ("new", "recurred", "unminimised")
 
 
 def reproducers_of(known: Path, digest: str) -> list[Path]:
@@ -200,51 +270,127 @@ def minimised_per_bug(failure: triage.Failure) -> int:
     return MINIMISED_PER_BUG if failure.kind in ("crash", "assertion") else 1
 
 
-def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN) -> list[Finding]:
-    """Reproduce each artifact; minimise and store in ``findings`` one per signature not
-    already found, unless ``known`` holds an open reproducer of it. A signature whose
-    reproducers there are all fixed has come back (the fix came undone, or another bug
-    fails the same way): it is stored beside them as ``<digest>-<n>``, status recurred."""
+def recorded_failures(folders: set[Path]) -> dict[str, str]:
+    """The exception type the harness recorded for each input it saw fail, by the hash
+    artifacts are named with (findings.log, beside them)."""
+    recorded = {}
+    for folder in folders:
+        log_path = findings_log(["", f"-artifact_prefix={folder}/"])
+        if log_path is not None and log_path.exists():
+            for line in log_path.read_text(errors="replace").splitlines():
+                digest, _, failure = line.partition("  ")
+                recorded[digest] = failure.partition(":")[0]
+    return recorded
+
+
+def reproduction_order(artifacts: list[Path]) -> list[Path]:
+    """Smallest first, taking turns between the failures findings.log names (a timeout or
+    an out-of-memory only libFuzzer saw goes by its prefix): when the time to reproduce
+    them runs out, a failure found thousands of times has not kept a rarer one out of the
+    buckets."""
+    recorded = recorded_failures({artifact.parent for artifact in artifacts})
+    groups: dict[str, list[Path]] = {}
+    for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
+        prefix, _, digest = artifact.name.partition("-")
+        groups.setdefault(recorded.get(digest, prefix), []).append(artifact)
+    turns = itertools.zip_longest(*groups.values())
+    return [artifact for turn in turns for artifact in turn if artifact is not None]
+
+
+def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN,
+                    deadline: float | None = None) -> list[Finding]:
+    """Reproduce each artifact (reproduction_order) into its bucket (triage.bucket_key); minimise
+    and store in ``findings`` one per bucket, unless ``known`` holds an open reproducer of
+    it. A bucket whose reproducers there are all fixed has come back (the fix came undone,
+    or another bug fails the same way): it is stored beside them as ``<digest>-<n>``,
+    status recurred.
+
+    By ``deadline`` (time.monotonic()) it is done: reproducing may take REPRODUCTION_SHARE
+    of the time (findings left then are not triaged), the buckets share the rest (one
+    left less than MIN_MINIMISATION_S is unminimised); the raw artifacts stay."""
     workdir = Path(tempfile.mkdtemp(prefix="nightly-triage-"))
-    worker = triage.Worker(spec, args.rss_limit_mb)
+    reproduced_by = time.monotonic() + REPRODUCTION_SHARE * left_s(deadline) if deadline is not None else None
+    worker = triage.Worker(spec, args.rss_limit_mb, deadline=reproduced_by)
     results: list[Finding] = []
     seen: set[str] = set()
     try:
-        # Every artifact reproduced first, smallest first, to know each bug's artifacts.
         bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
-        for artifact in sorted(artifacts, key=lambda p: p.stat().st_size):
-            failure = worker.run(artifact.read_bytes())
+        for artifact in reproduction_order(artifacts):
+            try:
+                failure = worker.run(artifact.read_bytes())
+            except triage.OutOfTime:
+                results.append(Finding(artifact.name, "not triaged"))
+                continue
             if failure is None:
                 results.append(Finding(artifact.name, "not reproduced"))
             elif (reproducer := open_reproducer(known, failure)) is not None:
-                results.append(Finding(artifact.name, "known", failure, reproducer))
+                results.append(Finding(artifact.name, "known", failure, reproducer, failure.digest))
             else:
                 bugs.setdefault(failure.digest, []).append((artifact, failure))
         for same_bug in bugs.values():
-            # Of the smallest few artifacts of one bug, the one that minimises best is kept:
-            # one may minimise much further than another (an IF where another has a WHILE).
-            count = minimised_per_bug(same_bug[0][1])
-            tried = [triage.minimise_structure(artifact, worker, structural_s=args.minimise_seconds, log=log)
-                     for artifact, _ in same_bug[:count]]
-            minimised = [(data, result) for data, result in tried if result.failure is not None]
-            results += [Finding(Path(result.artifact).name, "not reproduced")
-                        for _, result in tried if result.failure is None]
-            if not minimised:
-                continue
-            data, best = min(minimised, key=lambda found: triage.preference(found[0]))
-            results += [Finding(Path(result.artifact).name, "duplicate", result.failure)
-                        for _, result in minimised if result is not best]
-            results += [Finding(artifact.name, "duplicate", failure)
-                        for artifact, failure in same_bug[count:]]
-            data = triage.shorten_bytes(data, best, worker, spec, libfuzzer_s=args.libfuzzer_seconds,
-                                        workdir=workdir, log=log)
-            results.append(store_finding(data, best, spec, findings, known, seen, args))
+            same_bug.sort(key=lambda found: found[0].stat().st_size)
+        worker.deadline = deadline
+        # The most frequent first, a hang or an out-of-memory (costlier to minimise) last.
+        ordered = sorted(bugs.items(), key=lambda bug: (minimised_per_bug(bug[1][0][1]) == 1, -len(bug[1])))
+        for position, (bucket, same_bug) in enumerate(ordered):
+            time_s = left_s(deadline) / (len(ordered) - position) if deadline is not None else None
+            results += minimise_bucket(bucket, same_bug, time_s, worker, spec, findings, known, seen,
+                                       workdir, args)
     finally:
         worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    for stored in {f.stored for f in results if f.status in NEWS}:
+    for stored in {f.stored for f in results if f.status in NEWS and f.stored is not None}:
         write_readable_case(stored)
     return results
+
+
+def minimise_bucket(bucket: str, same_bug: list[tuple[Path, triage.Failure]], time_s: float | None,
+                    worker: triage.Worker, spec: str, findings: Path, known: Path, seen: set[str],
+                    workdir: Path, args) -> list[Finding]:
+    """Of one bucket's findings (smallest first), minimise the smallest few within ``time_s``
+    (None: the per-finding limits alone), store the one that minimised best and count the
+    rest as duplicates. With less than MIN_MINIMISATION_S, or when none is minimised in
+    time, the smallest stands for the bucket, unminimised."""
+    first = same_bug[0][1]
+    count = minimised_per_bug(first)
+    structural_s = args.minimise_seconds
+    libfuzzer_s = args.libfuzzer_seconds if first.kind in ("crash", "assertion") else 0
+    if time_s is not None:
+        # libFuzzer's polish gets at most a third, if that is enough to make a step.
+        libfuzzer_s = min(libfuzzer_s, int(time_s / 3))
+        libfuzzer_s = libfuzzer_s if libfuzzer_s >= MIN_LIBFUZZER_S else 0
+        count = max(0, min(count, int((time_s - libfuzzer_s) // MIN_MINIMISATION_S)))
+        structural_s = min(structural_s, (time_s - libfuzzer_s) / max(count, 1))
+        if first.kind == "hang":     # minimise_structure gives a hang that many times as long
+            structural_s /= triage.HANG_BUDGET_FACTOR
+    if count == 0:
+        log(f"bucket {bucket}: {len(same_bug)} findings, no time left to minimise them")
+    minimised, results = [], []
+    for artifact, failure in same_bug[:count]:
+        # Of the smallest few, the one that minimises best is kept: one may minimise much
+        # further than another (an IF where another has a WHILE).
+        try:
+            data, result = triage.minimise_structure(artifact, worker, structural_s=structural_s, log=log)
+        except triage.OutOfTime:
+            results.append(Finding(artifact.name, "duplicate", failure, bucket=bucket))
+            continue
+        if result.failure is None:
+            results.append(Finding(artifact.name, "not reproduced", bucket=bucket))
+        else:
+            minimised.append((data, result))
+    results += [Finding(artifact.name, "duplicate", failure, bucket=bucket)
+                for artifact, failure in same_bug[count:]]
+    if not minimised:
+        artifact, failure = same_bug[0]
+        results = [finding for finding in results if finding.artifact != artifact.name]
+        return [Finding(artifact.name, "unminimised", failure, bucket=bucket), *results]
+    data, best = min(minimised, key=lambda found: triage.preference(found[0]))
+    results += [Finding(Path(result.artifact).name, "duplicate", result.failure, bucket=bucket)
+                for _, result in minimised if result is not best]
+    data = triage.shorten_bytes(data, best, worker, spec, libfuzzer_s=libfuzzer_s, workdir=workdir, log=log)
+    stored = store_finding(data, best, spec, findings, known, seen, args)
+    stored.bucket = bucket
+    return [stored, *results]
 
 
 def store_finding(data: bytes, result: triage.Triaged, spec: str, findings: Path, known: Path,
@@ -266,10 +412,14 @@ def store_finding(data: bytes, result: triage.Triaged, spec: str, findings: Path
 
 # --- 3. corpus merge ------------------------------------------------------------------------------
 
-def merge_corpus(args, spec: str, log_path: Path) -> tuple[int, int]:
+def merge_corpus(args, spec: str, log_path: Path, end: float) -> tuple[int, int]:
     """Merge the working corpus with the seeds; keep the non-seed part, bounded. Returns
-    (inputs before the merge, after)."""
+    (inputs before the merge, after). A merge not done by ``end`` (time.monotonic()) leaves
+    the corpus as it was."""
     before = len(inputs_in(args.work))
+    if left_s(end) < 1:
+        log("no time left to merge: the working corpus is kept as it was")
+        return before, before
     with tempfile.TemporaryDirectory(prefix="nightly-merge-") as scratch:
         merged, artifacts = Path(scratch, "merged"), Path(scratch, "artifacts")
         merged.mkdir()
@@ -278,9 +428,9 @@ def merge_corpus(args, spec: str, log_path: Path) -> tuple[int, int]:
                    f"-timeout={args.timeout}", f"-rss_limit_mb={args.rss_limit_mb}",
                    f"-artifact_prefix={artifacts}/"]
         log("merging the working corpus")
-        status = run_logged(command, child_env(spec), log_path, 3600)
+        status = run_logged(command, child_env(spec), log_path, left_s(end))
         if status != 0:
-            log(f"merge failed (exit {status}): the working corpus is kept as it was")
+            log(f"merge failed or did not end in time (exit {status}): the working corpus is kept as it was")
             return before, before
         seeds = {sha1(p.read_bytes()) for p in inputs_in(args.seeds)}
         kept = [p for p in inputs_in(merged) if sha1(p.read_bytes()) not in seeds]
@@ -307,22 +457,29 @@ def replay(folders: list[Path], memory_limit_mb: int) -> None:
     print(harness.STATS.summary(), f"({failing} failing)", file=sys.stderr)
 
 
-def coverage_report(args, spec: str, report: Path, log_path: Path) -> dict[str, float]:
-    """HTML report in ``report``; percent of lines covered per package and in total."""
+def coverage_report(args, spec: str, report: Path, log_path: Path, end: float) -> dict[str, float]:
+    """HTML report in ``report``; percent of lines covered per package and in total (none
+    when the replay and the report are not done by ``end``, time.monotonic())."""
     data_file = report.parent / ".coverage"
     sources = ",".join(str(REPO_ROOT / name) for name in COVERED)
     env = child_env(spec)
     coverage = [sys.executable, "-m", "coverage"]
-    run = [*coverage, "run", f"--data-file={data_file}", f"--source={sources}", str(Path(__file__).resolve()),
-           "--replay", str(args.seeds), str(args.work), f"--rss-limit-mb={args.rss_limit_mb}"]
-    log("replaying the merged corpus under coverage.py")
-    if run_logged(run, env, log_path, 3600) != 0:
-        return {}
-    subprocess.run([*coverage, "html", f"--data-file={data_file}", "-d", str(report), "--quiet"],
-                   env=env, cwd=REPO_ROOT, check=True)
     json_path = report / "coverage.json"
-    subprocess.run([*coverage, "json", f"--data-file={data_file}", "-o", str(json_path), "--quiet"],
-                   env=env, cwd=REPO_ROOT, check=True)
+    steps = {
+        "replaying the merged corpus under coverage.py":
+            [*coverage, "run", f"--data-file={data_file}", f"--source={sources}", str(Path(__file__).resolve()),
+             "--replay", str(args.seeds), str(args.work), f"--rss-limit-mb={args.rss_limit_mb}"],
+        "writing the coverage report": [*coverage, "html", f"--data-file={data_file}", "-d", str(report), "--quiet"],
+        "reading the coverage figures": [*coverage, "json", f"--data-file={data_file}", "-o", str(json_path), "--quiet"],
+    }
+    for step, command in steps.items():
+        if left_s(end) < 1:
+            log(f"no time left for {step}: coverage not measured")
+            return {}
+        log(step)
+        if run_logged(command, env, log_path, left_s(end)) != 0:
+            log(f"{step} failed or did not end in time: coverage not measured; see {log_path}")
+            return {}
     files = json.loads(json_path.read_text())["files"]
     json_path.unlink()
     data_file.unlink()
@@ -336,8 +493,39 @@ def coverage_report(args, spec: str, report: Path, log_path: Path) -> dict[str, 
 
 # --- 5. summary -----------------------------------------------------------------------------------
 
+#: Which finding of a bucket stands for it in the summary: the first status listed.
+STANDING = ("new", "recurred", "unminimised", "known", "duplicate", "not reproduced")
+
+
+def buckets_of(findings: list[Finding]) -> list[list[Finding]]:
+    """The findings reproduced into buckets, by bucket, in the order first met."""
+    buckets: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.bucket:
+            buckets.setdefault(finding.bucket, []).append(finding)
+    return list(buckets.values())
+
+
+def standing_for(bucket: list[Finding]) -> Finding:
+    return min(bucket, key=lambda finding: STANDING.index(finding.status))
+
+
+def findings_headline(findings: list[Finding]) -> str:
+    """How many findings in how many buckets, and what was left undone for lack of time."""
+    standing = [standing_for(bucket) for bucket in buckets_of(findings)]
+    known = sum(finding.status == "known" for finding in standing)
+    unminimised = sum(finding.status == "unminimised" for finding in standing)
+    outside = [finding.status for finding in findings if not finding.bucket]
+    return (f"{len(findings)} findings in {len(standing)} buckets: "
+            f"{len(standing) - known - unminimised} minimised, {known} known, "
+            f"{unminimised} left unminimised; "
+            f"{outside.count('not reproduced')} not reproduced, "
+            f"{outside.count('not triaged')} not triaged for lack of time.")
+
+
 def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_line: str,
-                     corpus: tuple[int, int, int], percents: dict[str, float], findings: list[Finding]) -> str:
+                     corpus: tuple[int, int, int], percents: dict[str, float], findings: list[Finding],
+                     timing: tuple[int, dict[str, float]]) -> str:
     rate = progress.executions / max(progress.seconds or seconds, 1)
     covered = ", ".join(f"{name}/ {value:.1f} %" for name, value in percents.items() if name != "total")
     line_coverage = f"{percents['total']:.1f} % ({covered})" if percents else "not measured"
@@ -347,7 +535,9 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
         "| | |",
         "| --- | --- |",
         f"| time | {seconds} s on {args.jobs} processes (`-fork={args.jobs}`) |",
-        f"| inputs run | {progress.executions:,} ({rate:,.0f} exec/s) |",
+        f"| job | {timing[0]} s: {', '.join(f'{phase} {taken:.0f} s' for phase, taken in timing[1].items())} |",
+        f"| inputs run | {progress.executions:,} ({rate:,.0f} exec/s) |" if progress.executions else
+        "| inputs run | not reported (libFuzzer was stopped before its first report) |",
         f"| coverage features | cov {progress.coverage:,}, ft {progress.features:,} |",
         f"| corpus | {len(inputs_in(args.seeds)):,} seeds; working corpus {corpus[0]:,} inputs restored, {corpus[1]:,} after fuzzing, {corpus[2]:,} after merge |",
         f"| line coverage (replay of the merged corpus) | {line_coverage} |",
@@ -360,24 +550,31 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
     if not findings:
         lines.append("None.")
     else:
-        lines += ["| reproducer | status | kind | signature | message |", "| --- | --- | --- | --- | --- |"]
-        for finding in findings:
+        lines += [findings_headline(findings), "",
+                  "| reproducer | status | findings | kind | signature | message |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for bucket in buckets_of(findings):
+            finding = standing_for(bucket)
             failure = finding.failure
-            name = finding.stored.name if finding.stored else finding.artifact
+            name = finding.stored.name if finding.stored else f"artifacts/{finding.artifact}"
             message = (failure.message.splitlines() or [""])[0][:160] if failure else ""
-            cells = [f"`{name}`", finding.status, failure.kind if failure else "",
+            cells = [f"`{name}`", finding.status, str(len(bucket)), failure.kind if failure else "",
                      f"`{failure.signature}`" if failure else "", message.replace("|", "\\|")]
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "A new finding's reproducer, sidecar and readable case are in `findings/`: "
-                      "copy them into `crashes/` and the test suite replays them."]
+                      "copy them into `crashes/` and the test suite replays them. Every raw "
+                      "finding is in `artifacts/`: an unminimised one may be minimised with "
+                      "`scripts/triage.py`."]
     return "\n".join(lines) + "\n"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     duration = parser.add_mutually_exclusive_group()
-    duration.add_argument("--minutes", type=float, help=f"fuzzing time (default {DEFAULT_MINUTES:g})")
-    duration.add_argument("--seconds", type=int, help="fuzzing time in seconds")
+    duration.add_argument("--minutes", type=float,
+                          help=f"the whole job's time: fuzzing, triage, merge and report (default "
+                               f"{DEFAULT_MINUTES:g}; it may end up to {MARGIN_S} s later)")
+    duration.add_argument("--seconds", type=int, help="the whole job's time in seconds")
     parser.add_argument("--driver", default=None, help="MODULE:FACTORY (default: driver:SampleDriver)")
     parser.add_argument("--reference", default=None,
                         help="MODULE:FACTORY or none: the reference driver (default: driver:SampleDriver "
@@ -391,8 +588,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="per-input timeout, s")
     parser.add_argument("--rss-limit-mb", type=int, default=DEFAULT_RSS_LIMIT_MB, help="memory limit per process")
     parser.add_argument("--max-corpus", type=int, default=DEFAULT_MAX_CORPUS, help="bound of the working corpus")
-    parser.add_argument("--libfuzzer-seconds", type=int, default=30, help="libFuzzer minimisation per finding")
-    parser.add_argument("--minimise-seconds", type=float, default=120, help="structural minimisation per finding")
+    parser.add_argument("--libfuzzer-seconds", type=int, default=30,
+                        help="libFuzzer minimisation per bucket, at most (triage's share of the time bounds it)")
+    parser.add_argument("--minimise-seconds", type=float, default=120,
+                        help="structural minimisation per finding, at most (as above)")
     parser.add_argument("--replay", nargs="+", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -405,7 +604,9 @@ def main(argv: list[str] | None = None) -> int:
     spec = args.driver or configured_spec()
     if args.reference:
         os.environ[REFERENCE_ENV] = args.reference   # the fuzzer, triage and replays inherit it
-    seconds = args.seconds if args.seconds is not None else round(60 * (args.minutes or DEFAULT_MINUTES))
+    start = time.monotonic()
+    total_s = args.seconds if args.seconds is not None else round(60 * (args.minutes or DEFAULT_MINUTES))
+    budget = Budget.plan(total_s, start)
     args.work, args.seeds = args.work.resolve(), args.seeds.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     out = args.out.resolve()
@@ -416,18 +617,28 @@ def main(argv: list[str] | None = None) -> int:
     log_path = out / "fuzz.log"
     restored = len(inputs_in(args.work))
 
-    status = fuzz(args, spec, seconds, artifacts, stats_dir, log_path)
+    seconds = fuzzing_seconds(left_s(budget.fuzz))
+    status = fuzz(args, spec, seconds, left_s(budget.fuzz), artifacts, stats_dir, log_path)
+    ends = {"fuzzing": time.monotonic()}
     progress = last_progress(log_path.read_text(errors="replace"))
-    if progress.executions == 0:
+    if progress.executions == 0 and status != -signal.SIGKILL:
         log(f"the fuzzer ran no input (exit {status}); see {log_path}")
         return 2
+    if status == -signal.SIGKILL:
+        log("the fuzzer was stopped at the end of its share of the time")
     harness_line = harness_summary(stats_dir)
     shutil.rmtree(stats_dir)
     log(harness_line)
-    results = triage_findings(triage.new_artifacts(artifacts), spec, findings, args)
-    corpus = (restored, *merge_corpus(args, spec, out / "merge.log"))
-    percents = coverage_report(args, spec, out / "coverage", out / "replay.log")
-    summary = summary_markdown(spec, args, seconds, progress, harness_line, corpus, percents, results)
+    results = triage_findings(triage.new_artifacts(artifacts), spec, findings, args, deadline=budget.triage)
+    ends["triage"] = time.monotonic()
+    corpus = (restored, *merge_corpus(args, spec, out / "merge.log", budget.merge))
+    ends["merge"] = time.monotonic()
+    percents = coverage_report(args, spec, out / "coverage", out / "replay.log", budget.coverage)
+    ends["coverage"] = time.monotonic()
+    times = [start, *ends.values()]
+    phases = {phase: end - begin for phase, begin, end in zip(ends, times, times[1:])}
+    summary = summary_markdown(spec, args, seconds, progress, harness_line, corpus, percents, results,
+                               (total_s, phases))
     (out / "summary.md").write_text(summary)
     log(summary)
     return 1 if any(finding.status in NEWS for finding in results) else 0

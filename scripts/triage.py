@@ -20,8 +20,9 @@ For each artifact:
    keeping a change only while the failure still reproduces; then, for crashes and
    assertions, libFuzzer's -minimize_crash on its encoding, kept when it is shorter and
    reads no larger;
-3. sign it: kind + rule or exception + the project frames where it happened (for an
-   out-of-memory with no such frames, the model's operation types);
+3. sign it (its bucket, bucket_key): kind + rule or exception + the project frames where
+   it happened (for an out-of-memory with no such frames, the model's operation types) +
+   the violation's bucket refinement, if its oracle set one;
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed). An input
    with a signature already stored is a duplicate: the smaller of the two is kept.
@@ -48,6 +49,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -93,11 +95,52 @@ WORKER_RESTARTED_AFTER = ("hang", "oom")
 
 # --- what one run of an input gives ------------------------------------------------------------
 
+def bucket_key(failure: Failure) -> str:
+    """The bucket a failure falls in, as text: findings of one bucket are taken for one bug
+    (only the smallest few are minimised, the rest counted), and a reproducer in crashes/
+    is named by its hash (it is the failure's ``signature``). The parts, " | " between them:
+
+    - the kind, and the oracle rule broken (any violation: a crash, a status disagreement,
+      a wrong answer);
+    - for a crash, the exception type; for an assertion, the violation's ``key`` (the way
+      the rule broke: which call, which path, which field). A status disagreement has no
+      stack: the call and the execution path are where it happened. A driver's paths are
+      separate code, and a key names a handful of them at most: a bug reached on every
+      path makes a few buckets, not one per finding;
+    - the normalised stack: the innermost SIGNATURE_FRAMES frames in the driver's code
+      (project_frames: neither the harness nor libraries), as function and file, without
+      line numbers: a line moves with every edit above it, and a bucket must still match
+      the reproducers crashes/ kept from earlier versions. A hang is interrupted wherever
+      its loop happened to be: its outermost frames are taken, and the module it was
+      stuck in (a kernel's, say; without it every execution hanging on one path would
+      share a bucket). An out-of-memory's rule is the limit, whatever type reported it;
+      with no frames, the model's operation types stand in;
+    - the violation's ``bucket`` refinement, when the oracle or driver set one: what it
+      knows of where the failure lies beyond its rule and key. A wrong answer (an output
+      differing from the reference, a relation or another route) names the type of the
+      operation that produced the output; a comparison of intermediate tensors would name
+      the first diverging operation (type, operand types, the parameters that matter, the
+      kernels run). A part added here changes the bucket of every failure that has it.
+    """
+    frames = failure.frames[-SIGNATURE_FRAMES:] if failure.kind == "hang" else failure.frames[:SIGNATURE_FRAMES]
+    where = " < ".join(f"{function} ({path})" for path, function in frames)
+    if failure.kind == "hang" and failure.frames:
+        where = f"in {failure.frames[0][0]}: {where}"
+    if failure.kind == "oom":
+        where = where or "operations: " + ", ".join(failure.operations)
+        parts = [failure.kind, failure.rule, where]
+    else:
+        parts = [failure.kind, failure.rule, failure.exception,
+                 failure.key if failure.kind == "assertion" else "", where]
+    return " | ".join(part for part in (*parts, failure.bucket) if part)
+
+
 @dataclass(frozen=True)
 class Failure:
     """How an input failed: ``kind`` crash / assertion / hang / oom; ``rule`` the oracle rule
     or ``exception`` the exception type; ``frames`` (file, function) pairs, innermost first;
-    ``operations`` the model's operation types, for an out-of-memory with no frames."""
+    ``operations`` the model's operation types, for an out-of-memory with no frames;
+    ``bucket`` the violation's refinement of its bucket (see bucket_key)."""
     kind: str
     rule: str
     exception: str
@@ -105,24 +148,11 @@ class Failure:
     message: str
     frames: tuple[tuple[str, str], ...] = ()
     operations: tuple[str, ...] = ()
+    bucket: str = ""
 
     @property
     def signature(self) -> str:
-        # A hang is interrupted wherever the loop happened to be: its innermost frames
-        # vary from run to run, the way into the driver and the module it was stuck in
-        # (a kernel's, say) do not. Without the module every execution that hangs on one
-        # path would share a signature, and a new one would pass for a known one.
-        frames = self.frames[-SIGNATURE_FRAMES:] if self.kind == "hang" else self.frames[:SIGNATURE_FRAMES]
-        where = " < ".join(f"{function} ({path})" for path, function in frames)
-        if self.kind == "hang" and self.frames:
-            where = f"in {self.frames[0][0]}: {where}"
-        if self.kind == "oom":
-            # The allocation refused is the bug, whatever type reported it (MemoryError,
-            # numpy's subclass, ENOMEM, a death).
-            where = where or "operations: " + ", ".join(self.operations)
-            return " | ".join(part for part in (self.kind, self.rule, where) if part)
-        parts = [self.kind, self.rule, self.exception, self.key if self.kind == "assertion" else "", where]
-        return " | ".join(part for part in parts if part)
+        return bucket_key(self)
 
     @property
     def digest(self) -> str:
@@ -131,7 +161,9 @@ class Failure:
     def same_bug(self, other: "Failure | None") -> bool:
         """Loose match, used while minimising: same kind, rule, exception and innermost
         project function (for hangs only the kind and rule: where it spins may move; for
-        an out-of-memory only the kind: whichever allocation crosses the limit fails)."""
+        an out-of-memory only the kind: whichever allocation crosses the limit fails). The
+        bucket refinement may change: a wrong answer minimised may lose the operations
+        between the one computing it wrong and the output."""
         if other is None or self.kind != other.kind:
             return False
         if self.kind == "oom":
@@ -179,12 +211,13 @@ def describe(error: BaseException) -> Failure:
     message = str(error)[:MESSAGE_LIMIT]
     kind, rule = ("oom", MEMORY_LIMIT_RULE) if is_out_of_memory(error) else ("crash", "")
     if isinstance(error, HangViolation):
-        return Failure("hang", error.rule, "", error.key, message, project_frames(error.frames or ()))
+        return Failure("hang", error.rule, "", error.key, message, project_frames(error.frames or ()),
+                       bucket=error.bucket)
     if isinstance(error, HalExceptionViolation):
         return Failure(kind, rule or error.rule, raised_type_name(error), error.key, message,
-                       project_frames(error.frames or ()))
+                       project_frames(error.frames or ()), bucket=error.bucket)
     if isinstance(error, OracleViolation):
-        return Failure("assertion", error.rule, "", error.key, message, ())
+        return Failure("assertion", error.rule, "", error.key, message, (), bucket=error.bucket)
     frames = traceback.extract_tb(error.__traceback__)
     return Failure(kind, rule, type(error).__name__, "", message, project_frames(frames))
 
@@ -221,13 +254,21 @@ def ran_out_of_memory(stderr_tail: str) -> bool:
     return any(marker in stderr_tail for marker in MEMORY_EXHAUSTION_MARKERS)
 
 
+class OutOfTime(Exception):
+    """A run was stopped at the worker's deadline: the input's failure, if any, is unknown."""
+
+
 class Worker:
     """A worker process, restarted when it dies, stops answering, hangs or runs out of
-    memory; its stderr is kept (per input) to tell a death of memory exhaustion."""
+    memory; its stderr is kept (per input) to tell a death of memory exhaustion. With a
+    ``deadline`` (time.monotonic()), no run outlasts it: one still running then raises
+    OutOfTime."""
 
-    def __init__(self, spec: str, memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> None:
+    def __init__(self, spec: str, memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
+                 deadline: float | None = None) -> None:
         self.spec = spec
         self.memory_limit_mb = memory_limit_mb
+        self.deadline = deadline
         self.process: subprocess.Popen | None = None
         self.stderr: IO[bytes] | None = None
 
@@ -242,6 +283,11 @@ class Worker:
                                 stderr=self.stderr, env=env, cwd=REPO_ROOT)
 
     def run(self, data: bytes, timeout_s: float = PROBE_TIMEOUT_S) -> Failure | None:
+        left_s = self.deadline - time.monotonic() if self.deadline is not None else timeout_s
+        if left_s <= 0:
+            raise OutOfTime("the deadline has passed")
+        cut_short = left_s < timeout_s
+        timeout_s = min(timeout_s, left_s)
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         process = self.process
@@ -256,6 +302,8 @@ class Worker:
         ready, _, _ = select.select([process.stdout], [], [], timeout_s)
         if not ready:
             self.close()
+            if cut_short:
+                raise OutOfTime(f"stopped at the deadline, {timeout_s:.1f} s in")
             return Failure("hang", "timeout", "", "", f"no answer within {timeout_s:.0f} s")
         line = process.stdout.readline()
         if not line:
@@ -366,8 +414,12 @@ def failing_the_same_way(data: bytes, failure: Failure, worker: Worker) -> Calla
     wanted_validity = validity(decode(data))
 
     def still_fails(candidate: bytes) -> bool:
-        return (validity(decode(candidate)) == wanted_validity
-                and failure.same_bug(worker.run(candidate)))
+        if validity(decode(candidate)) != wanted_validity:
+            return False
+        try:
+            return failure.same_bug(worker.run(candidate))
+        except OutOfTime:        # not known to fail: the case found so far stands
+            return False
     return still_fails
 
 
@@ -375,7 +427,8 @@ def minimise_structure(artifact: Path, worker: Worker, *, structural_s: float,
                        log: Callable[[str], None]) -> tuple[bytes, Triaged]:
     """Reproduce one artifact and minimise its decoded case (fuzz/reduce.py): (the
     encoding of the smallest case found that fails the same way, the result); the
-    result's failure is None when the artifact does not reproduce."""
+    result's failure is None when the artifact does not reproduce. Past the worker's
+    deadline the case found so far is the result (OutOfTime while reproducing it)."""
     data = artifact.read_bytes()
     failure = worker.run(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
@@ -399,7 +452,10 @@ def minimise_structure(artifact: Path, worker: Worker, *, structural_s: float,
     budget_s = structural_s * (HANG_BUDGET_FACTOR if failure.kind == "hang" else 1)
     case = minimize(original, case_still_fails, budget_s, log)
     final = encode(case)
-    confirmed = worker.run(final)
+    try:
+        confirmed = worker.run(final)
+    except OutOfTime:
+        confirmed = None
     if failure.same_bug(confirmed) and case_size(case) <= case_size(original):
         data, result.failure = final, confirmed
         result.sizes.append(len(data))

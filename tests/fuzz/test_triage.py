@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
+import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from driver import SampleDriver
-from driver.hal import OperandLifeTime as L, OperandType, OperationType
+from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType, OperationType
 from fuzz import harness, oracles, reduce
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
@@ -176,6 +177,32 @@ def test_assertion_and_hang_signatures():
     assert not hang.same_bug(assertion)
 
 
+def test_a_violations_bucket_refines_its_signature():
+    """An oracle (or a driver's own check) that knows more of where a failure lies sets the
+    violation's bucket: another bucket, another bug; the minimiser still takes either."""
+    key = "SYNC: output values"
+    plain = triage.describe(oracles.ReferenceMismatchViolation("differs", key=key))
+    refined = triage.describe(oracles.ReferenceMismatchViolation("differs", key=key, bucket="output of CONV_2D"))
+    assert refined.signature == triage.bucket_key(refined) == plain.signature + " | output of CONV_2D"
+    assert refined.digest != plain.digest
+    assert refined.same_bug(plain) and plain.same_bug(refined)
+
+
+def test_a_wrong_output_is_bucketed_by_the_operation_producing_it():
+    case = case_of(models.add_model())
+
+    def result(path: ExecutionPath, value: float) -> oracles.ExecutionResult:
+        return oracles.ExecutionResult(path, ErrorStatus.NONE, None, [np.full(4, value, np.float32).tobytes()])
+    expected = result(ExecutionPath.SYNC, 1.0)
+    mismatch = failure_from(lambda: oracles.check_same_outputs(
+        expected, result(ExecutionPath.SYNC, 2.0), case.model, case.request,
+        oracles.ReferenceMismatchViolation, "SYNC"))
+    assert mismatch.signature == "assertion | reference-mismatch | SYNC: output values | output of ADD"
+    differing = failure_from(lambda: oracles.check_same_results(
+        expected, result(ExecutionPath.BURST, 2.0), case.model, case.request, fenced_comparable=True))
+    assert differing.signature == "assertion | determinism | SYNC vs BURST: output bytes | output of ADD"
+
+
 def test_store_writes_sidecar_and_collapses_duplicates(tmp_path):
     failure = triage.describe(contract.TimingViolation("late", key="k"))
     small = encode(case_of(models.add_model()))
@@ -265,13 +292,17 @@ def test_an_oom_without_frames_is_signed_by_the_model_operations():
 
 class ScriptedWorker(triage.Worker):
     """A stand-in worker process answering by the input: ``quiet`` passes after mentioning
-    a MemoryError on stderr, ``dies`` exits 3, ``starved`` exits 1 after a MemoryError."""
+    a MemoryError on stderr, ``dies`` exits 3, ``stalls`` answers after a minute,
+    ``starved`` exits 1 after a MemoryError."""
 
     SCRIPT = """
-import base64, sys
+import base64, sys, time
 for line in sys.stdin:
     data = base64.b64decode(line)
-    if data == b"quiet":
+    if data == b"stalls":
+        time.sleep(60)
+        print('{"failure": null}', flush=True)
+    elif data == b"quiet":
         sys.stderr.write("no MemoryError here\\n"); sys.stderr.flush()
         print('{"failure": null}', flush=True)
     elif data == b"dies":
@@ -294,6 +325,19 @@ def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
         assert (starved.kind, starved.exception) == ("oom", "exit 1")
         assert "out of memory: MemoryError" in starved.message
         assert starved.signature.startswith("oom | memory-limit | operations:")
+    finally:
+        worker.close()
+
+
+def test_a_run_still_going_at_the_workers_deadline_is_out_of_time():
+    """Not a hang: the input's failure, if any, is unknown."""
+    worker = ScriptedWorker("unused", deadline=time.monotonic() + 5)
+    try:
+        with pytest.raises(triage.OutOfTime):
+            worker.run(b"stalls")
+        with pytest.raises(triage.OutOfTime):         # past the deadline, nothing runs
+            worker.run(b"quiet")
+        assert worker.process is None
     finally:
         worker.close()
 
