@@ -3,6 +3,7 @@ tests/fuzz/broken_drivers.py (a measurement, not a test).
 
     nnhal-bench-find [-r 3] [-t 120] [-j 1] [--configurations default,no-relations|all]
                      [--bugs Raising,Hanging] [--work-dir DIR] [--out DIR] [--compare OLD.json]
+                     [--require-found]
     nnhal-bench-find --from-json reports/bench-find/report.json [--compare OLD.json]
 
 Each run is one process of the public command, ``fuzz/driver_fuzz.py --driver
@@ -660,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", type=Path, metavar="REPORT.json",
                         help="write the report of an earlier run's report.json again; no fuzzing")
     parser.add_argument("--no-picture", action="store_true")
+    parser.add_argument("--require-found", action="store_true",
+                        help="exit 1 unless every run found its bug, named by its planted rule")
     args = parser.parse_args(argv)
 
     if args.from_json:
@@ -683,6 +686,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         print("\n".join(["", f"Against {args.compare}:",
                          *comparison_lines(compare(report, json.loads(args.compare.read_text())))]))
+    missed = [f"{r['configuration']} {r['bug']} seed {r['seed']}" for r in report["runs"]
+              if not (found_within(r, report["settings"]["seconds"]) and r["expected_rule"])]
+    if args.require_found and missed:
+        print(f"\nnot found by the planted rule: {', '.join(missed)}", file=sys.stderr)
+        return 1
     return 0
 
 

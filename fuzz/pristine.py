@@ -17,6 +17,7 @@ driver needs an interface other than today's cannot serve as the reference.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -98,7 +99,9 @@ def pristine_root(rev: str, repo: Path = REPO_ROOT) -> Path:
     """The folder holding ``driver_pristine`` as at ``rev``, made if it is not there yet
     (built aside and renamed into place, so that a concurrent process never sees half)."""
     commit = resolve(rev, repo)
-    root = Path(tempfile.gettempdir()) / f"nnhal-{PRISTINE_PACKAGE}-{commit}"
+    # Named by this module's own content too: a copy made by another version of it is not taken.
+    maker = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:8]
+    root = Path(tempfile.gettempdir()) / f"nnhal-{PRISTINE_PACKAGE}-{commit}-{maker}"
     if not (root / PRISTINE_PACKAGE).is_dir():
         building = Path(tempfile.mkdtemp(prefix=f"{root.name}-"))
         copy_driver(commit, building, repo)
