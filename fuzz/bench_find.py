@@ -194,14 +194,14 @@ FINDING_LINE = re.compile(r"^\S+\s+(?P<kind>[\w.]+): (?:\[(?P<rule>[^\]]+)\])?")
 
 
 def finding_rule(artifacts: Path, files: list[Path]) -> str:
+    """The rule the harness logged for the first finding; else (a finding libFuzzer made
+    itself: a memory limit, its own -timeout, a signal) the kind of its earliest artifact."""
     log = artifacts / "findings.log"
-    lines = log.read_text().splitlines() if log.exists() else []
-    match = FINDING_LINE.match(lines[0]) if lines else None
-    if match:
+    first_line = next(iter(log.read_text().splitlines()), "") if log.exists() else ""
+    if match := FINDING_LINE.match(first_line):
         return match["rule"] or match["kind"]
-    first = min(files, key=lambda p: p.stat().st_mtime).name
-    return next(kind for prefix, kind in LIBFUZZER_KINDS.items() if first.startswith(prefix)) \
-        if not first.startswith("finding-") else "unknown"
+    earliest = min(files, key=lambda p: p.stat().st_mtime).name
+    return next((kind for prefix, kind in LIBFUZZER_KINDS.items() if earliest.startswith(prefix)), "unknown")
 
 
 EXECUTED = re.compile(r"^stat::number_of_executed_units:\s*(\d+)")

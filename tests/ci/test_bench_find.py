@@ -3,6 +3,7 @@ test suite expects of it, and its statistics, report and --compare hold on synth
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -63,7 +64,6 @@ def test_the_first_finding_is_the_earliest_file_and_names_the_logged_rule(tmp_pa
     (tmp_path / "finding-ab").write_bytes(b"x")
     (tmp_path / "findings.log").write_text(
         "ab  HalExceptionViolation: [exception-from-hal] execute_1_3 raised IndexError\n")
-    import os
     os.utime(tmp_path / "finding-ab", (100.0, 100.0))
     os.utime(tmp_path / "crash-ab", (101.0, 101.0))
     assert bench_find.first_finding(tmp_path) == (100.0, "exception-from-hal")
