@@ -451,6 +451,19 @@ def new_report(configurations: list[Configuration], bugs: list[Bug], repetitions
     }
 
 
+def merged(reports: list[dict]) -> dict:
+    """One report of the runs of several with the same time limit (the first one's
+    machine and commit)."""
+    first = reports[0]
+    if len({r["settings"]["seconds"] for r in reports}) > 1:
+        raise SystemExit("reports of different time limits (-t) cannot be merged")
+    settings = dict(first["settings"],
+                    repetitions=max(r["settings"]["repetitions"] for r in reports),
+                    configurations={k: v for r in reports for k, v in r["settings"]["configurations"].items()},
+                    bugs={k: v for r in reports for k, v in r["settings"]["bugs"].items()})
+    return dict(first, settings=settings, runs=[run for r in reports for run in r["runs"]])
+
+
 def with_summaries(report: dict) -> dict:
     seconds = report["settings"]["seconds"]
     summaries = summarise(report["runs"], seconds)
@@ -470,11 +483,15 @@ def yes_no(value: bool | None) -> str:
 def summary_rows(report: dict) -> list[tuple[str, list[str]]]:
     """(configuration, cells) per configuration and bug, for the tables."""
     seconds = report["settings"]["seconds"]
+    configurations = report["settings"]["configurations"]
     rows = []
     for s in summarise(report["runs"], seconds):
+        # libFuzzer first runs each input of the corpus once (and an empty one).
+        replayed = 1 + report["settings"]["corpus_inputs"] * configurations[s.configuration]["seeds"]
         cells = [s.bug, f"{s.found}/{s.runs}", seconds_text(s.median_s),
                  f"{s.q1_s:.1f}-{s.q3_s:.1f}", f"{s.min_s:.1f}-{s.max_s:.1f}",
-                 "-" if s.median_inputs is None else f"{s.median_inputs:,.0f}",
+                 "-" if s.median_inputs is None else
+                 f"{s.median_inputs:,.0f}{' (replay)' if s.median_inputs <= replayed else ''}",
                  seconds_text(s.median_cpu_s), seconds_text(s.median_startup_s),
                  f"{s.named}/{s.found}" if s.found else "-",
                  ", ".join(s.rules) or "-"]
@@ -495,16 +512,34 @@ def settings_lines(report: dict) -> list[str]:
     return [f"Commit {c['sha'][:12]}{' (with uncommitted changes)' if c['dirty'] else ''} on {c['branch']}, "
             f"started {report['started']}.",
             f"Machine: {m['cpu'] or 'unknown CPU'}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}, "
-            f"atheris {m['atheris']}; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}.",
+            f"atheris {m['atheris']}; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
+            + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}." if "load_average_end" in m
+               else "."),
             f"Settings: {s['repetitions']} repetition(s) (-seed=1..{s['repetitions']}) of at most {s['seconds']:g} s "
             f"wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} inputs. A run that found "
-            f"nothing counts as {s['seconds']:g} s."]
+            f"nothing counts as {s['seconds']:g} s. Found: any finding (planted rule: how many of them named "
+            f"the rule meant to catch the bug); inputs marked (replay): found while libFuzzer replayed the "
+            f"corpus, before any mutation."]
+
+
+def overview(report: dict) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a table of bugs by configuration: found/runs and median seconds."""
+    configurations = list(report["settings"]["configurations"])
+    cells = {(s.bug, s.configuration): f"{s.found}/{s.runs}, {s.median_s:.1f} s"
+             for s in summarise(report["runs"], report["settings"]["seconds"])}
+    bugs = list(dict.fromkeys(run["bug"] for run in report["runs"]))
+    return ["bug", *configurations], [[bug, *(cells.get((bug, c), "") for c in configurations)] for bug in bugs]
 
 
 def markdown(report: dict, picture: str | None) -> str:
     out = ["# Time to find the planted bugs", "", *settings_lines(report), ""]
     if picture:
         out += [f"![Share of the suite found against time]({picture})", ""]
+    if len(report["settings"]["configurations"]) > 1:
+        header, body = overview(report)
+        out += ["## Overview (found/runs, median time to find)", "",
+                "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                *("| " + " | ".join(cells) + " |" for cells in body), ""]
     rows = summary_rows(report)
     for name, configuration in report["settings"]["configurations"].items():
         out += [f"## {name}", "", configuration.get("about", ""), ""]
@@ -529,6 +564,8 @@ def html_page(report: dict, picture: str | None) -> str:
     parts += [f"<p>{html.escape(line)}</p>" for line in settings_lines(report)]
     if picture:
         parts.append(f"<img src='{html.escape(picture)}' alt='Share of the suite found against time'>")
+    if len(report["settings"]["configurations"]) > 1:
+        parts += ["<h2>Overview (found/runs, median time to find)</h2>", table(*overview(report))]
     for name, configuration in report["settings"]["configurations"].items():
         header = COLUMNS + (TARGET_COLUMNS if name == "default" else [])
         parts += [f"<h2>{html.escape(name)}</h2><p>{html.escape(configuration.get('about', ''))}</p>",
@@ -658,15 +695,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / "fuzz-work" / "bench-find")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "bench-find")
     parser.add_argument("--compare", type=Path, metavar="OTHER.json", help="an earlier report.json")
-    parser.add_argument("--from-json", type=Path, metavar="REPORT.json",
-                        help="write the report of an earlier run's report.json again; no fuzzing")
+    parser.add_argument("--from-json", type=Path, nargs="+", metavar="REPORT.json",
+                        help="write the report of earlier runs again (of several, together: the "
+                             "configurations of one run beside another's); no fuzzing")
     parser.add_argument("--no-picture", action="store_true")
     parser.add_argument("--require-found", action="store_true",
                         help="exit 1 unless every run found its bug, named by its planted rule")
     args = parser.parse_args(argv)
 
     if args.from_json:
-        report = json.loads(args.from_json.read_text())
+        report = merged([json.loads(path.read_text()) for path in args.from_json])
     else:
         configurations = names(args.configurations, CONFIGURATIONS, "configuration")
         bugs = names(args.bugs, BUGS, "bug")
@@ -680,6 +718,7 @@ def main(argv: list[str] | None = None) -> int:
             report["runs"] = [asdict(r) for r in runs]
             write_report(report, args.out, with_picture=False)     # what is done so far, kept
         run_suite(configurations, bugs, args.repetitions, args.seconds, args.jobs, args.work_dir, on_run)
+        report["machine"]["load_average_end"] = list(os.getloadavg())
     write_report(report, args.out, with_picture=not args.no_picture)
     print("\n".join(["", "Targets of the default configuration:", *target_lines(report)]))
     print(f"\nReport: {args.out / 'report.md'}, {args.out / 'report.html'}, {args.out / 'report.json'}")

@@ -176,6 +176,26 @@ def test_the_report_has_tables_a_picture_and_json(tmp_path):
         "![Share of the suite found against time](survival.png)\n\n", "")
 
 
+def test_reports_merge_side_by_side(tmp_path):
+    default = synthetic_report({("default", "Raising"): [5.0, 6.0]})
+    ablation = synthetic_report({("no-reference", "Raising"): [None, 50.0]})
+    both = bench_find.merged([default, ablation])
+    assert list(both["settings"]["configurations"]) == ["default", "no-reference"]
+    assert both["runs"] == default["runs"] + ablation["runs"]
+    assert "| Raising | 2/2, 5.5 s | 1/2, 55.0 s |" in bench_find.markdown(both, None)
+    ablation["settings"]["seconds"] = 2 * SECONDS
+    with pytest.raises(SystemExit, match="different time limits"):
+        bench_find.merged([default, ablation])
+
+
+def test_a_bug_found_while_the_corpus_was_replayed_is_marked():
+    report = synthetic_report({("default", "Raising"): [5.0, 6.0, 7.0]})
+    report["settings"]["corpus_inputs"] = 150
+    assert "| Raising | 3/3 | 6.0 | 5.5-6.5 | 5.0-7.0 | 100 (replay) |" in bench_find.markdown(report, None)
+    report["settings"]["corpus_inputs"] = 50
+    assert "| 5.0-7.0 | 100 | " in bench_find.markdown(report, None)
+
+
 def test_compare_tells_faster_slower_and_whether_beyond_spread():
     changes = {(c.configuration, c.bug): c
                for c in bench_find.compare(synthetic_report(AFTER), synthetic_report(BEFORE))}
