@@ -35,6 +35,7 @@ import argparse
 import concurrent.futures
 import datetime
 import html
+import importlib
 import itertools
 import json
 import math
@@ -229,24 +230,12 @@ def run_once(bug: Bug, configuration: Configuration, repetition: int, seconds: f
     stopper = threading.Timer(seconds, stop, (process,))
     stopper.daemon = True
     stopper.start()
-    progress = None
-    with open(directory / "run.log", "w") as log:
-        log.write(" ".join(command) + "\n")
-        for line in process.stdout:
-            at = time.time() - started
-            log.write(f"{at:8.3f} {line}")
-            if run.startup_seconds is None and FUZZING_STARTS.match(line):
-                run.startup_seconds = round(at, 3)
-            if m := PROGRESS.match(line):
-                progress = int(m[1])
-            if m := EXECUTED.match(line):
-                run.inputs = int(m[1])
-    _, status, usage = os.wait4(process.pid, 0)
+    run.startup_seconds, run.inputs = follow(process, started, command, directory / "run.log")
+    _, status, usage = os.wait4(process.pid, 0)        # (Popen.wait gives no CPU time)
     process.returncode = run.exit_code = os.waitstatus_to_exitcode(status)
     stopper.cancel()
     ended = time.time()
     run.cpu_seconds = round(usage.ru_utime + usage.ru_stime, 3)
-    run.inputs = run.inputs if run.inputs is not None else progress
     finding = first_finding(directory / "artifacts")
     if finding is not None and finding[0] - started <= seconds:
         run.found = True
@@ -257,6 +246,26 @@ def run_once(bug: Bug, configuration: Configuration, repetition: int, seconds: f
         run.seconds = round(min(ended - started, seconds), 3)
         run.rule = finding[1] if finding is not None else None
     return run
+
+
+def follow(process: subprocess.Popen, started: float, command: list[str],
+           log_path: Path) -> tuple[float | None, int | None]:
+    """Copy the run's output to ``log_path``, each line with its time since launch, until
+    it ends; returns (start-up seconds, inputs run: libFuzzer's final count, else its
+    latest progress line's)."""
+    startup = inputs = progress = None
+    with open(log_path, "w") as log:
+        log.write(" ".join(command) + "\n")
+        for line in process.stdout:
+            at = time.time() - started
+            log.write(f"{at:8.3f} {line}")
+            if startup is None and FUZZING_STARTS.match(line):
+                startup = round(at, 3)
+            if m := PROGRESS.match(line):
+                progress = int(m[1])
+            if m := EXECUTED.match(line):
+                inputs = int(m[1])
+    return startup, inputs if inputs is not None else progress
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -578,9 +587,10 @@ def plot(report: dict, out_dir: Path) -> str | None:
     """survival.png and survival.svg: per configuration, the share of its runs that found
     their bug by each time. Returns the PNG's name, or None without matplotlib."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
+        # By name: the frozen fuzzer bundles every module of fuzz/ and what they import,
+        # and has no use for matplotlib.
+        importlib.import_module("matplotlib").use("Agg")
+        pyplot = importlib.import_module("matplotlib.pyplot")
     except ImportError:
         print("no matplotlib (pip install '.[bench]'): the report has no picture", file=sys.stderr)
         return None
