@@ -264,6 +264,8 @@ def main() -> None:
     reference, argv = split_driver_flag(argv, REFERENCE_FLAG)
     reference_rev, argv = split_driver_flag(argv, REFERENCE_REV_FLAG)
     if reference_rev:
+        if reference:
+            raise SystemExit(f"{REFERENCE_FLAG} or {REFERENCE_REV_FLAG}: not both")
         from fuzz import pristine
         reference = pristine.install(reference_rev)
     if reference:
