@@ -583,6 +583,15 @@ def html_page(report: dict, picture: str | None) -> str:
     return "\n".join(parts)
 
 
+def common_bugs(report: dict) -> set[str]:
+    """The bugs every configuration of the report ran: the lines of the picture are
+    comparable only over the same bugs."""
+    ran: dict[str, set[str]] = {}
+    for run in report["runs"]:
+        ran.setdefault(run["configuration"], set()).add(run["bug"])
+    return set.intersection(*ran.values()) if ran else set()
+
+
 def plot(report: dict, out_dir: Path) -> str | None:
     """survival.png and survival.svg: per configuration, the share of its runs that found
     their bug by each time. Returns the PNG's name, or None without matplotlib."""
@@ -595,11 +604,12 @@ def plot(report: dict, out_dir: Path) -> str | None:
         print("no matplotlib (pip install '.[bench]'): the report has no picture", file=sys.stderr)
         return None
     seconds = report["settings"]["seconds"]
+    common = common_bugs(report)
     figure, panes = pyplot.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for axes, clock, label in zip(panes, ("seconds", "cpu_seconds"),
                                   ("wall seconds from launch", "CPU seconds of the run")):
         for name in report["settings"]["configurations"]:
-            runs = [r for r in report["runs"] if r["configuration"] == name]
+            runs = [r for r in report["runs"] if r["configuration"] == name and r["bug"] in common]
             if runs:
                 xs, ys = survival(runs, seconds, clock)
                 axes.step(xs, 100 * ys, where="post", label=name)
@@ -608,8 +618,8 @@ def plot(report: dict, out_dir: Path) -> str | None:
         axes.set_xlabel(label)
         axes.grid(alpha=0.3)
     panes[0].set_ylabel("% of runs that found their bug")
-    panes[1].legend(loc="lower right")
-    figure.suptitle(f"Planted bugs found ({len({r['bug'] for r in report['runs']})} bugs, "
+    panes[0].legend(loc="upper left", fontsize="small")
+    figure.suptitle(f"Planted bugs found ({len(common)} bugs, "
                     f"{report['settings']['repetitions']} run(s) each, at most {seconds:g} s)")
     figure.tight_layout()
     for suffix in ("png", "svg"):

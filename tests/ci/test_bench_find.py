@@ -183,6 +183,8 @@ def test_reports_merge_side_by_side(tmp_path):
     assert list(both["settings"]["configurations"]) == ["default", "no-reference"]
     assert both["runs"] == default["runs"] + ablation["runs"]
     assert "| Raising | 2/2, 5.5 s | 1/2, 55.0 s |" in bench_find.markdown(both, None)
+    both["runs"].append(synthetic_run("default", "Hanging", 0, 3.0))
+    assert bench_find.common_bugs(both) == {"Raising"}        # what the picture compares
     ablation["settings"]["seconds"] = 2 * SECONDS
     with pytest.raises(SystemExit, match="different time limits"):
         bench_find.merged([default, ablation])
