@@ -1,7 +1,7 @@
 """Time to find: how long the fuzzer takes to find each planted bug of
 tests/fuzz/broken_drivers.py (a measurement, not a test).
 
-    nnhal-bench-find [-r 3] [-t 120] [-j 1] [--configurations default,no-relations|all]
+    nnhal-bench-find [-r 5] [-t 120] [-j 1] [--configurations default,no-relations|all]
                      [--bugs Raising,Hanging] [--work-dir DIR] [--out DIR] [--compare OLD.json]
                      [--require-found]
     nnhal-bench-find --from-json reports/bench-find/report.json [--compare OLD.json]
@@ -24,7 +24,7 @@ and range of the time to find, a run that found nothing counting as --seconds; a
 share of all runs found against time, one line per configuration. ``--compare`` tells per
 bug and configuration whether it became faster or slower than in another report, and
 whether the difference is beyond run-to-run spread (a two-sided Mann-Whitney U test, as
-FuzzBench does, at ALPHA).
+FuzzBench does, at ALPHA: with fewer than 4 runs a side, no difference can be).
 
 Targets (default configuration): every planted bug found in every repetition within
 TARGET_FOUND_WITHIN_S, with a median time to find of at most TARGET_MEDIAN_S.
@@ -706,7 +706,8 @@ def target_lines(report: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-r", "--repetitions", type=int, default=3)
+    parser.add_argument("-r", "--repetitions", type=int, default=5,
+                        help="runs of each bug; --compare needs 4 or more a side to tell anything")
     parser.add_argument("-t", "--seconds", type=float, default=120.0, help="most wall time of a run")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at once")
     parser.add_argument("--configurations", default="default",
