@@ -2,14 +2,18 @@
 """Coverage-guided fuzzing of an NN HAL 1.3 driver with atheris and libFuzzer.
 
     python fuzz/driver_fuzz.py [--driver MODULE:FACTORY] [--reference MODULE:FACTORY|none]
-                               [--no-relations] [--trace-comparisons] [--no-cpu-binding]
+                               [--reference-rev REV] [--no-relations] [--trace-comparisons]
+                               [--no-custom-mutator] [--no-cpu-binding]
                                [CORPUS_DIR ...] [libFuzzer flags]
 
 ``--driver`` names a callable returning an IDevice (default ``driver:SampleDriver``); the
 bundled driver package and the named driver's package are instrumented for coverage.
 ``--reference`` names the driver whose outputs and verdicts the driver's are compared with
 (default: the bundled driver, unless it is the one under test; ``none``: no reference), and
-``--no-relations`` turns the metamorphic relations off (see fuzz/harness.py). Every
+``--reference-rev REV`` makes the reference the bundled driver as it was at the git revision
+REV (fuzz/pristine.py). ``--no-relations`` turns the metamorphic relations off (see
+fuzz/harness.py); ``--no-custom-mutator`` leaves mutation to libFuzzer's byte mutations
+(what the structure-aware mutator of fuzz/mutator/ adds shows against it). Every
 other argument goes to libFuzzer unchanged (-max_total_time, -runs, -jobs, -fork, -timeout,
 -merge, -minimize_crash, -dict, ...). Artifacts go to the repository's crashes/ unless
 -artifact_prefix says otherwise; -timeout defaults to 60 s (the harness reports hangs
@@ -31,7 +35,7 @@ Each process that runs inputs binds itself to a CPU no other fuzzing process hol
 fraction on one CPU); ``--no-cpu-binding`` leaves it to the kernel.
 
 libFuzzer's -fork, -jobs and -minimize_crash modes re-execute this script by its path, so
-it is executable and carries the driver, reference, relations, tracing and binding
+it is executable and carries the driver, reference, relations, tracing, mutator and binding
 choices in the environment.
 A process that ran inputs also writes its harness statistics, as JSON, into the folder
 $NNHAL_FUZZ_STATS_DIR when that is set: -fork children's output goes to logs libFuzzer
@@ -62,9 +66,12 @@ from hal_client.device import DriverSpecError, report_spec_error  # noqa: E402
 DEFAULT_TIMEOUT_S = 60
 DRIVER_FLAG = "--driver"
 REFERENCE_FLAG = "--reference"
+REFERENCE_REV_FLAG = "--reference-rev"
 NO_RELATIONS_FLAG = "--no-relations"
 TRACE_COMPARISONS_FLAG = "--trace-comparisons"
 TRACE_COMPARISONS_ENV = "NNHAL_FUZZ_TRACE_COMPARISONS"
+NO_CUSTOM_MUTATOR_FLAG = "--no-custom-mutator"
+NO_CUSTOM_MUTATOR_ENV = "NNHAL_FUZZ_NO_CUSTOM_MUTATOR"
 NO_CPU_BINDING_FLAG = "--no-cpu-binding"
 STATS_DIR_ENV = "NNHAL_FUZZ_STATS_DIR"
 #: Modules of the bundled driver whose branches say nothing about the input that
@@ -256,6 +263,12 @@ def main() -> None:
         os.environ[DRIVER_ENV] = spec   # inherited by -fork / -jobs / -minimize_crash children
     spec = configured_spec()
     reference, argv = split_driver_flag(argv, REFERENCE_FLAG)
+    reference_rev, argv = split_driver_flag(argv, REFERENCE_REV_FLAG)
+    if reference_rev:
+        if reference:
+            raise SystemExit(f"{REFERENCE_FLAG} or {REFERENCE_REV_FLAG}: not both")
+        from fuzz import pristine
+        reference = pristine.install(reference_rev)
     if reference:
         os.environ[REFERENCE_ENV] = reference
     no_relations, argv = split_switch(argv, NO_RELATIONS_FLAG)
@@ -265,6 +278,9 @@ def main() -> None:
     if trace_comparisons:
         os.environ[TRACE_COMPARISONS_ENV] = "1"
     trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
+    no_custom_mutator, argv = split_switch(argv, NO_CUSTOM_MUTATOR_FLAG)
+    if no_custom_mutator:
+        os.environ[NO_CUSTOM_MUTATOR_ENV] = "1"
     no_binding, argv = split_switch(argv, NO_CPU_BINDING_FLAG)
     if no_binding:
         os.environ[NO_BINDING_ENV] = "1"
@@ -310,7 +326,10 @@ def main() -> None:
     WATCHDOG.before_abort = lambda _report: print_stats()
     from fuzz.mutator import crossover, mutate
     tune_garbage_collection()
-    atheris.Setup(argv, test_one_input, custom_mutator=mutate, custom_crossover=crossover)
+    if os.environ.get(NO_CUSTOM_MUTATOR_ENV) == "1":
+        atheris.Setup(argv, test_one_input)
+    else:
+        atheris.Setup(argv, test_one_input, custom_mutator=mutate, custom_crossover=crossover)
     print_stats_at_exit(print_stats)
     atheris.Fuzz()
 
