@@ -79,7 +79,8 @@ def check_time_steps(steps: int, what: str) -> None:
 def value_nbytes(shape: Sequence[int], item_bytes: int) -> int:
     """Bytes of a value of this shape, a zero dimension counted as one: at prepare time 0
     means unknown, and at run time numpy refuses an empty array whose other dimensions
-    multiply past its index range, so an empty value is held to the same bound."""
+    multiply past its index range, so an empty value is held to the same bound. Called
+    once the rank is checked (check_shape): at most MAX_RANK factors, a small product."""
     return item_bytes * prod(filter(_OVER_ONE, shape))
 
 

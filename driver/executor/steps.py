@@ -85,6 +85,7 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
         # Every shape is known, so a tuple already.
         return _static_step(kernel, inputs, outputs, tuple(output_shapes), where)
     validate, infer = definition.validate, definition.infer_shapes
+    zero_sized_inputs = definition.zero_sized_inputs
     output_itemsizes = [itemsize(operands[o].type) for o in output_operands]
 
     def what(k: int) -> str:
@@ -92,6 +93,8 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
 
     def dynamic_step(slots, _ctx):
         args = [slots[i] for i in inputs]
+        if not zero_sized_inputs:
+            check_no_zero_sized_input(args, where)
         shapes = [None if a is None else a.shape for a in args]
         inferred = infer(ctx, shapes)
         if not all(map(is_fully_known, inferred)):
@@ -124,6 +127,16 @@ def make_operation_step(definition, ctx, kernel, inputs: tuple[int, ...],
         # What inference could not size is counted once computed.
         _ctx.held_bytes -= reserved
     return dynamic_step
+
+
+def check_no_zero_sized_input(args: Sequence, where: OperationWhere) -> None:
+    """An operation that does not declare zero_sized_inputs fails on an input with a 0
+    dimension, as the reference's does. (Only a dynamic step can meet one: a shape known at
+    prepare time has no 0.)"""
+    for k, value in enumerate(args):
+        if value is not None and not value.size:
+            raise ExecutionError(f"{describe(where)} does not take zero-sized inputs, but "
+                                 f"input {k} has shape {list(value.shape)}")
 
 
 def _static_step(kernel, inputs: tuple[int, ...], outputs: tuple[int, ...],

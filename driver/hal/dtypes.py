@@ -2,7 +2,7 @@
 (types.hal gives every base type's byte size). SUBGRAPH and extension types have none."""
 from __future__ import annotations
 
-import math
+from math import prod
 from typing import Sequence
 
 import numpy as np
@@ -46,5 +46,35 @@ def byte_size(operand_type: int, dimensions: Sequence[int], *,
     if unknown_dimension is None:
         if not dimensions or 0 in dimensions:
             return None
-        return size * math.prod(dimensions)
-    return size * math.prod(d or unknown_dimension for d in dimensions)
+        return size * bounded_product(dimensions)
+    if unknown_dimension != 0 and 0 in dimensions:
+        dimensions = [d or unknown_dimension for d in dimensions]
+    return size * bounded_product(dimensions)
+
+
+#: Past this, a product of dimensions is not computed further: no memory holds that many
+#: elements, and no HAL size field (uint32) counts that many bytes.
+PRODUCT_BOUND = 1 << 64
+
+#: Dimensions multiplied at once: 32 of them (uint32 each) make an integer of at most
+#: 1,024 bits, still cheap to multiply.
+_CHUNK = 32
+
+
+def bounded_product(factors: Sequence[int], bound: int = PRODUCT_BOUND) -> int:
+    """The product of non-negative ``factors`` if it is at most ``bound``, else ``bound + 1``.
+
+    Multiplying stops once past the bound: the full product of a list of any length (a
+    request or a model may state 100,000 dimensions of 2**32 - 1) is an integer of as
+    many words, and building it takes time quadratic in the length."""
+    if len(factors) <= _CHUNK:
+        product = prod(factors)
+        return product if product <= bound else bound + 1
+    if 0 in factors:
+        return 0
+    product = 1
+    for start in range(0, len(factors), _CHUNK):
+        product *= prod(factors[start:start + _CHUNK])
+        if product > bound:
+            return bound + 1
+    return product

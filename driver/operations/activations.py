@@ -58,7 +58,7 @@ def build_clamp(ctx: OperationContext, activation: Act) -> Kernel:
 for operation, activation in ((Op.RELU, Act.RELU), (Op.RELU1, Act.RELU1), (Op.RELU6, Act.RELU6)):
     register(OperationDef(operation, unary(TYPES, 4), same_shape,
                           partial(build_clamp, activation=activation),
-                          check_clamp))
+                          check_clamp, zero_sized_inputs=True))
 
 
 # --- LOGISTIC, TANH, HARD_SWISH ----------------------------------------------------------------
@@ -88,4 +88,5 @@ for operation, max_rank, fn, quantization in ((Op.LOGISTIC, 4, sigmoid, LOGISTIC
                                               (Op.TANH, 4, np.tanh, TANH_QUANTIZATION),
                                               (Op.HARD_SWISH, None, hard_swish, None)):
     register(OperationDef(operation, unary(TYPES, max_rank, quantization), same_shape,
-                          partial(build_float_or_quant, fn=fn), check_quantization))
+                          partial(build_float_or_quant, fn=fn), check_quantization,
+                          zero_sized_inputs=True))

@@ -138,4 +138,5 @@ for operation, table, float_fn, int_fn, check_op in (
         (Op.MUL, FLOAT_AND_QUANT, np.multiply, np.multiply, check_mul),
         (Op.DIV, FLOAT, np.divide, np.floor_divide, check_arithmetic)):
     register(OperationDef(operation, table, broadcast,
-                          partial(build_arithmetic, float_fn=float_fn, int_fn=int_fn), check_op))
+                          partial(build_arithmetic, float_fn=float_fn, int_fn=int_fn), check_op,
+                          zero_sized_inputs=True))

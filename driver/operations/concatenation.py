@@ -99,4 +99,5 @@ def _requantizer(operand, out, qmin: int, qmax: int):
     return requantize
 
 
-register(OperationDef(OperationType.CONCATENATION, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.CONCATENATION, SIGNATURES, infer_shapes, build, check_quantization,
+                      zero_sized_inputs=True))

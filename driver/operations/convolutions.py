@@ -341,7 +341,8 @@ def accumulate_taps(ctx: OperationContext, x: np.ndarray, taps: np.ndarray, geom
     for i in range(filter_height):
         for j in range(filter_width):
             sums += np.multiply(cells[:, :, :, :, i, j], taps[i, j], out=product)
-    return sums.reshape(*sums.shape[:3], -1)
+    # The channels counted, not -1: an empty sums has no size to divide.
+    return sums.reshape(*sums.shape[:3], sums.shape[3] * sums.shape[4])
 
 
 def pad_input(ctx: OperationContext, x: np.ndarray, geometry: Geometry) -> np.ndarray:
@@ -486,4 +487,5 @@ EXAMPLES = {CONV: examples(CONV, FORMS[CONV], (2, 2, 2, 2)),
 
 for _operation in (CONV, DEPTHWISE, GROUPED):
     register(OperationDef(_operation, signatures(FORMS[_operation]), infer_shapes, build,
-                          check_convolution, EXAMPLES[_operation]))
+                          check_convolution, EXAMPLES[_operation],
+                          zero_sized_inputs=_operation != GROUPED))

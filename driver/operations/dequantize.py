@@ -48,4 +48,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.DEQUANTIZE, SIGNATURES, same_shape, build, check_channels))
+register(OperationDef(OperationType.DEQUANTIZE, SIGNATURES, same_shape, build, check_channels,
+                      zero_sized_inputs=True))

@@ -313,7 +313,8 @@ BBOX_EXAMPLES = (
       for q8, zero in ((Q8, 128), (QS8, 0))))
 
 register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, BBOX_SIGNATURES,
-                      infer_bbox_transform, build_bbox_transform, check_bbox_transform, BBOX_EXAMPLES))
+                      infer_bbox_transform, build_bbox_transform, check_bbox_transform, BBOX_EXAMPLES,
+                      zero_sized_inputs=True))
 
 
 # --- BOX_WITH_NMS_LIMIT ---------------------------------------------------------------------
@@ -446,7 +447,7 @@ NMS_EXAMPLES = (nms_example(F32, F32, T.FLOAT32), nms_example(F16, F16, T.FLOAT1
                 nms_example(Q8, Q16A, T.FLOAT32, 0.01, 0), nms_example(QS8, Q16A, T.FLOAT32, 0.01, -128))
 
 register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, NMS_SIGNATURES, infer_box_with_nms,
-                      build_box_with_nms, check_box_with_nms, NMS_EXAMPLES))
+                      build_box_with_nms, check_box_with_nms, NMS_EXAMPLES, zero_sized_inputs=True))
 
 
 # --- GENERATE_PROPOSALS ---------------------------------------------------------------------

@@ -136,4 +136,4 @@ def _build_quantized(ctx: OperationContext) -> Kernel:
 
 
 register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, infer_shapes, build,
-                      check_fully_connected, EXAMPLES))
+                      check_fully_connected, EXAMPLES, zero_sized_inputs=True))

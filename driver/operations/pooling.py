@@ -263,8 +263,10 @@ def _examples(types: Sequence[T]) -> tuple[Example, ...]:
 ALL_TYPES = FLOAT_TENSORS + QUANT8_ASYMM_TENSORS
 register(OperationDef(OperationType.AVERAGE_POOL_2D, signatures(ALL_TYPES), infer_shapes,
                       _builder(_average_float, _average_quantized), check_pooling,
-                      _examples(ALL_TYPES)))
+                      _examples(ALL_TYPES), zero_sized_inputs=True))
 register(OperationDef(OperationType.MAX_POOL_2D, signatures(ALL_TYPES), infer_shapes,
-                      _builder(_max, _max), check_pooling, _examples(ALL_TYPES[::-1])))
+                      _builder(_max, _max), check_pooling, _examples(ALL_TYPES[::-1]),
+                      zero_sized_inputs=True))
 register(OperationDef(OperationType.L2_POOL_2D, signatures(FLOAT_TENSORS), infer_shapes,
-                      _builder(_l2, _l2), check_pooling, _examples(FLOAT_TENSORS)))
+                      _builder(_l2, _l2), check_pooling, _examples(FLOAT_TENSORS),
+                      zero_sized_inputs=True))

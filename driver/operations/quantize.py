@@ -33,4 +33,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.QUANTIZE, SIGNATURES, same_shape, build, check_output))
+register(OperationDef(OperationType.QUANTIZE, SIGNATURES, same_shape, build, check_output,
+                      zero_sized_inputs=True))

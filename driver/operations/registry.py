@@ -50,8 +50,14 @@ Signatures as data, for other users
 Shapes at run time
     A 0 in a shape means "unknown" at prepare time, but in the actual shapes given at run
     time it is a zero-sized dimension; infer cannot tell them apart, so it treats 0 as
-    unknown in both cases. Kernels therefore re-check what a zero size could break
-    (through ``check``), and never let a numpy exception escape.
+    unknown in both cases. Zero-sized inputs therefore reach only the operations that
+    declare ``zero_sized_inputs`` (those the reference runs on them: the arithmetic,
+    activations, convolutions, pooling, resizing, SLICE, CONCATENATION, TRANSPOSE, SOFTMAX,
+    FULLY_CONNECTED, QUANTIZE, DEQUANTIZE and the detection operations whose results feed
+    one another); the executor fails any other operation given one with GENERAL_FAILURE,
+    before infer runs. The kernels and infer of those operations handle empty values
+    (a 0 they read as "unknown" must not let a wrong shape through), and never let a
+    numpy exception escape.
 Outputs whose shape depends on input values
     When an output shape depends on the values of a non-constant input (SLICE's begin and
     size, RESHAPE's target shape, FILL's dims, a run-time axis), infer returns 0 for the
@@ -181,6 +187,9 @@ class OperationDef:
     check: Optional[Check] = None
     #: Small valid instances for the generators of seed models (see signatures.Example).
     examples: tuple[Example, ...] = ()
+    #: Whether it runs on zero-sized inputs (CpuExecutor's allowZeroSizedInput): an input
+    #: with a 0 dimension at run time fails any other operation (see the module docstring).
+    zero_sized_inputs: bool = False
     # Made from the above at registration:
     table: SignatureTable = field(init=False, repr=False, compare=False)
     validate: Check = field(init=False, repr=False, compare=False)

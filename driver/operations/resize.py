@@ -196,6 +196,6 @@ def _kernel(ctx: OperationContext, interpolate) -> Kernel:
 
 
 register(OperationDef(OperationType.RESIZE_BILINEAR, signatures(0), infer_shapes, build_bilinear,
-                      check_resize, EXAMPLES))
+                      check_resize, EXAMPLES, zero_sized_inputs=True))
 register(OperationDef(OperationType.RESIZE_NEAREST_NEIGHBOR, signatures(1), infer_shapes, build_nearest,
-                      check_resize, EXAMPLES))
+                      check_resize, EXAMPLES, zero_sized_inputs=True))

@@ -490,7 +490,8 @@ def refine(grid: np.ndarray, score: np.ndarray, tolerance: F32) -> tuple[np.ndar
 
 
 register(OperationDef(OperationType.ROI_ALIGN, roi_signatures(True), infer_roi_shapes,
-                      build_roi_operation, check_roi_operation, ALIGN_EXAMPLES))
+                      build_roi_operation, check_roi_operation, ALIGN_EXAMPLES,
+                      zero_sized_inputs=True))
 register(OperationDef(OperationType.ROI_POOLING, roi_signatures(False), infer_roi_shapes,
                       build_roi_operation, check_roi_operation, POOLING_EXAMPLES))
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, HEATMAP_SIGNATURES, infer_heatmap_shapes,

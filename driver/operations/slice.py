@@ -41,6 +41,11 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     if not rank:
         return [None]
     begin, size = constant_vector(ctx, BEGIN), constant_vector(ctx, SIZE)
+    # A known vector's length counts, 0 included (its shape's 0 reads as unknown above).
+    for what, vector in (("input 1 (begin)", begin), ("input 2 (size)", size)):
+        if vector is not None:
+            check(len(vector) == rank, f"{ctx.name}: {what} has {len(vector)} elements for an "
+                                       f"input of rank {rank}")
     dims = inp if inp is not None else (0,) * rank
     out = []
     for axis, dim in enumerate(dims):
@@ -91,4 +96,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_quantization,
+                      zero_sized_inputs=True))

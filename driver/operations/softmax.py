@@ -99,5 +99,6 @@ def build_log_softmax(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SOFTMAX, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.SOFTMAX, SIGNATURES, infer_shapes, build, check_quantization,
+                      zero_sized_inputs=True))
 register(OperationDef(OperationType.LOG_SOFTMAX, LOG_SOFTMAX_SIGNATURES, infer_shapes, build_log_softmax))

@@ -58,4 +58,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.TRANSPOSE, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.TRANSPOSE, SIGNATURES, infer_shapes, build, check_quantization,
+                      zero_sized_inputs=True))

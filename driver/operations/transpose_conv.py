@@ -159,4 +159,4 @@ EXAMPLES = examples(OperationType.TRANSPOSE_CONV_2D, FORMS, (2, 2, 2, 2),
                     leading=(ExampleOperand(T.TENSOR_INT32, (4,), constant=[1, 4, 4, 2]),))
 
 register(OperationDef(OperationType.TRANSPOSE_CONV_2D, signatures(FORMS), infer_shapes, build,
-                      check_transpose_conv, EXAMPLES))
+                      check_transpose_conv, EXAMPLES, zero_sized_inputs=True))

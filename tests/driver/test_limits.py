@@ -7,6 +7,7 @@ with RESOURCE_EXHAUSTED_PERSISTENT, on every execution path, before numpy is ask
 from __future__ import annotations
 
 import math
+import time
 from typing import Sequence
 
 import numpy as np
@@ -16,10 +17,12 @@ from driver.device import SampleDriver
 from driver.hal import Model, OperandType as T, OperationType as Op
 from driver.hal.enums import ErrorStatus
 from driver.errors import ResourceError
+from driver.hal.dtypes import PRODUCT_BOUND, bounded_product
 from driver.limits import MAX_RANK, MAX_VALUE_BYTES, check_shape, itemsize, value_nbytes
 from hal_client.builder import ModelBuilder, SubgraphBuilder, make_request, out_bytes
 from hal_client.examples import count_condition
-from tests.driver.execution import ALL_PATHS, execute, prepare, prepare_status
+from tests.driver.execution import (ALL_PATHS, Path, deadline_in, execute, prepare,
+                                   prepare_status)
 
 EXHAUSTED = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
 
@@ -193,3 +196,56 @@ SIZED_BY_VALUES = {
 def test_sizes_computed_from_values_past_the_limit_are_refused(path, case):
     operation, inputs = SIZED_BY_VALUES[case]
     assert run(sized_by_values_model(operation), inputs, path) == (EXHAUSTED, None)
+
+
+# --- huge dimension lists ----------------------------------------------------------------
+
+UINT32_MAX = 2**32 - 1
+#: Time allowed to answer for a huge dimension list: generous (the product of the
+#: dimensions, built in full, took 15 s for the request and 264 s for the model below).
+ANSWER_WITHIN_S = 5.0
+
+
+def test_bounded_product_stops_past_its_bound():
+    assert bounded_product([]) == 1
+    assert bounded_product([3, 5, 7], 105) == 105
+    assert bounded_product([3, 5, 7], 104) == 105
+    assert bounded_product([UINT32_MAX] * 3) == PRODUCT_BOUND + 1
+    assert bounded_product([2] * 100 + [0]) == 0
+    assert bounded_product([1] * 1000 + [6], 6) == 6
+    assert bounded_product([UINT32_MAX] * 1000 + [0]) == 0
+    assert bounded_product([2] * 63 + [1] * 100) == 2**63
+    assert bounded_product([2] * 65 + [1] * 100) == PRODUCT_BOUND + 1
+
+
+def test_a_request_stating_100000_huge_dimensions_is_refused_at_once():
+    """Its bytes overflow uint32 (INVALID_ARGUMENT), within its 100 ms deadline or so."""
+    mb = ModelBuilder()
+    g = mb.main
+    rank_of(g, g.input(T.TENSOR_FLOAT32, []))
+    prepared = prepare(mb.build())
+    io = make_request([np.zeros(2, np.float32)], [out_bytes(np.int32, 4)])
+    io.request.inputs[0].dimensions = [UINT32_MAX] * 100_000
+    started = time.monotonic()
+    outcome = execute(prepared, io.request, Path.SYNC, deadline=deadline_in(0.1))
+    assert outcome.status == ErrorStatus.INVALID_ARGUMENT
+    assert time.monotonic() - started < ANSWER_WITHIN_S
+
+
+def test_a_model_declaring_400000_huge_dimensions_is_refused_at_once():
+    mb = ModelBuilder()
+    g = mb.main
+    rank_of(g, g.input(T.TENSOR_FLOAT32, [UINT32_MAX] * 400_000))
+    model = mb.build()
+    started = time.monotonic()
+    assert SampleDriver().getSupportedOperations_1_3(model) == (ErrorStatus.INVALID_ARGUMENT, [])
+    assert time.monotonic() - started < ANSWER_WITHIN_S
+
+
+def test_a_model_declaring_400000_dimensions_of_one_has_its_operation_unsupported():
+    """Valid (one element), and over the rank limit: unsupported, not a product of 400,000
+    factors (nor a numpy array of that rank)."""
+    mb = ModelBuilder()
+    g = mb.main
+    rank_of(g, g.input(T.TENSOR_FLOAT32, [1] * 400_000))
+    assert SampleDriver().getSupportedOperations_1_3(mb.build()) == (ErrorStatus.NONE, [False])
