@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import resource
 import tracemalloc
 
 import numpy as np
@@ -369,7 +370,22 @@ def test_a_forged_invalid_model_is_a_general_failure(make_case):
     assert (status, prepared) == (ErrorStatus.GENERAL_FAILURE, None)
 
 
-U8, U32 = st.integers(0, 2 ** 8 - 1), st.integers(0, 2 ** 32 - 1)
+def test_more_pools_than_descriptors_left_are_refused():
+    model = constant_reference_model().model
+    model.pools += [own_pool(b"x", "ashmem") for _ in range(100)]
+    payload = cache.serialize_model(model)
+    model.pools = []
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Room for the cache files, not for the pools (each costs a memfd and its mapping's dup).
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 60, hard))
+    try:
+        status, prepared = prepare_forged(*payload)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert (status, prepared) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
+U32 = st.integers(0, 2 ** 32 - 1)
 I64 = st.integers(-2 ** 63, 2 ** 63 - 1)
 SMALL_OR_U32 = st.one_of(st.integers(0, 8), st.sampled_from([2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1]), U32)
 F64 = st.one_of(st.sampled_from([0.0, 0.5, 1.0, -1.0, math.nan, math.inf, -math.inf, 1e300]),
