@@ -55,16 +55,20 @@ class DeviceBuffer:
         data = content[0]
         if dst.size != len(data):
             return ErrorStatus.INVALID_ARGUMENT
-        dst.write(data)
+        try:
+            dst.write(data)
+        except ValidationError:     # its file was shrunk (driver/memory.py)
+            return ErrorStatus.INVALID_ARGUMENT
         return ErrorStatus.NONE
 
     def copyFrom(self, src, dimensions) -> ErrorStatus:
         try:
             shape = self._copy_shape(src, dimensions)
+            data = src.read()       # ValidationError if its file was shrunk (driver/memory.py)
         except ValidationError:
             self.forget()
             return ErrorStatus.INVALID_ARGUMENT
-        self.store(src.read(), shape)
+        self.store(data, shape)
         return ErrorStatus.NONE
 
     def _copy_shape(self, src, dimensions) -> list[int]:

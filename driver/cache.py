@@ -13,11 +13,19 @@ Each file is
     header | payload | HMAC-SHA256 of header and payload, keyed by the token
 
 with the header ``magic, format version, kind (model or data), SHA-256 of the driver's
-version string, token, payload length``. A file is accepted only when its MAC verifies
-(checked before anything in it is read), then its header says exactly what the reader
-expects, then (for the model cache) the data payload's digest matches. Anything else (a
-truncated or altered file, another token's, another driver version's, the two files
-swapped) is a CacheError: GENERAL_FAILURE, never a model.
+version string, token, payload length`` (``seal`` makes such a file). A file is accepted
+only when its size is one the driver writes and its header says exactly what the reader
+expects (both checked before anything else is read: a file of any other size or header
+costs no more than its header to refuse), then its MAC verifies (computed piece by piece,
+before the payload is kept), then (for the model cache) the data payload's digest matches.
+Anything else (a truncated or altered file, another token's, another driver version's, the
+two files swapped) is a CacheError: GENERAL_FAILURE, never a model.
+
+The MAC's key is the token, which the client chooses: any client can seal any payload, so
+a payload that verifies is still untrusted input. Every count, length, enum, name and
+value in it is checked as it is read (a CacheError at the first that does not fit), and
+the model it holds is validated as any client's; a stored model that does not validate
+was not stored by the driver, and is refused with GENERAL_FAILURE too (device.py).
 
 Files are read and written only through the descriptors the client passes (os.pread,
 os.pwrite, os.ftruncate), never by path; the descriptors stay the client's.
@@ -31,11 +39,12 @@ import os
 import struct
 from typing import Callable, Sequence
 
-from .errors import DriverError
+from .errors import DriverError, ResourceError
 from .hal.enums import ErrorStatus, OperandLifeTime, OperandType, OperationType
 from .hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Operand,
                           OperandExtraParams, Operation, Subgraph, SymmPerChannelQuantParams)
 from .memory import Memory
+from .validation.common import POOL_NAMES
 
 #: getNumberOfCacheFilesNeeded: (numModelCache, numDataCache).
 MODEL_CACHE_FILES, DATA_CACHE_FILES = 1, 1
@@ -47,6 +56,10 @@ MAGIC = b"NNHALPY\0"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sHB32s32sQ")
 _SHA256_BYTES = hashlib.sha256().digest_size
+
+#: A file is read (and its MAC computed) this many bytes at a time: what reading a file
+#: costs in memory before its MAC verifies.
+READ_CHUNK_BYTES = 1 << 20
 
 
 class CacheKind(enum.IntEnum):
@@ -66,9 +79,9 @@ def save(model: Model, model_fds: Sequence[int], data_fds: Sequence[int], token:
          driver_version: str) -> None:
     """Write ``model`` to the cache files (OSError when a file cannot be written)."""
     structure, data = serialize_model(model)
-    model_file = _seal(CacheKind.MODEL, structure + hashlib.sha256(data).digest(), token,
-                       driver_version)
-    data_file = _seal(CacheKind.DATA, data, token, driver_version)
+    model_file = seal(CacheKind.MODEL, structure + hashlib.sha256(data).digest(), token,
+                      driver_version)
+    data_file = seal(CacheKind.DATA, data, token, driver_version)
     if max(len(model_file), len(data_file)) > MAX_CACHE_FILE_BYTES:
         return      # it could not be read back
     _write_file(data_fds[0], data_file)
@@ -78,13 +91,18 @@ def save(model: Model, model_fds: Sequence[int], data_fds: Sequence[int], token:
 def load(model_fds: Sequence[int], data_fds: Sequence[int], token: bytes,
          driver_version: str) -> Model:
     """The model the cache files hold; CacheError unless this driver wrote them for
-    ``token``."""
-    model_payload = _open(CacheKind.MODEL, _read_file(model_fds[0]), token, driver_version)
-    data = _open(CacheKind.DATA, _read_file(data_fds[0]), token, driver_version)
-    structure, data_digest = model_payload_parts(model_payload)
-    if data_digest != hashlib.sha256(data).digest():
-        raise CacheError("the data cache does not belong to the model cache")
-    return deserialize_model(structure, data)
+    ``token`` (or a client sealed them with it, see the module's docstring)."""
+    try:
+        model_payload = _open(CacheKind.MODEL, model_fds[0], token, driver_version)
+        data = _open(CacheKind.DATA, data_fds[0], token, driver_version)
+        structure, data_digest = model_payload_parts(model_payload)
+        if data_digest != hashlib.sha256(data).digest():
+            raise CacheError("the data cache does not belong to the model cache")
+        return deserialize_model(structure, data)
+    except MemoryError:
+        # The files hold no more than the driver writes, but the host may still lack room.
+        raise ResourceError("the host ran out of memory reading the cache",
+                            ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT) from None
 
 
 def _write_file(fd: int, content: bytes) -> None:
@@ -96,26 +114,65 @@ def _write_file(fd: int, content: bytes) -> None:
         written += os.pwrite(fd, view[written:], written)
 
 
-def _read_file(fd: int) -> bytes:
+def _open(kind: CacheKind, fd: int, token: bytes, driver_version: str) -> bytearray:
+    """The payload of the file ``seal`` wrote with these arguments; CacheError otherwise.
+
+    The size and the header are checked first; then the MAC is computed piece by piece
+    without keeping the payload; only when it verifies is the payload read into memory,
+    its MAC computed again on the bytes kept (the file may change between two reads)."""
+    what = f"the {kind.name.lower()} cache"
     try:
         size = os.fstat(fd).st_size
         if size > MAX_CACHE_FILE_BYTES:
-            raise CacheError(f"cache file descriptor {fd} has {size} bytes, more than "
-                             f"{MAX_CACHE_FILE_BYTES}")
-        chunks, offset = [], 0
-        while offset < size:
-            chunk = os.pread(fd, size - offset, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
+            raise CacheError(f"{what} has {size} bytes, more than {MAX_CACHE_FILE_BYTES}")
+        payload_length = size - _HEADER.size - _SHA256_BYTES
+        if payload_length < 0:
+            raise CacheError(f"{what} is too short to be one")
+        header = _header(kind, payload_length, token, driver_version)
+        if _read_exactly(fd, _HEADER.size, 0) != header:
+            raise CacheError(f"{what}'s header is not this driver's {kind.name.lower()} "
+                             f"cache header for this token and length")
+        mac = _read_exactly(fd, _SHA256_BYTES, size - _SHA256_BYTES)
+        _check_mac(what, mac, _payload_mac(fd, header, payload_length, token,
+                                           bytearray(min(payload_length, READ_CHUNK_BYTES)),
+                                           keep=False))
+        payload = bytearray(payload_length)
+        _check_mac(what, mac, _payload_mac(fd, header, payload_length, token, payload,
+                                           keep=True))
     except OSError as error:
         raise CacheError(f"cannot read cache file descriptor {fd}: {error}") from None
-    return b"".join(chunks)
+    return payload
 
 
-def _mac(token: bytes, content: bytes | memoryview) -> bytes:
-    return hmac.new(token, content, hashlib.sha256).digest()
+def _read_exactly(fd: int, count: int, offset: int) -> bytes:
+    content = os.pread(fd, count, offset)
+    if len(content) != count:       # the file shrank since its size was read
+        raise CacheError(f"cache file descriptor {fd} ends early")
+    return content
+
+
+def _payload_mac(fd: int, header: bytes, payload_length: int, token: bytes,
+                 buffer: bytearray, keep: bool) -> bytes:
+    """The MAC of ``header`` followed by the payload the file holds after its header, read
+    into ``buffer`` piece by piece: at its offset in the payload when ``keep`` (then
+    ``buffer`` has the payload's length), each piece over the last otherwise."""
+    mac = hmac.new(token, header, hashlib.sha256)
+    view = memoryview(buffer)
+    done = 0
+    while done < payload_length:
+        start = done if keep else 0
+        piece = view[start:start + min(payload_length - done, len(view) - start)]
+        count = os.preadv(fd, [piece], _HEADER.size + done)
+        if count == 0:
+            raise CacheError(f"cache file descriptor {fd} ends early")
+        mac.update(piece[:count])
+        done += count
+    return mac.digest()
+
+
+def _check_mac(what: str, expected: bytes, computed: bytes) -> None:
+    if not hmac.compare_digest(expected, computed):
+        raise CacheError(f"{what} was not written by this driver for this token")
 
 
 def _header(kind: CacheKind, payload_length: int, token: bytes, driver_version: str) -> bytes:
@@ -123,26 +180,21 @@ def _header(kind: CacheKind, payload_length: int, token: bytes, driver_version: 
                         token, payload_length)
 
 
-def _seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) -> bytes:
+def seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) -> bytes:
+    """A cache file holding ``payload``, as ``load`` reads it: its header, the payload, and
+    their HMAC-SHA256 keyed by ``token``. ``driver_version`` is the device's version
+    string (getVersionString). ``save`` writes its files with it; anyone holding a token
+    can seal a payload of their own with it the same way (the payload of a model cache is
+    ``serialize_model``'s structure followed by the SHA-256 of the data cache's payload)."""
     content = _header(kind, len(payload), token, driver_version) + payload
-    return content + _mac(token, content)
+    return content + hmac.new(token, content, hashlib.sha256).digest()
 
 
-def _open(kind: CacheKind, sealed: bytes, token: bytes, driver_version: str) -> bytes:
-    """The payload of a file ``_seal`` wrote with these arguments; CacheError otherwise."""
-    if len(sealed) < _HEADER.size + _SHA256_BYTES:
-        raise CacheError(f"the {kind.name.lower()} cache is too short to be one")
-    header, payload, mac = file_parts(sealed)
-    if not hmac.compare_digest(mac, _mac(token, sealed[:-_SHA256_BYTES])):
-        raise CacheError(f"the {kind.name.lower()} cache was not written by this driver for this token")
-    if header != _header(kind, len(payload), token, driver_version):
-        raise CacheError(f"the {kind.name.lower()} cache's header is not this driver's "
-                         f"{kind.name.lower()} cache header for this token")
-    return payload
+_seal = seal    # importable under its former name too
 
 
 def file_parts(sealed: bytes) -> tuple[bytes, bytes, bytes]:
-    """A cache file cut where ``_seal`` joins its parts: header, payload, MAC. Nothing is
+    """A cache file cut where ``seal`` joins its parts: header, payload, MAC. Nothing is
     checked (``_open`` does that)."""
     return sealed[:_HEADER.size], sealed[_HEADER.size:-_SHA256_BYTES], sealed[-_SHA256_BYTES:]
 
@@ -304,8 +356,16 @@ def deserialize_model(structure: bytes, data: bytes) -> Model:
                         inputIndexes=r.u32s(), outputIndexes=r.u32s())
 
     def pool() -> Memory:
+        # The name becomes a memfd's name: one memfd_create refuses (a NUL byte, too long)
+        # must be refused here, and the driver only stores models whose pools validated.
         name = r.text()
-        return Memory.from_bytes(constants.take(r.get(_U64)), name)
+        if name not in POOL_NAMES:
+            raise CacheError(f"pool name {name[:40]!r} is no memory name a stored model has")
+        content = constants.take(r.get(_U64))
+        try:
+            return Memory.from_bytes(content, name)
+        except OSError as error:    # out of descriptors or mappings
+            raise CacheError(f"cannot make a pool of {len(content)} bytes: {error}") from None
 
     main = subgraph()
     referenced = r.each(subgraph)

@@ -140,7 +140,7 @@ class SampleDriver:
             return
         try:
             cache.save(model, modelCache, dataCache, token, VERSION)
-        except OSError:
+        except (OSError, DriverError):  # a file not writable, or a pool shrunk meanwhile
             pass
 
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
@@ -159,9 +159,14 @@ class SampleDriver:
         except DriverError as error:
             callback.notify_1_3(error.status, None)
             return error.status
-        # The stored model is prepared as any other: validated and compiled anew.
+        # The stored model is prepared as any other: validated and compiled anew. The driver
+        # only stores models it prepared, so one that does not validate was not stored by
+        # it: the cache was modified, which IDevice.hal answers with GENERAL_FAILURE (the
+        # arguments, handles and token, are valid).
         status, prepared = self._prepare(model, ExecutionPreference.FAST_SINGLE_ANSWER,
                                          Priority.MEDIUM, deadline, [], [], checked_token)
+        if status == ErrorStatus.INVALID_ARGUMENT:
+            status = ErrorStatus.GENERAL_FAILURE
         callback.notify_1_3(status, prepared)
         return status
 

@@ -27,6 +27,17 @@ recycled when nothing outside this module can still reach its memory:
   and the mapping always have the pool's exact size) and its whole content is overwritten
   (from_bytes) or zeroed (create) before the pool is handed out.
 
+Shrunk files. Touching a mapping past the end of its file raises SIGBUS, which kills the
+process; and whoever holds a pool's descriptor can shrink the file (ftruncate), or hand it
+to the driver as a compilation cache file, which the driver must truncate before writing
+it. So a pool's memfd is sealed against shrinking (F_SEAL_SHRINK) when its descriptor
+leaves the pool (fileno()); and a pool whose descriptor may be held elsewhere unsealed (one
+built around a caller's descriptor, or alive at a fork) has the size of its file checked
+each time a view of it is made (buffer(), read(), write()): a file now shorter than the pool
+is a ValidationError, an error status for the call that brought the pool, never a SIGBUS.
+Views are made when a call starts (a launched execution holds the views it made at the
+launch): a file shrunk while a call runs is only ever refused by the seal.
+
 Idle pools are keyed by name and page count: a resize within the last page is cheap (and
 skipped when an idle pool of the exact size is there: it is still two system calls), and a
 recycled memfd carries the name it would have been created with (so a name memfd_create
@@ -36,11 +47,14 @@ at most MAX_RECYCLED_POOL_SIZE bytes) and evicts the pool idle the longest.
 from __future__ import annotations
 
 import collections
+import fcntl
 import mmap
 import os
 import sys
 import threading
 from typing import NamedTuple
+
+from .errors import ValidationError
 
 # On inputs from a fuzzing run, 16 idle pools (8 of a kind at most) serve over 90% of the
 # pools created; they keep at most 1 MiB and 32 descriptors (a pool has its own descriptor
@@ -183,6 +197,23 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
+def _shrink_sealed(fd: int) -> bool:
+    try:
+        return bool(fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK)
+    except OSError:     # not a memfd: no seals
+        return False
+
+
+def _check_file_covers(fd: int, size: int) -> None:
+    try:
+        file_size = os.fstat(fd).st_size
+    except OSError:     # closed by a concurrent close()
+        raise ValueError("memory pool is closed") from None
+    if file_size < size:
+        raise ValidationError(f"memory pool of {size} bytes is backed by a file of {file_size} "
+                              f"bytes: it was shrunk through another descriptor")
+
+
 class Memory:
     """An mmap-backed shared-memory region: the Python form of ``hidl_memory``.
 
@@ -190,30 +221,39 @@ class Memory:
     """
 
     __slots__ = ("name", "size", "_fd", "_map", "_lock", "_recyclable_generation",
-                 "__weakref__")
+                 "_own_memfd", "_shrink_sealed", "__weakref__")
 
     def __init__(self, fd: int, size: int, name: str = "ashmem") -> None:
         if size < 0:
             raise ValueError(f"memory size must be >= 0, got {size}")
+        # mmap refuses a zero-length map; a zero-sized pool is still a valid (empty) pool.
+        # The descriptor came from the caller, who may share it: never recycled, and its
+        # file's size checked at each view unless it is sealed against shrinking already.
+        self._setup(fd, mmap.mmap(fd, size) if size > 0 else None, size, name,
+                    _NEVER_RECYCLED, own_memfd=False, shrink_sealed=_shrink_sealed(fd))
+
+    def _setup(self, fd: int, mapping: mmap.mmap | None, size: int, name: str,
+               recyclable_generation: int, own_memfd: bool, shrink_sealed: bool) -> None:
         self.name = name
         self.size = size
         self._fd = fd
-        # mmap refuses a zero-length map; a zero-sized pool is still a valid (empty) pool.
-        self._map = mmap.mmap(fd, size) if size > 0 else None
+        self._map = mapping
         self._lock = threading.Lock()
-        # The descriptor came from the caller, who may share it: never recycled.
-        self._recyclable_generation = _NEVER_RECYCLED
+        self._recyclable_generation = recyclable_generation
+        self._own_memfd = own_memfd           # made by _create_new, which allows sealing
+        self._shrink_sealed = shrink_sealed
+
+    @classmethod
+    def _own(cls, fd: int, mapping: mmap.mmap | None, size: int, name: str) -> "Memory":
+        """A pool on a memfd this module made, whose descriptor has not left it."""
+        memory = cls.__new__(cls)
+        memory._setup(fd, mapping, size, name, _fork_generation, own_memfd=True,
+                      shrink_sealed=False)
+        return memory
 
     @classmethod
     def _from_idle(cls, idle: _IdlePool, size: int, name: str) -> "Memory":
-        memory = cls.__new__(cls)
-        memory.name = name
-        memory.size = size
-        memory._fd = idle.fd
-        memory._map = idle.mapping
-        memory._lock = threading.Lock()
-        memory._recyclable_generation = _fork_generation
-        return memory
+        return cls._own(idle.fd, idle.mapping, size, name)
 
     @classmethod
     def _reuse(cls, size: int, name: str) -> "Memory | None":
@@ -245,16 +285,14 @@ class Memory:
 
     @classmethod
     def _create_new(cls, size: int, name: str) -> "Memory":
-        fd = os.memfd_create(f"nnhal-{name}", os.MFD_CLOEXEC)
+        fd = os.memfd_create(f"nnhal-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             if size:        # a new memfd is empty already
                 os.ftruncate(fd, size)
-            memory = cls(fd, size, name)
+            return cls._own(fd, mmap.mmap(fd, size) if size > 0 else None, size, name)
         except BaseException:
             os.close(fd)
             raise
-        memory._recyclable_generation = _fork_generation
-        return memory
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview, name: str = "ashmem") -> "Memory":
@@ -271,9 +309,13 @@ class Memory:
 
     def fileno(self) -> int:
         # The descriptor may now reach another process, which could map the pool for as long
-        # as it likes: this pool's memory can never be given to another pool.
+        # as it likes: this pool's memory can never be given to another pool. Nor may it be
+        # shrunk under the mapping (by that process, or by the driver given it as a cache file).
         with self._lock:
             self._recyclable_generation = _NEVER_RECYCLED
+            if self._own_memfd and not self._shrink_sealed and self._fd >= 0:
+                fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+                self._shrink_sealed = True
             return self._fd
 
     @property
@@ -286,9 +328,15 @@ class Memory:
         # before detaching the mapping, so a mapping seen here is either still the pool's
         # or refused below; holding it also keeps a concurrent close() from recycling it.
         mapping = self._map
-        if self._fd < 0:
+        fd = self._fd
+        if fd < 0:
             raise ValueError("memory pool is closed")
-        return memoryview(mapping) if mapping is not None else memoryview(bytearray())
+        if mapping is None:
+            return memoryview(bytearray())
+        if not self._shrink_sealed and self._recyclable_generation != _fork_generation:
+            # Someone else may hold the descriptor (see the module's docstring).
+            _check_file_covers(fd, self.size)
+        return memoryview(mapping)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         length = self.size - offset if length is None else length

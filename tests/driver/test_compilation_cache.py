@@ -2,23 +2,36 @@
 the manner of the VTS's CompilationCachingTests: a round trip computes the same outputs,
 wrong handles are refused as the HAL says, and every cache content the driver did not
 write for the token (each byte flipped, each truncation, swapped files, another token's or
-another driver version's) is an error status, never an exception and never a model."""
+another driver version's) is an error status, never an exception and never a model.
+
+The token is the MAC's key, and the client chooses it: a client can seal any payload. So
+payloads sealed with the client's own token (forged: any count, length, enum, name or
+value) must end the same way, with the callback notified exactly once."""
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import resource
+import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import driver.device
 from driver import cache
 from driver.device import SampleDriver
 from driver.hal.callbacks import PreparedModelCallback
-from driver.hal.enums import ErrorStatus, ExecutionPreference, Priority
-from driver.hal.structs import Model, OptionalTimePoint
+from driver.hal.enums import ErrorStatus, ExecutionPreference, OperandType, OperationType, Priority
+from driver.hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, OperandExtraParams,
+                                OptionalTimePoint, SymmPerChannelQuantParams)
+from driver.memory import Memory
+from driver.validation.common import POOL_NAMES
 from tests.driver.execution import CALLBACK_TIMEOUT_S, ALL_PATHS, Path, execute
-from tests.models import (ModelCase, add_model, constant_reference_model, fibonacci_while_model,
-                          nested_model, per_channel_model, quant8_add_model, read_outputs)
+from tests.models import (ALL_MODELS, ModelCase, add_model, constant_reference_model,
+                          fibonacci_while_model, nested_model, per_channel_model,
+                          quant8_add_model, read_outputs)
 
 TOKEN = bytes(range(32))
 OTHER_TOKEN = bytes(range(1, 33))
@@ -301,3 +314,204 @@ def test_files_larger_than_the_driver_writes_are_refused_unread(device, files, m
 def test_empty_files_are_refused(device, files):
     model_cache, data_cache = files.handles()
     assert_refused(device, model_cache, data_cache)
+
+
+# --- payloads sealed with the client's own token ------------------------------------------
+
+def forge(structure: bytes, data: bytes, token: bytes = TOKEN) -> tuple[list[int], list[int]]:
+    """Cache files (memfds, closed with the returned lists' owner: see forged_files) holding
+    ``structure`` and ``data`` sealed with ``token``, as a client can make them."""
+    version = driver.device.VERSION
+    model_file = cache.seal(cache.CacheKind.MODEL, structure + hashlib.sha256(data).digest(),
+                            token, version)
+    data_file = cache.seal(cache.CacheKind.DATA, data, token, version)
+    handles = []
+    for content in (model_file, data_file):
+        fd = os.memfd_create("forged-cache", os.MFD_CLOEXEC)
+        os.write(fd, content)
+        handles.append([fd])
+    return handles[0], handles[1]
+
+
+def prepare_forged(structure: bytes, data: bytes) -> tuple[ErrorStatus, object]:
+    model_cache, data_cache = forge(structure, data)
+    try:
+        return prepare_from_cache(SampleDriver(), model_cache, data_cache)
+    finally:
+        for fd in model_cache + data_cache:
+            os.close(fd)
+
+
+def own_pool(content: bytes, name: str) -> Memory:
+    """A pool of any name around a memfd of its own (never recycled)."""
+    fd = os.memfd_create("forged-pool", os.MFD_CLOEXEC)
+    os.write(fd, content)
+    return Memory(fd, len(content), name)
+
+
+@pytest.mark.parametrize("name", ["ash\0mem", "a" * 300, "\u00e9" * 150, "", "ASHMEM"],
+                         ids=["NUL", "300-bytes", "300-bytes-in-150-characters", "empty",
+                              "upper-case"])
+def test_a_forged_pool_name_is_refused(name):
+    model = constant_reference_model().model
+    model.pools = [own_pool(pool.read(), name) for pool in model.pools]
+    status, prepared = prepare_forged(*cache.serialize_model(model))
+    assert (status, prepared) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
+@pytest.mark.parametrize("make_case", [add_model, constant_reference_model, nested_model],
+                         ids=lambda f: f.__name__)
+def test_a_forged_invalid_model_is_a_general_failure(make_case):
+    # IDevice.hal: the arguments (handles, token) are valid; the cache holds what the driver
+    # never stores, a model it does not prepare.
+    model = make_case().model
+    model.main.inputIndexes = [len(model.main.operands) + 5]
+    status, prepared = prepare_forged(*cache.serialize_model(model))
+    assert (status, prepared) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
+def test_more_pools_than_descriptors_left_are_refused():
+    model = constant_reference_model().model
+    model.pools += [own_pool(b"x", "ashmem") for _ in range(100)]
+    payload = cache.serialize_model(model)
+    model.pools = []
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Room for the cache files, not for the pools (each costs a memfd and its mapping's dup).
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 60, hard))
+    try:
+        status, prepared = prepare_forged(*payload)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert (status, prepared) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
+U32 = st.integers(0, 2 ** 32 - 1)
+I64 = st.integers(-2 ** 63, 2 ** 63 - 1)
+SMALL_OR_U32 = st.one_of(st.integers(0, 8), st.sampled_from([2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1]), U32)
+F64 = st.one_of(st.sampled_from([0.0, 0.5, 1.0, -1.0, math.nan, math.inf, -math.inf, 1e300]),
+                st.floats())
+ENUM = {"type": st.one_of(st.sampled_from(sorted(OperandType)), U32),
+        "operation": st.one_of(st.sampled_from(sorted(OperationType)), U32)}
+NAMES = st.one_of(st.sampled_from(sorted(POOL_NAMES)), st.just("ash\0mem"), st.just("a" * 300),
+                  st.text(st.characters(blacklist_categories=("Cs",)), max_size=300))
+EXTRA_PARAMS = st.one_of(
+    st.just(OperandExtraParams()),
+    st.builds(lambda scales, dim: OperandExtraParams(
+        channelQuant=SymmPerChannelQuantParams(scales, dim)), st.lists(F64, max_size=4), SMALL_OR_U32),
+    st.builds(lambda blob: OperandExtraParams(extension=blob), st.binary(max_size=8)))
+OPERAND_FIELDS = {
+    "type": ENUM["type"], "dimensions": st.lists(SMALL_OR_U32, max_size=5),
+    "numberOfConsumers": SMALL_OR_U32, "scale": F64, "zeroPoint": I64,
+    "lifetime": st.one_of(st.integers(0, 7), U32),
+    "location": st.builds(DataLocation, SMALL_OR_U32, SMALL_OR_U32, SMALL_OR_U32),
+    "extraParams": EXTRA_PARAMS,
+}
+#: What a count or length in the payload may be forged to.
+LIES = st.one_of(st.integers(0, 8), st.sampled_from([2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 63,
+                                                     2 ** 64 - 1]))
+
+
+def forged_model(data) -> Model:
+    """A model of the test suite with fields set to anything their stored widths hold."""
+    model = ALL_MODELS[data.draw(st.sampled_from(sorted(ALL_MODELS)), "model")]().model
+    subgraphs = [model.main, *model.referenced]
+    for _ in range(data.draw(st.integers(1, 4), "corruptions")):
+        subgraph = data.draw(st.sampled_from(subgraphs), "subgraph")
+        target = data.draw(st.sampled_from(["operand", "operation", "indexes", "pool",
+                                            "model"]), "target")
+        if target == "operand" and subgraph.operands:
+            operand = data.draw(st.sampled_from(subgraph.operands), "operand")
+            field = data.draw(st.sampled_from(sorted(OPERAND_FIELDS)), "field")
+            setattr(operand, field, data.draw(OPERAND_FIELDS[field], field))
+        elif target == "operation" and subgraph.operations:
+            operation = data.draw(st.sampled_from(subgraph.operations), "operation")
+            operation.type = data.draw(ENUM["operation"], "type")
+            operation.inputs = data.draw(st.lists(SMALL_OR_U32, max_size=6), "inputs")
+        elif target == "indexes":
+            field = data.draw(st.sampled_from(["inputIndexes", "outputIndexes"]), "field")
+            setattr(subgraph, field, data.draw(st.lists(SMALL_OR_U32, max_size=4), field))
+        elif target == "pool":
+            content = data.draw(st.binary(max_size=64), "content")
+            model.pools.append(own_pool(content, data.draw(NAMES, "name")))
+        else:
+            model.operandValues = data.draw(st.binary(max_size=64), "operandValues")
+            model.relaxComputationFloat32toFloat16 = data.draw(st.booleans(), "relax")
+            model.extensionNameToPrefix = [ExtensionNameAndPrefix(name, prefix) for name, prefix
+                                           in data.draw(st.lists(st.tuples(NAMES, SMALL_OR_U32),
+                                                                 max_size=2), "extensions")]
+    return model
+
+
+def forged_bytes(data, content: bytes, what: str) -> bytes:
+    """``content`` with a few of its words overwritten (a count, a length, an enum or a tag
+    made to lie), then cut short or lengthened."""
+    content = bytearray(content)
+    for _ in range(data.draw(st.integers(0, 3), f"{what} lies")):
+        if not content:
+            break
+        width = data.draw(st.sampled_from([1, 4, 8]), "width")
+        value = data.draw(LIES, "value") % (1 << 8 * width)
+        at = data.draw(st.integers(0, max(len(content) - width, 0)), "at")
+        content[at:at + width] = value.to_bytes(width, "little")[:len(content) - at]
+    cut = data.draw(st.one_of(st.none(), st.integers(0, len(content))), f"{what} cut")
+    if cut is not None:
+        content = content[:cut]
+    return bytes(content) + data.draw(st.binary(max_size=9), f"{what} tail")
+
+
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_forged_payloads_end_in_an_error_status_notified_once(data):
+    model = forged_model(data)
+    structure, constants = cache.serialize_model(model)
+    structure = forged_bytes(data, structure, "structure")
+    constants = forged_bytes(data, constants, "data")
+    # prepare_from_cache checks the callback is notified exactly once, with the status
+    # returned, and a prepared model exactly on NONE.
+    status, prepared = prepare_forged(structure, constants)
+    if status == ErrorStatus.NONE:
+        # Forged, but a model the driver prepares when given it directly.
+        direct, _ = prepare_with_cache(SampleDriver(), cache.deserialize_model(structure, constants),
+                                       [], [])
+        assert direct == ErrorStatus.NONE
+    else:
+        assert status in (ErrorStatus.GENERAL_FAILURE, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+
+
+# --- size before content ------------------------------------------------------------------
+
+def _sparse_file(files, name: str, size: int, head: bytes = b"") -> int:
+    fd = files.open(name)
+    os.ftruncate(fd, size)      # a hole: it costs no disk, and reads as zeros
+    os.pwrite(fd, head, 0)
+    return fd
+
+
+def peak_traced_bytes(call) -> int:
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_large_file_of_another_header_is_refused_unread(device, files):
+    model_cache, data_cache = saved(device, files, add_model())
+    sparse = _sparse_file(files, "sparse", 1 << 30)
+    assert peak_traced_bytes(lambda: assert_refused(device, [sparse], data_cache)) < 1 << 20
+    assert peak_traced_bytes(lambda: assert_refused(device, model_cache, [sparse])) < 1 << 20
+
+
+def test_a_file_is_authenticated_before_its_payload_is_kept(device, files):
+    """A file with this driver's header for the token but a payload that is not the one
+    sealed: its MAC is computed piece by piece, never holding the payload."""
+    model_cache, data_cache = saved(device, files, add_model())
+    size = 64 << 20
+    payload_length = size - cache._HEADER.size - hashlib.sha256().digest_size
+    header = cache.seal(cache.CacheKind.DATA, b"", TOKEN, driver.device.VERSION)[:cache._HEADER.size]
+    header = header[:-8] + payload_length.to_bytes(8, "little")     # the length comes last
+    forged = _sparse_file(files, "forged", size, header)
+    peak = peak_traced_bytes(lambda: assert_refused(device, model_cache, [forged]))
+    assert peak < 2 * cache.READ_CHUNK_BYTES + (1 << 20)

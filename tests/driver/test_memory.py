@@ -3,6 +3,7 @@ pools refused, and the recycling of closed pools' memfds, which must never let a
 or change memory that something else can still reach."""
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import subprocess
@@ -339,3 +340,81 @@ def test_the_idle_list_never_waits_for_its_lock():
         fresh.close()
         assert idle_count() == 1
     assert inode(Memory.from_bytes(b"last")) == idle
+
+
+# --- files shrunk under their pools -----------------------------------------------------------
+# Touching a mapping past the end of its file is a SIGBUS, which would kill the driver's
+# process: each case runs in a child process, so that it fails the test instead.
+
+_SHRINK_CHILD = """
+import json, os, sys
+from driver.device import SampleDriver
+from driver.hal.callbacks import PreparedModelCallback
+from driver.hal.enums import ErrorStatus, ExecutionPreference, Priority
+from driver.hal.structs import OptionalTimePoint
+from driver.memory import Memory
+from tests.driver.execution import ALL_PATHS, CALLBACK_TIMEOUT_S, execute, prepare
+from tests.models import add_model, read_outputs
+
+pool_kind, trigger = sys.argv[1:]
+PAST = 64 * 1024
+case = add_model()
+request = case.request()
+# The inputs, moved past the pages a cache file the driver writes fills (a page the file
+# still reaches reads as zeros: only a page wholly past its end raises SIGBUS).
+content = bytes(PAST) + request.pools[0].hidlMemory.read()
+for argument in request.inputs:
+    argument.location.offset += PAST
+if pool_kind == "driver-memory":
+    pool = Memory.from_bytes(content)
+else:                                       # the client's own memfd, which it never sealed
+    fd = os.memfd_create("client-pool", os.MFD_CLOEXEC)
+    os.write(fd, content)
+    pool = Memory(fd, len(content))
+request.pools[0].hidlMemory = pool
+device = SampleDriver()
+prepared = prepare(case.model, device)
+report = {}
+if trigger == "ftruncate":                  # another holder of the descriptor shrinks it
+    try:
+        os.ftruncate(os.dup(pool.fileno()), 0)
+        report["shrunk"] = True
+    except PermissionError:
+        report["shrunk"] = False
+else:                                       # the pool handed to the driver as a cache file
+    data_cache = os.memfd_create("data-cache", os.MFD_CLOEXEC)
+    callback = PreparedModelCallback()
+    device.prepareModel_1_3(case.model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+                            OptionalTimePoint(), [pool.fileno()], [data_cache], bytes(32), callback)
+    report["prepared"] = callback.wait(CALLBACK_TIMEOUT_S)[0].name
+    report["shrunk"] = os.fstat(pool.fileno()).st_size < pool.size
+statuses = []
+for path in ALL_PATHS:
+    outcome = execute(prepared, request, path)
+    right = (outcome.status == ErrorStatus.NONE
+             and all((out == exp).all() for out, exp in zip(read_outputs(case.model, request),
+                                                           case.expected)))
+    statuses.append("right" if right else outcome.status.name)
+report["executions"] = statuses
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.parametrize("trigger", ["ftruncate", "cache-file"])
+@pytest.mark.parametrize("pool_kind", ["driver-memory", "client-memfd"])
+def test_a_pool_shrunk_by_a_holder_of_its_descriptor_never_kills_the_process(pool_kind, trigger):
+    """A pool of the driver's Memory is sealed against shrinking once its descriptor is
+    handed out: shrinking it is refused, and executions go on as before. A client's own
+    memfd cannot be sealed by the driver: once shrunk, executions reading it fail with
+    INVALID_ARGUMENT. Either way the process lives."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = subprocess.run([sys.executable, "-c", _SHRINK_CHILD, pool_kind, trigger],
+                           cwd=root, env={**os.environ, "PYTHONPATH": root},
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, f"child ended with {child.returncode}: {child.stderr[-2000:]}"
+    report = json.loads(child.stdout.splitlines()[-1])
+    sealed = pool_kind == "driver-memory"
+    assert report["shrunk"] is not sealed
+    assert report.get("prepared", "NONE") == "NONE"     # the cache is not written, that's all
+    expected = "right" if sealed else "INVALID_ARGUMENT"
+    assert report["executions"] == [expected] * 4
