@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from ..limits import check_shape
+from ..limits import (MAX_TAP_PRODUCTS, MAX_WINDOW_MULTIPLY_ADDS, MULTIPLY_ADDS_PER_CHUNK,
+                      check_cost, check_shape, checkpoint)
 from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
                            quantize_multiplier, saturate_int32)
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
@@ -309,9 +310,18 @@ def multiply_windows(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, g
     padded = pad_input(ctx, x, geometry)
     check_shape((positions, groups, rows), x.itemsize, f"{ctx.name}, its windows")
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
+    check_cost(positions * groups * rows * out_per_group, MAX_WINDOW_MULTIPLY_ADDS,
+               "multiply-adds", ctx.name)
     gathered = windows(padded, filter_height, filter_width, stride_height, stride_width,
                        dilation_height, dilation_width).reshape(positions, groups, rows)
-    sums = np.matmul(gathered.transpose(1, 0, 2), matrix)          # [groups, positions, out]
+    by_group = gathered.transpose(1, 0, 2)
+    sums = np.empty((groups, positions, out_per_group), np.result_type(x, matrix))
+    # A chunk of windows at a time, so that a deadline interrupts a large product; at least
+    # 16, so that BLAS multiplies matrices, not rows.
+    chunk = max(16, MULTIPLY_ADDS_PER_CHUNK // max(1, groups * rows * out_per_group))
+    for start in range(0, positions, chunk):
+        checkpoint()
+        sums[:, start:start + chunk] = np.matmul(by_group[:, start:start + chunk], matrix)
     return sums.transpose(1, 0, 2).reshape(batches, geometry.out_height, geometry.out_width,
                                            groups * out_per_group)
 
@@ -337,9 +347,12 @@ def accumulate_taps(ctx: OperationContext, x: np.ndarray, taps: np.ndarray, geom
     cells = windows(padded, filter_height, filter_width, stride_height, stride_width,
                     dilation_height, dilation_width)[..., None]   # [b, oh, ow, c, fh, fw, 1]
     sums = np.zeros((*cells.shape[:4], taps.shape[-1]), x.dtype)
+    check_cost(filter_height * filter_width * sums.size, MAX_TAP_PRODUCTS,
+               f"products of {filter_height * filter_width} filter taps", ctx.name)
     product = np.empty_like(sums)
     for i in range(filter_height):
         for j in range(filter_width):
+            checkpoint()
             sums += np.multiply(cells[:, :, :, :, i, j], taps[i, j], out=product)
     return sums.reshape(*sums.shape[:3], -1)
 
