@@ -70,11 +70,12 @@ MAX_NMS_COMPARISONS = 1 << 22
 #: filter of 160,000 taps over a 100,000-element output took 49 s.
 MAX_TAP_PRODUCTS = 1 << 28
 
-#: The multiply-adds of a convolution's windows with its filters (CONV_2D, GROUPED_CONV_2D,
-#: TRANSPOSE_CONV_2D): windows times window size times output channels. The values allow
-#: some 2**34; BLAS does about 10 billion a second in single precision and half that in
-#: the double precision quantized sums use.
-MAX_WINDOW_MULTIPLY_ADDS = 1 << 33
+#: The multiply-adds of one matrix product (operations.common.matrix_product): a
+#: convolution's windows with its filters (CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D),
+#: FULLY_CONNECTED, SVDF's features, the quantized LSTMs' gates. Three factors of a product
+#: each within a value allow some 2**34; BLAS does about 15 billion a second in single
+#: precision and half that in the double precision that exact integer sums use.
+MAX_PRODUCT_MULTIPLY_ADDS = 1 << 33
 
 #: How many multiply-adds a kernel hands BLAS at once between checkpoints: some
 #: milliseconds, a small share of the tolerance on a deadline.
@@ -91,8 +92,10 @@ SCRATCH_BYTES_PER_CHUNK = 1 << 22
 MAX_RECURRENT_MULTIPLY_ADDS = 1 << 31
 
 #: The bytes LSH_PROJECTION hashes: every seed before every input row, hashed in 64-byte
-#: blocks of numpy on all keys at once.
-MAX_HASHED_BYTES = 1 << 28
+#: blocks of numpy on many keys at once, some 30 million bytes a second (each round over
+#: the blocks of long keys counted as more: lsh_projection.hashing_cost). 4,096 seeds over
+#: 4,096 int32 rows took 2.3 s; 16 seeds over one row of 1 MiB, 67 s.
+MAX_HASHED_BYTES = 1 << 24
 
 #: Bytes per element by operand type (1 for types without a storage dtype).
 _ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}

@@ -32,14 +32,13 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from ..limits import (MAX_TAP_PRODUCTS, MAX_WINDOW_MULTIPLY_ADDS, MULTIPLY_ADDS_PER_CHUNK,
-                      check_cost, check_shape, checkpoint)
+from ..limits import MAX_TAP_PRODUCTS, check_cost, check_shape, checkpoint
 from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
                            quantize_multiplier, saturate_int32)
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
-                     check_quant_params, merge_dims, quantized_activation_range)
+                     check_quant_params, matrix_product, merge_dims, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
@@ -310,18 +309,9 @@ def multiply_windows(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, g
     padded = pad_input(ctx, x, geometry)
     check_shape((positions, groups, rows), x.itemsize, f"{ctx.name}, its windows")
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
-    check_cost(positions * groups * rows * out_per_group, MAX_WINDOW_MULTIPLY_ADDS,
-               "multiply-adds", ctx.name)
     gathered = windows(padded, filter_height, filter_width, stride_height, stride_width,
                        dilation_height, dilation_width).reshape(positions, groups, rows)
-    by_group = gathered.transpose(1, 0, 2)
-    sums = np.empty((groups, positions, out_per_group), np.result_type(x, matrix))
-    # A chunk of windows at a time, so that a deadline interrupts a large product; at least
-    # 16, so that BLAS multiplies matrices, not rows.
-    chunk = max(16, MULTIPLY_ADDS_PER_CHUNK // max(1, groups * rows * out_per_group))
-    for start in range(0, positions, chunk):
-        checkpoint()
-        sums[:, start:start + chunk] = np.matmul(by_group[:, start:start + chunk], matrix)
+    sums = matrix_product(gathered.transpose(1, 0, 2), matrix, ctx.name)   # [groups, positions, out]
     return sums.transpose(1, 0, 2).reshape(batches, geometry.out_height, geometry.out_width,
                                            groups * out_per_group)
 
