@@ -737,7 +737,8 @@ def build_detection(ctx: OperationContext) -> Kernel:
         scores = real(inputs[DETECTION_SCORES], scores_in)
         boxes = decode_centred(real(inputs[DETECTION_ANCHORS], anchors_in),
                                real(inputs[DETECTION_DELTAS], deltas_in)[..., :4], p)
-        image, anchor, cls, detected, row = (regular_nms if p.regular else fast_nms)(scores, boxes, p, ctx.name)
+        nms = regular_nms if p.regular else fast_nms
+        image, anchor, cls, detected, row = nms(scores, boxes, p, ctx.name)
         # Rows past an image's detections are zeros.
         out_scores, out_boxes = np.zeros((batches, p.rows), dtype), np.zeros((batches, p.rows, 4), dtype)
         out_classes = np.zeros((batches, p.rows), np.int32)

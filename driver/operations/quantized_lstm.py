@@ -477,8 +477,8 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
         def pre_activations(group: GateGroup, cell_state: np.ndarray) -> np.ndarray:
             """The gates' int16 sums of their rescaled products, normalized: [batch, gate, unit]."""
             shape = (batches, len(group.gates), num_units)
-            value = _accumulate(0, _matmul(x, np.concatenate(stacked("input_weights", group.gates)), ctx.name).reshape(shape),
-                                group.input_multipliers)
+            value = _accumulate(0, _matmul(x, np.concatenate(stacked("input_weights", group.gates)), ctx.name)
+                                .reshape(shape), group.input_multipliers)
             value = _accumulate(value, _matmul(h, np.concatenate(stacked("recurrent_weights", group.gates)), ctx.name)
                                 .reshape(shape), group.recurrent_multipliers)
             if group.peephole_multipliers is not None:

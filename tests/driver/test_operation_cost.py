@@ -13,7 +13,6 @@ passed, and must stop inside its kernel."""
 from __future__ import annotations
 
 import time
-import tracemalloc
 from typing import Optional, Sequence
 
 import numpy as np
@@ -31,6 +30,7 @@ from hal_client.builder import ModelBuilder, make_request, out_like
 from hal_client.examples import count_condition
 from tests.driver.execution import (ALL_PATHS, MS, Path, deadline_in, duration, execute, prepare,
                                     prepare_status)
+from tests.driver.test_execution_memory import traced_peak
 from tests.driver.test_limits import rank_of
 from tests.operations.on_device import NO_VALUE, constant_input, fed_input, one_operation_model
 from tests.operations.test_op_lstm import cell_args, random_cell
@@ -259,14 +259,6 @@ def test_an_operation_folded_at_preparation_stops_at_its_deadline():
 
 
 # --- scratch of kernels computing in chunks ------------------------------------------------
-
-def traced_peak(run):
-    tracemalloc.start()
-    try:
-        return run(), tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
 
 def test_an_lstm_holds_the_input_part_of_a_chunk_of_steps_not_of_all():
     """4,096 steps of 256 units: what the input adds to the gates of every step took
