@@ -32,8 +32,6 @@ from tests.driver.execution import (ALL_PATHS, MS, Path, deadline_in, duration, 
                                     prepare_status)
 from tests.driver.test_execution_memory import traced_peak
 from tests.driver.test_limits import rank_of
-from tests.operations.on_device import NO_VALUE, constant_input, fed_input, one_operation_model
-from tests.operations.test_op_lstm import cell_args, random_cell
 
 F32, I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 EXHAUSTED = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
@@ -46,6 +44,38 @@ paths = pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 
 
 # --- models ------------------------------------------------------------------------------
+
+def fed_input(operand_type: int, value) -> ExampleOperand:
+    return ExampleOperand(operand_type, np.shape(value), value=value)
+
+
+def constant_input(operand_type: int, value) -> ExampleOperand:
+    return ExampleOperand(operand_type, np.shape(value), constant=value)
+
+
+def operation_model(operation: int, args: Sequence[ExampleOperand], outputs: Sequence[tuple],
+                    rank_output: bool = False) -> Model:
+    """The operation, its results the model's outputs; with ``rank_output``, the RANK of
+    its first result instead (a scalar, so that every path runs it: the fenced one needs
+    fully specified outputs), and the shapes of the inputs the request feeds left unknown
+    (the request states them), so that the operation's cost is only known at run time."""
+    mb = ModelBuilder()
+    g = mb.main
+    inputs = [g.omitted(a.type, a.dims) if a.omitted else g.constant(a.type, a.constant, a.dims)
+              if a.constant is not None else g.input(a.type, [0] * len(a.dims) if rank_output else a.dims)
+              for a in args]
+    results = g.operation(operation, inputs, [(t, list(dims), s, z) for t, dims, s, z in outputs])
+    if rank_output:
+        rank_of(g, results[0])
+    else:
+        g.outputs(*results)
+    return mb.build()
+
+
+def fed_values(args: Sequence[ExampleOperand]) -> list[np.ndarray]:
+    """What the request feeds."""
+    return [np.asarray(a.value) for a in args if a.constant is None and not a.omitted]
+
 
 def nms_args(boxes: int, constant: bool = False) -> list[ExampleOperand]:
     """BOX_WITH_NMS_LIMIT of ``boxes`` boxes of one class (and the background) that never
@@ -75,8 +105,14 @@ def depthwise_args(size: int, taps: int) -> tuple[list[ExampleOperand], list[tup
 
 def lstm_args(steps: int, units: int, n_input: int = 1) -> tuple[list[ExampleOperand], list[tuple]]:
     """UNIDIRECTIONAL_SEQUENCE_LSTM over ``steps`` steps of a batch of 1, without projection."""
-    cell = random_cell(n_input, units, units)
-    args = [fed_input(F32, np.full((steps, 1, n_input), 0.5, np.float32)), *cell_args(cell),
+    rng = np.random.default_rng(units)
+    weights = {"input": (units, n_input), "recurrent": (units, units), "bias": (units,)}
+    cell = [constant_input(F32, rng.uniform(-0.5, 0.5, weights[kind]).astype(np.float32))
+            for kind in ("input", "recurrent") for _ in range(4)]
+    cell[8:8] = [ExampleOperand(F32, omitted=True)] * 3                 # no peephole
+    cell += [constant_input(F32, np.zeros(units, np.float32)) for _ in range(4)]
+    cell += [ExampleOperand(F32, omitted=True)] * 2                     # no projection
+    args = [fed_input(F32, np.full((steps, 1, n_input), 0.5, np.float32)), *cell,
             fed_input(F32, np.zeros((1, units), np.float32)), fed_input(F32, np.zeros((1, units), np.float32)),
             constant_input(T.INT32, 4), constant_input(T.FLOAT32, 0.0), constant_input(T.FLOAT32, 0.0),
             constant_input(T.BOOL, True), *(ExampleOperand(F32, omitted=True),) * 4]
@@ -104,27 +140,6 @@ def endless_loop_of_lsh(seeds: int, rows: int, row_size: int) -> Model:
     return mb.build()
 
 
-def fed_values(args: Sequence[ExampleOperand]) -> list[Optional[np.ndarray]]:
-    """What the request feeds (None: no value)."""
-    return [None if a.value is NO_VALUE else np.asarray(a.value)
-            for a in args if a.constant is None and not a.omitted]
-
-
-def scalar_output_model(operation: int, args: Sequence[ExampleOperand],
-                        outputs: Sequence[tuple]) -> Model:
-    """The operation, with the RANK of its first output as the model's one output: a
-    scalar, so that every path (the fenced one needs fully specified outputs) runs it. The
-    request states the shapes of the inputs it feeds: the model leaves them unknown, so
-    that the cost is only known at run time."""
-    mb = ModelBuilder()
-    g = mb.main
-    inputs = [g.omitted(a.type, a.dims) if a.omitted else g.constant(a.type, a.constant, a.dims)
-              if a.constant is not None else g.input(a.type, [0] * len(a.dims)) for a in args]
-    results = g.operation(operation, inputs, [(t, list(dims), s, z) for t, dims, s, z in outputs])
-    rank_of(g, results[0])
-    return mb.build()
-
-
 def run_with_deadline(prepared, inputs: Sequence[np.ndarray], path: Path,
                       deadline_s: Optional[float] = DEADLINE_S, **execution):
     io = make_request(list(inputs), [out_like(np.int32, [])])
@@ -147,7 +162,7 @@ COSTLY = {
 
 @pytest.fixture(scope="module")
 def costly():
-    return {name: (prepare(scalar_output_model(*case)), fed_values(case[1]))
+    return {name: (prepare(operation_model(*case, rank_output=True)), fed_values(case[1]))
             for name, case in COSTLY.items()}
 
 
@@ -174,7 +189,7 @@ def test_a_loop_body_over_its_cost_bound_is_refused_within_the_loop_timeout(path
 
 
 def test_an_operation_whose_cost_is_known_ahead_is_refused_by_preparation():
-    model, _ = one_operation_model(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, *COSTLY["lstm"][1:])
+    model = operation_model(*COSTLY["lstm"])
     assert SampleDriver().getSupportedOperations_1_3(model) == (EXHAUSTED, [])
     assert prepare_status(SampleDriver(), model)[:2] == (EXHAUSTED, EXHAUSTED)
 
@@ -183,7 +198,7 @@ def test_preparation_does_not_fold_an_operation_over_its_cost_bound():
     """With constant inputs, BOX_WITH_NMS_LIMIT's output sizes are computed at preparation:
     4,000 boxes took 3.7 s in getSupportedOperations_1_3, and prepareModel_1_3 with a
     100 ms deadline answered after 3.4 s."""
-    model, _ = one_operation_model(Op.BOX_WITH_NMS_LIMIT, nms_args(4000, constant=True), NMS_OUTPUTS)
+    model = operation_model(Op.BOX_WITH_NMS_LIMIT, nms_args(4000, constant=True), NMS_OUTPUTS)
     started = time.monotonic()
     assert SampleDriver().getSupportedOperations_1_3(model) == (EXHAUSTED, [])
     launch, status, prepared = prepare_status(SampleDriver(), model, deadline=deadline_in(DEADLINE_S))
@@ -224,6 +239,13 @@ def multinomial_args() -> tuple[list[ExampleOperand], list[tuple]]:
             [(I32, (1, 10), 0.0, 0)])
 
 
+def topk_args() -> tuple[list[ExampleOperand], list[tuple]]:
+    """TOPK_V2 of a row long enough to be selected rather than sorted."""
+    return ([fed_input(F32, np.linspace(0, 1, 4096, dtype=np.float32).reshape(1, 4096)),
+             constant_input(T.INT32, 3)],
+            [(F32, (1, 3), 0.0, 0), (I32, (1, 3), 0.0, 0)])
+
+
 WITHIN_BOUNDS = {
     "nms": (Op.BOX_WITH_NMS_LIMIT, nms_args(8), NMS_OUTPUTS),
     "depthwise": (Op.DEPTHWISE_CONV_2D, *depthwise_args(4, 3)),
@@ -232,6 +254,7 @@ WITHIN_BOUNDS = {
     "rnn": (Op.UNIDIRECTIONAL_SEQUENCE_RNN, *rnn_args()),
     "lsh": (Op.LSH_PROJECTION, *lsh_args()),
     "multinomial": (Op.RANDOM_MULTINOMIAL, *multinomial_args()),
+    "topk": (Op.TOPK_V2, *topk_args()),
 }
 
 
@@ -240,7 +263,7 @@ def test_a_long_kernel_stops_at_the_deadline_it_runs_within(name):
     """The operation's step run alone (the plan's runner, which checks the deadline
     between steps, is not involved), within an execution whose deadline has passed."""
     operation, args, outputs = WITHIN_BOUNDS[name]
-    model, fed = one_operation_model(operation, args, outputs)
+    model, fed = operation_model(operation, args, outputs), fed_values(args)
     plan = compile_model(model).plans[0]
     (step,) = plan.steps
     ctx = ExecutionContext(deadline_ns=time.monotonic_ns() - 1)
@@ -252,7 +275,7 @@ def test_a_long_kernel_stops_at_the_deadline_it_runs_within(name):
 
 
 def test_an_operation_folded_at_preparation_stops_at_its_deadline():
-    model, _ = one_operation_model(Op.BOX_WITH_NMS_LIMIT, nms_args(8, constant=True), NMS_OUTPUTS)
+    model = operation_model(Op.BOX_WITH_NMS_LIMIT, nms_args(8, constant=True), NMS_OUTPUTS)
     with running(PreparationDeadline(time.monotonic_ns() - 1)), pytest.raises(DriverError) as raised:
         compile_model(model)
     assert raised.value.status == ErrorStatus.MISSED_DEADLINE_PERSISTENT, raised.value
@@ -264,7 +287,7 @@ def test_an_lstm_holds_the_input_part_of_a_chunk_of_steps_not_of_all():
     """4,096 steps of 256 units: what the input adds to the gates of every step took
     16 MiB at once (32,768 steps of 16,384 units held 6.2 GB); the output takes 4 MiB."""
     args, outputs = lstm_args(4096, 256)
-    prepared = prepare(scalar_output_model(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, args, outputs))
+    prepared = prepare(operation_model(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, args, outputs, rank_output=True))
     (outcome, _), peak = traced_peak(lambda: run_with_deadline(prepared, fed_values(args), Path.SYNC, None))
     assert outcome.status == ErrorStatus.NONE, outcome
     output_bytes = 4096 * 256 * 4
@@ -279,9 +302,9 @@ def test_random_multinomial_scratch_is_proportional_to_its_output():
             constant_input(I32, np.array([7, 9], np.int32))]
     device = SampleDriver()
     device.memory_budget_bytes = 16 * MIB
-    model, fed = one_operation_model(Op.RANDOM_MULTINOMIAL, args, [(I32, (1, samples), 0.0, 0)])
+    model = operation_model(Op.RANDOM_MULTINOMIAL, args, [(I32, (1, samples), 0.0, 0)])
     prepared = prepare(model, device)
-    io = make_request(fed, [out_like(np.int32, [1, samples])])
+    io = make_request(fed_values(args), [out_like(np.int32, [1, samples])])
     outcome, peak = traced_peak(lambda: execute(prepared, io.request, Path.SYNC))
     assert outcome.status == ErrorStatus.NONE, outcome
     assert peak < 16 * MIB + 3 * samples * 4, peak
