@@ -85,9 +85,9 @@ MULTIPLY_ADDS_PER_CHUNK = 1 << 24
 #: a chunk of steps, RANDOM_MULTINOMIAL's draws): a few MiB, small beside a value.
 SCRATCH_BYTES_PER_CHUNK = 1 << 22
 
-#: The multiply-adds of one recurrent operation (RNN, LSTM, SVDF and their sequence forms):
-#: time steps times batch times gate units times the sizes each unit reads (input, state,
-#: auxiliary input). A step multiplies one state row at a time, at under 2 billion
+#: The multiply-adds of one recurrent operation (RNN, LSTM and their sequence forms): time
+#: steps times batch times gate units times the sizes each unit reads (input, state,
+#: auxiliary input). A step multiplies a batch of state rows at a time, at under 2 billion
 #: multiply-adds a second; 32,768 steps of 16,384 units would take hours.
 MAX_RECURRENT_MULTIPLY_ADDS = 1 << 31
 
