@@ -15,7 +15,7 @@ from .hal.enums import (DeviceStatus, DeviceType, ErrorStatus, ExecutionPreferen
 from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model, Operand,
                           OperandExtraParams, OperandPerformance, OptionalTimePoint,
                           PerformanceInfo, Subgraph, SymmPerChannelQuantParams)
-from .limits import MEMORY_BUDGET_BYTES
+from .limits import MEMORY_BUDGET_BYTES, PreparationDeadline, running
 from .prepared_model import SamplePreparedModel
 from .validation.buffer import validate_allocation
 from .validation.common import is_extension_type
@@ -118,7 +118,9 @@ class SampleDriver:
             arguments.cache_token(token)
             if arguments.deadline_passed(deadline_ns):
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-            analysis = self._analyse(model)
+            # Folding constants may compute an operation: it watches the deadline too.
+            with running(None if deadline_ns is None else PreparationDeadline(deadline_ns)):
+                analysis = self._analyse(model)
             main_supported = analysis.supported[0]
             if not all(main_supported):
                 raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "

@@ -17,7 +17,7 @@ from ..errors import ResourceError, ValidationError
 from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, ErrorStatus,
                          OperandLifeTime, OperationType)
 from ..hal.structs import Model, Operand, Operation, Subgraph
-from ..limits import check_shape, itemsize, operands_over_rank
+from ..limits import check_shape, itemsize, operands_over_rank, running
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
                         operation_context)
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
@@ -105,14 +105,16 @@ class SubgraphPlan:
         the budget, and ``inputs`` becomes the slot list, so that each input is freed after
         its last use. Floating-point errors are ignored here, once, on the executing
         thread: results follow IEEE (inf, NaN) as on a device, and kernels rely on it
-        instead of each entering np.errstate."""
+        instead of each entering np.errstate. Long kernels check ``ctx``'s deadline as they
+        work (limits.checkpoint), not only the steps between them."""
         ctx.held_bytes = sum(value.nbytes for value in inputs if value is not None)
         if ctx.held_bytes > ctx.budget_bytes:
             raise ResourceError(f"{self.name}: the inputs take {ctx.held_bytes} bytes, over "
                                 f"the execution's budget of {ctx.budget_bytes} bytes",
                                 ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
         inputs += self.tail
-        slots = self.run_slots(inputs, ctx)
+        with running(ctx):
+            slots = self.run_slots(inputs, ctx)
         return [slots[i] for i in self.output_slots]
 
     def input_checks(self, entering: list) -> list[InputCheck]:

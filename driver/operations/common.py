@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import check, fail
 from ..hal.enums import FusedActivationFunc, OperandType
 from ..hal.dtypes import STORAGE_DTYPE  # noqa: F401  (re-exported for operation modules)
+from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, MULTIPLY_ADDS_PER_CHUNK, check_cost, checkpoint
 from .registry import OperationContext, Shape
 from .signatures import Operand, scalar
 
@@ -245,3 +246,21 @@ def normalize_axis(ctx: OperationContext, axis: int, rank: int, what: str = "axi
     if not -rank <= axis < rank:
         fail(f"{ctx.name}: {what} {axis} is out of range for rank {rank}")
     return axis % rank
+
+
+def matrix_product(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
+    """``a @ b`` (``a`` [..., m, k], ``b`` [..., k, n]) for an operation named ``what``: held
+    to MAX_PRODUCT_MULTIPLY_ADDS, and computed some rows of ``a`` at a time when large, with
+    a checkpoint between them (at least 16 rows, so that BLAS multiplies matrices, not rows)."""
+    *stack, rows, inner = a.shape
+    per_row = math.prod(np.broadcast_shapes(tuple(stack), b.shape[:-2])) * inner * b.shape[-1]
+    check_cost(rows * per_row, MAX_PRODUCT_MULTIPLY_ADDS, "multiply-adds", what)
+    chunk = max(16, MULTIPLY_ADDS_PER_CHUNK // max(1, per_row))
+    if rows <= chunk:
+        return a @ b
+    product = np.empty((*np.broadcast_shapes(tuple(stack), b.shape[:-2]), rows, b.shape[-1]),
+                       np.result_type(a, b))
+    for start in range(0, rows, chunk):
+        checkpoint()
+        product[..., start:start + chunk, :] = a[..., start:start + chunk, :] @ b
+    return product

@@ -32,13 +32,13 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from ..limits import check_shape
+from ..limits import MAX_TAP_PRODUCTS, check_cost, check_shape, checkpoint
 from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
                            quantize_multiplier, saturate_int32)
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
-                     check_quant_params, merge_dims, quantized_activation_range)
+                     check_quant_params, matrix_product, merge_dims, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
@@ -311,7 +311,7 @@ def multiply_windows(ctx: OperationContext, x: np.ndarray, matrix: np.ndarray, g
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
     gathered = windows(padded, filter_height, filter_width, stride_height, stride_width,
                        dilation_height, dilation_width).reshape(positions, groups, rows)
-    sums = np.matmul(gathered.transpose(1, 0, 2), matrix)          # [groups, positions, out]
+    sums = matrix_product(gathered.transpose(1, 0, 2), matrix, ctx.name)   # [groups, positions, out]
     return sums.transpose(1, 0, 2).reshape(batches, geometry.out_height, geometry.out_width,
                                            groups * out_per_group)
 
@@ -337,9 +337,12 @@ def accumulate_taps(ctx: OperationContext, x: np.ndarray, taps: np.ndarray, geom
     cells = windows(padded, filter_height, filter_width, stride_height, stride_width,
                     dilation_height, dilation_width)[..., None]   # [b, oh, ow, c, fh, fw, 1]
     sums = np.zeros((*cells.shape[:4], taps.shape[-1]), x.dtype)
+    check_cost(filter_height * filter_width * sums.size, MAX_TAP_PRODUCTS,
+               f"products of {filter_height * filter_width} filter taps", ctx.name)
     product = np.empty_like(sums)
     for i in range(filter_height):
         for j in range(filter_width):
+            checkpoint()
             sums += np.multiply(cells[:, :, :, :, i, j], taps[i, j], out=product)
     # The channels counted, not -1: an empty sums has no size to divide.
     return sums.reshape(*sums.shape[:3], sums.shape[3] * sums.shape[4])

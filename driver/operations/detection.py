@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 
 from ..errors import check, fail
-from ..limits import check_shape, itemsize
+from ..limits import MAX_NMS_COMPARISONS, check_cost, check_shape, checkpoint, itemsize
 from ..hal.enums import OperandType as T, OperationType
 from ._spatial import LAYOUT, layout_shape, nhwc_shape, to_nhwc
 from .common import (QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, check_same_quantization, quantize_f32,
@@ -184,21 +184,29 @@ def hard_suppression(iou_threshold: np.float32) -> Suppression:
 
 
 def greedy_nms(scores: np.ndarray, boxes: np.ndarray, groups: np.ndarray, limit: Optional[int],
-               suppress: Suppression) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               suppress: Suppression, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Greedy NMS in every group of candidates at once. ``scores`` [n] float32, ``boxes``
     [n, 4], ``groups`` [n]: a key per candidate, a group's candidates consecutive and in
     the order that decides ties; ``limit``: the most picks per group (None: no limit).
-    Returns the candidates picked, their scores when picked, and the round of each pick."""
+    Returns the candidates picked, their scores when picked, and the round of each pick.
+    ``what`` names the operation whose cost bound a large NMS exceeds."""
     n = len(scores)
     if n == 0 or limit == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.float32), np.zeros(0, np.intp)
     scores = scores.copy()
     starts, segment = runs(groups)
+    # Every round looks at every candidate; a group runs out of candidates after as many
+    # rounds as it has.
+    rounds = int(np.diff(starts, append=n).max())
+    rounds = rounds if limit is None else min(limit, rounds)
+    check_cost(rounds * n, MAX_NMS_COMPARISONS, f"comparisons of {n} candidates in {rounds} rounds",
+               f"{what}, its non-maximum suppression")
     positions = np.arange(n)
     pick_of_segment = np.empty(len(starts), np.intp)
     alive = np.ones(n, bool)
     picks, picked_scores = [], []
-    for _ in range(n if limit is None else min(limit, n)):
+    for _ in range(rounds):
+        checkpoint()
         # NaN scores are picked last.
         key = np.where(alive & (scores == scores), scores, np.float32(-np.inf))
         best = np.maximum.reduceat(key, starts)[segment]
@@ -388,7 +396,7 @@ def box_with_nms(ctx: OperationContext, inputs: Sequence[np.ndarray],
     limit = None if max_detections < 0 else max_detections
     picked, picked_scores, rounds = greedy_nms(
         scores[box, cls], boxes[box, cls], image[box] * classes + cls, limit,
-        soft_suppression(nms_kernel, iou_threshold, sigma, nms_score_threshold))
+        soft_suppression(nms_kernel, iou_threshold, sigma, nms_score_threshold), ctx.name)
     box, cls = box[picked], cls[picked]
     # The best max_detections of each image (of equal scores, by class then as picked),
     # then by class and score.
@@ -537,7 +545,7 @@ def proposals(ctx: OperationContext, inputs: Sequence[np.ndarray],
     # every non-positive value unlimited).
     picked, picked_scores, rounds = greedy_nms(scores[image, index], boxes[image, index], image,
                                                None if post_nms < 0 else post_nms,
-                                               hard_suppression(iou_threshold))
+                                               hard_suppression(iou_threshold), ctx.name)
     picked = picked[np.lexsort((rounds, image[picked]))]
     image, index = image[picked], index[picked]
     return (stored(scores[image, index], ctx.outputs[0]), stored(boxes[image, index], ctx.outputs[1]),
@@ -686,7 +694,7 @@ def decode_centred(anchors: np.ndarray, deltas: np.ndarray, p: DetectionParamete
                      centre_y + half_height, centre_x + half_width], axis=-1)
 
 
-def regular_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters):
+def regular_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters, what: str):
     """NMS of each class but the background, then the best max_detections of each image:
     (image, anchor, class, score, output row) of each detection."""
     image, anchor, cls = np.nonzero((scores > p.score_threshold) & (np.arange(scores.shape[2]) > 0))
@@ -694,20 +702,20 @@ def regular_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters):
     image, anchor, cls = image[order], anchor[order], cls[order]
     picked, picked_scores, rounds = greedy_nms(scores[image, anchor, cls], boxes[image, anchor],
                                                image * scores.shape[2] + cls, p.per_class,
-                                               hard_suppression(p.iou_threshold))
+                                               hard_suppression(p.iou_threshold), what)
     image, anchor, cls = image[picked], anchor[picked], cls[picked]
     kept, rank = best_of_each(image, picked_scores, (rounds, cls), p.max_detections)
     return image[kept], anchor[kept], cls[kept], picked_scores[kept], rank
 
 
-def fast_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters):
+def fast_nms(scores: np.ndarray, boxes: np.ndarray, p: DetectionParameters, what: str):
     """One NMS of the anchors by their best class score (the background aside); each
     detection then gives its per_detection best classes: (image, anchor, class, score,
     output row) of each."""
     best = scores[:, :, 1:].max(axis=2)
     image, anchor = np.nonzero(best > p.score_threshold)
     picked, _, rounds = greedy_nms(best[image, anchor], boxes[image, anchor], image,
-                                   p.max_detections, hard_suppression(p.iou_threshold))
+                                   p.max_detections, hard_suppression(p.iou_threshold), what)
     image, anchor = image[picked], anchor[picked]
     per_detection = min(scores.shape[2] - 1, p.per_detection)
     cls = 1 + np.argsort(-scores[image, anchor, 1:], axis=1, kind="stable")[:, :per_detection]
@@ -730,7 +738,8 @@ def build_detection(ctx: OperationContext) -> Kernel:
         scores = real(inputs[DETECTION_SCORES], scores_in)
         boxes = decode_centred(real(inputs[DETECTION_ANCHORS], anchors_in),
                                real(inputs[DETECTION_DELTAS], deltas_in)[..., :4], p)
-        image, anchor, cls, detected, row = (regular_nms if p.regular else fast_nms)(scores, boxes, p)
+        nms = regular_nms if p.regular else fast_nms
+        image, anchor, cls, detected, row = nms(scores, boxes, p, ctx.name)
         # Rows past an image's detections are zeros.
         out_scores, out_boxes = np.zeros((batches, p.rows), dtype), np.zeros((batches, p.rows, 4), dtype)
         out_classes = np.zeros((batches, p.rows), np.int32)

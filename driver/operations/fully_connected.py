@@ -16,7 +16,8 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ._fixed_point import check_bias, product_scale
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
-                     check_quant_params, merge_dims, quantized_activation_range, round_half_away)
+                     check_quant_params, matrix_product, merge_dims, quantized_activation_range,
+                     round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
@@ -103,7 +104,8 @@ def _build_float(ctx: OperationContext) -> Kernel:
         wt = const_wt if const_wt is not None else w.astype(np.float32).T
         bias32 = const_bias if const_bias is not None else b.astype(np.float32)
         with np.errstate(all="ignore"):
-            result = x.reshape(-1, w.shape[1]).astype(np.float32, copy=False) @ wt + bias32
+            x32 = x.reshape(-1, w.shape[1]).astype(np.float32, copy=False)
+            result = matrix_product(x32, wt, ctx.name) + bias32
         low, high = (static_bounds if static_bounds is not None else
                      activation_bounds(activation_value(ctx, FUSED, (x, w, b, activation))))
         if low != -np.inf or high != np.inf:
@@ -129,7 +131,8 @@ def _build_quantized(ctx: OperationContext) -> Kernel:
         wt = const_wt if const_wt is not None else (w.astype(np.float64) - weights_info.zeroPoint).T
         qmin, qmax = (static_range if static_range is not None else quantized_activation_range(
             activation_value(ctx, FUSED, (x, w, b, activation)), out.scale, out.zeroPoint, out.type))
-        accumulator = (x.reshape(-1, w.shape[1]).astype(np.float64) - inp.zeroPoint) @ wt + b
+        shifted = x.reshape(-1, w.shape[1]).astype(np.float64) - inp.zeroPoint
+        accumulator = matrix_product(shifted, wt, ctx.name) + b
         q = round_half_away(accumulator * multiplier) + out.zeroPoint
         return (np.clip(q, qmin, qmax).astype(x.dtype),)
     return kernel

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
+from ..limits import MAX_HASHED_BYTES, check_cost, checkpoint
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, scalar, tensor
 
@@ -137,6 +138,7 @@ def _hash_long(keys: np.ndarray, length: int) -> np.ndarray:
     z = _shift_mix(np.full(count, (y0 * K2 + 113) & _MASK, U)) * U(K2)
     v0 = v1 = w0 = w1 = np.zeros(count, U)
     for offset in range(0, (length - 1) // 64 * 64, 64):
+        checkpoint()
         x = _rotate(x + y + v0 + _fetch64(keys, offset + 8), 37) * U(K1)
         y = _rotate(y + v1 + _fetch64(keys, offset + 48), 42) * U(K1)
         x = x ^ w1
@@ -210,6 +212,24 @@ def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 KEY_BYTES_PER_BATCH = 1 << 22
 
 
+#: What one round of FarmHash's loop over the 64-byte blocks of keys longer than 64 bytes
+#: costs whatever the number of keys (some hundred numpy calls), in bytes hashed.
+ROUND_COST_BYTES = 1 << 14
+
+
+def seeds_per_batch(rows: int, row_size: int) -> int:
+    return max(1, KEY_BYTES_PER_BATCH // max(1, rows * (4 + row_size)))
+
+
+def hashing_cost(seeds: int, rows: int, row_size: int) -> int:
+    """The bytes sign_bits hashes, each round of the loop over long keys' blocks counted as
+    ROUND_COST_BYTES more (few long rows cost their rounds, not their bytes)."""
+    key_size = 4 + row_size
+    rounds = (key_size - 1) // 64 if key_size > 64 else 0
+    batches = -(-seeds // seeds_per_batch(rows, row_size))
+    return seeds * rows * key_size + batches * rounds * ROUND_COST_BYTES
+
+
 def sign_bits(seeds: np.ndarray, x: np.ndarray, weight: Optional[np.ndarray]) -> np.ndarray:
     """One bit per seed: the sign of the weighted sum of the rows' fingerprints."""
     rows = x.shape[0]
@@ -217,9 +237,11 @@ def sign_bits(seeds: np.ndarray, x: np.ndarray, weight: Optional[np.ndarray]) ->
     row_bytes = np.frombuffer(np.ascontiguousarray(x).tobytes(), np.uint8).reshape(rows, row_size)
     seed_bytes = seeds.astype("<f4").reshape(-1, 1).view(np.uint8)
     weights = None if weight is None else weight.astype(np.float64)
-    batch = max(1, KEY_BYTES_PER_BATCH // max(1, rows * (4 + row_size)))
-    scores = [weighted_sums(seed_bytes[start:start + batch], row_bytes, weights)
-              for start in range(0, seed_bytes.shape[0], batch)]
+    batch = seeds_per_batch(rows, row_size)
+    scores = []
+    for start in range(0, seed_bytes.shape[0], batch):
+        checkpoint()
+        scores.append(weighted_sums(seed_bytes[start:start + batch], row_bytes, weights))
     return (np.concatenate(scores or [np.zeros(0)]) > 0).astype(np.int64)
 
 
@@ -244,6 +266,8 @@ def build(ctx: OperationContext) -> Kernel:
         check_bits(ctx, kind, num_hash, num_bits)
         if weight is not None:
             check_weight_rows(ctx, x.shape[0], weight.shape[0])
+        check_cost(hashing_cost(hash_.size, x.shape[0], x[:1].nbytes), MAX_HASHED_BYTES,
+                   "bytes to hash", ctx.name)
         bits = sign_bits(hash_, x, weight).reshape(num_hash, num_bits)
         if kind == LshProjectionType.DENSE:
             return (bits.reshape(-1).astype(np.int32),)

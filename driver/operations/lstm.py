@@ -33,13 +33,14 @@ import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from ..errors import check, fail
 from ..hal.enums import OperandLifeTime as L, OperandType as T, OperationType
-from ..limits import check_time_steps
+from ..limits import (MAX_RECURRENT_MULTIPLY_ADDS, SCRATCH_BYTES_PER_CHUNK, check_cost,
+                      check_time_steps, checkpoint)
 from .common import bind_size
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
@@ -348,7 +349,21 @@ def _sizes_within_limits(ctx: OperationContext, layout: Layout, shapes: Sequence
     run time, never by validation (a model over it is valid, and refused by preparation)."""
     sizes = _sizes(ctx, layout, shapes, has, exact, time_major)
     check_time_steps(sizes.get("max_time", 0), ctx.name)
+    check_cost(_multiply_adds(layout, sizes), MAX_RECURRENT_MULTIPLY_ADDS, "multiply-adds", ctx.name)
     return sizes
+
+
+def _multiply_adds(layout: Layout, sizes: dict[str, int]) -> int:
+    """What the cells compute: at each step, each of the 4 gates' units reads the input, the
+    auxiliary input and the output state, and the projection reads the units (an
+    upper bound: CIFG has 3 gates, not every cell a projection). 0 while a size is unknown."""
+    steps, batch = sizes.get("max_time", 1), sizes.get("batch", 0)
+    total = 0
+    for cell in layout.cells:
+        units, output_size = sizes.get(cell.size("num_units"), 0), sizes.get(cell.size("output_size"), 0)
+        reads = sizes.get(cell.size("input_size"), 0) + sizes.get("aux_input_size", 0) + output_size
+        total += steps * batch * units * (4 * reads + output_size)
+    return total
 
 
 def _shape(sizes: dict, *names: Optional[str]) -> tuple[int, ...]:
@@ -468,6 +483,25 @@ class CellParameters:
     projection_clip: float
 
 
+def _input_parts(w: CellWeights, x: np.ndarray, aux: Optional[np.ndarray], backward: bool
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+    """(t, what step t's input adds to the gates), for each step in the order the cell runs
+    them. That part does not depend on the states: it is computed for a chunk of steps at
+    once, the chunk's scratch held to SCRATCH_BYTES_PER_CHUNK whatever the sequence's length."""
+    steps, batch = x.shape[:2]
+    chunk = max(1, SCRATCH_BYTES_PER_CHUNK // max(1, 4 * batch * w.input_weights.shape[1]))
+    starts = range(0, steps, chunk)
+    for start in reversed(starts) if backward else starts:
+        stop = min(start + chunk, steps)
+        from_input = x[start:stop] @ w.input_weights
+        if aux is not None:
+            from_input += aux[start:stop] @ w.aux_weights
+        if w.layer_norm is None:
+            from_input += w.bias.reshape(-1)
+        for t in range(stop - 1, start - 1, -1) if backward else range(start, stop):
+            yield t, from_input[t - start]
+
+
 def run_cell(w: CellWeights, p: CellParameters, x: np.ndarray, aux: Optional[np.ndarray],
              h: np.ndarray, c: np.ndarray, backward: bool = False
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -476,16 +510,11 @@ def run_cell(w: CellWeights, p: CellParameters, x: np.ndarray, aux: Optional[np.
     final states, and the last step's gates in the scratch buffer's order."""
     steps, batch = x.shape[:2]
     gates, units = w.bias.shape
-    # What the input adds to the gates does not depend on the states: all steps at once.
-    from_input = x @ w.input_weights
-    if aux is not None:
-        from_input += aux @ w.aux_weights
-    if w.layer_norm is None:
-        from_input += w.bias.reshape(-1)
     outputs = np.empty((steps, batch, w.recurrent_weights.shape[0]), np.float32)
     scratch: list[np.ndarray] = []
-    for t in range(steps - 1, -1, -1) if backward else range(steps):
-        z = (from_input[t] + h @ w.recurrent_weights).reshape(batch, gates, units)
+    for t, from_input in _input_parts(w, x, aux, backward):
+        checkpoint()
+        z = (from_input + h @ w.recurrent_weights).reshape(batch, gates, units)
         if w.peephole is not None:
             z[:, :-2] += w.peephole * c[:, None]
         if w.layer_norm is not None:

@@ -48,7 +48,7 @@ from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q1
                            multiply_by_quantized_multiplier, quantize_multiplier,
                            rounding_divide_by_power_of_two, saturate_int16,
                            saturating_rounding_doubling_high_mul, tanh_q16, wrap_int16, wrap_int32)
-from .common import bind_size, check_same_quantization, round_half_away
+from .common import bind_size, check_same_quantization, matrix_product, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, scalar, tensor
 
@@ -86,9 +86,12 @@ def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Seque
     return sizes
 
 
-def _matmul(x: np.ndarray, weights: np.ndarray, weights_zero_point: int = 0) -> np.ndarray:
-    """x @ (weights - zero point)' as int32 sums wrap around (x is int64)."""
-    return wrap_int32(x @ (weights.astype(np.int64) - weights_zero_point).T)
+def _matmul(x: np.ndarray, weights: np.ndarray, what: str, weights_zero_point: int = 0) -> np.ndarray:
+    """x @ (weights - zero point)' as int32 sums wrap around (x is int64). The products of
+    8- and 16-bit values summed in double precision are exact (far below 2**53), and numpy
+    multiplies doubles with BLAS, integers some hundred times slower."""
+    shifted = weights.astype(np.float64) - weights_zero_point
+    return wrap_int32(matrix_product(x.astype(np.float64), shifted.T, what).astype(np.int64))
 
 
 # --- QUANTIZED_16BIT_LSTM ----------------------------------------------------------------------
@@ -169,7 +172,7 @@ def build_16bit(ctx: OperationContext) -> Kernel:
         activations = np.concatenate([x, previous_output], axis=1).astype(np.int64) - ACTIVATION_ZERO_POINT
         input_gate, forget_gate, cell_gate, output_gate = (
             saturate_int16(multiply_by_quantized_multiplier(
-                wrap_int32(_matmul(activations, np.concatenate([w_h, w_x], axis=1), weights_zero_point) + b),
+                wrap_int32(_matmul(activations, np.concatenate([w_h, w_x], axis=1), ctx.name, weights_zero_point) + b),
                 *multiplier))
             for w_x, w_h, b in zip(input_weights, recurrent_weights, biases))
         # Q0.15 products; f * c keeps c's 4 integer bits, i * g is rescaled to them.
@@ -474,9 +477,9 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
         def pre_activations(group: GateGroup, cell_state: np.ndarray) -> np.ndarray:
             """The gates' int16 sums of their rescaled products, normalized: [batch, gate, unit]."""
             shape = (batches, len(group.gates), num_units)
-            value = _accumulate(0, _matmul(x, np.concatenate(stacked("input_weights", group.gates))).reshape(shape),
-                                group.input_multipliers)
-            value = _accumulate(value, _matmul(h, np.concatenate(stacked("recurrent_weights", group.gates)))
+            value = _accumulate(0, _matmul(x, np.concatenate(stacked("input_weights", group.gates)), ctx.name)
+                                .reshape(shape), group.input_multipliers)
+            value = _accumulate(value, _matmul(h, np.concatenate(stacked("recurrent_weights", group.gates)), ctx.name)
                                 .reshape(shape), group.recurrent_multipliers)
             if group.peephole_multipliers is not None:
                 value = _accumulate(value, stacked("peephole", group.gates) * cell_state[:, None],
@@ -505,7 +508,7 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
             output = hidden
         else:
             bias = args[PROJECTION_BIAS]
-            projected = wrap_int32(_matmul(hidden + p.hidden_zero_point, projection_weights)
+            projected = wrap_int32(_matmul(hidden + p.hidden_zero_point, projection_weights, ctx.name)
                                    + (0 if bias is None else bias))
             output = np.clip(wrap_int32(multiply_by_quantized_multiplier(projected, *p.projection_multiplier)
                                         + h_zero_point), -128, 127)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from ..limits import check_shape
+from ..limits import SCRATCH_BYTES_PER_CHUNK, check_shape, checkpoint
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, scalar, tensor
 
@@ -34,10 +34,11 @@ _PHILOX_KEY_STEPS = (0x9E3779B9, 0xBB67AE85)
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
-def philox_4x32_10(blocks: int, key: tuple[int, int], counter_high: tuple[int, int]) -> np.ndarray:
-    """The first ``blocks`` outputs of Philox4x32-10 with this key, counting from
+def philox_4x32_10(blocks: int, key: tuple[int, int], counter_high: tuple[int, int],
+                   first: int = 0) -> np.ndarray:
+    """Outputs ``first`` to ``first + blocks`` of Philox4x32-10 with this key, counting from
     (0, 0, *counter_high): uint32 [blocks, 4], computed for all counters at once."""
-    index = np.arange(blocks, dtype=np.uint64)
+    index = np.arange(first, first + blocks, dtype=np.uint64)
     counter = [index & _LOW32, index >> np.uint64(32),
                np.full(blocks, counter_high[0], np.uint64), np.full(blocks, counter_high[1], np.uint64)]
     k0, k1 = key
@@ -51,19 +52,22 @@ def philox_4x32_10(blocks: int, key: tuple[int, int], counter_high: tuple[int, i
     return np.stack(counter, axis=1).astype(np.uint32)
 
 
-def uniform_doubles(count: int, seed: int, seed2: int) -> np.ndarray:
-    """The reference's first ``count`` doubles in [0, 1) of the stream of these seeds."""
+def uniform_doubles(count: int, seed: int, seed2: int, first: int = 0) -> np.ndarray:
+    """Doubles ``first`` to ``first + count`` in [0, 1) of the reference's stream of these
+    seeds. Each takes two 32-bit words, a Philox block four: a run of them starting
+    anywhere is computed from the blocks it covers alone."""
     seed, seed2 = seed & (2**64 - 1), seed2 & (2**64 - 1)      # sign-extended, as int64
-    words = philox_4x32_10((2 * count + 3) // 4, (seed & 0xFFFFFFFF, seed >> 32),
-                           (seed2 & 0xFFFFFFFF, seed2 >> 32)).reshape(-1)[:2 * count].astype(np.uint64)
+    skipped = 2 * first % 4                                      # words of the first block before it
+    words = philox_4x32_10((skipped + 2 * count + 3) // 4, (seed & 0xFFFFFFFF, seed >> 32),
+                           (seed2 & 0xFFFFFFFF, seed2 >> 32), 2 * first // 4)
+    words = words.reshape(-1)[skipped:skipped + 2 * count].astype(np.uint64)
     bits = (np.uint64(1023) << np.uint64(52)) | ((words[0::2] & np.uint64(0xFFFFF)) << np.uint64(32)) | words[1::2]
     return bits.view(np.float64) - 1.0
 
 
-def upper_bound(cumulative: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """std::upper_bound of each target in its row of ``cumulative`` (rows non-decreasing):
-    the count of entries not above it, by bisection on every target at once."""
-    rows = np.arange(cumulative.shape[0])[:, None]
+def upper_bound(cumulative: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """std::upper_bound of each target in its row (``rows``) of ``cumulative`` (rows
+    non-decreasing): the count of entries not above it, by bisection on every target at once."""
     last = max(cumulative.shape[1] - 1, 0)
     low = np.zeros(targets.shape, np.int64)
     high = np.full(targets.shape, cumulative.shape[1], np.int64)
@@ -73,6 +77,46 @@ def upper_bound(cumulative: np.ndarray, targets: np.ndarray) -> np.ndarray:
         low = np.where(active & above, middle + 1, low)
         high = np.where(active & ~above, middle, high)
     return low
+
+
+def cumulative_weights(x: np.ndarray) -> np.ndarray:
+    """Per row of logits (float32), the cumulative sums of exp(logit - the row's max) in
+    double precision, non-finite logits weighing 0."""
+    finite = np.isfinite(x)
+    lowest = np.finfo(np.float32).min
+    row_max = np.max(np.where(finite, x, lowest), axis=1, initial=lowest)
+    # In place: one double per logit.
+    weights = x.astype(np.float64)
+    weights -= row_max[:, None].astype(np.float64)
+    np.exp(weights, out=weights)
+    weights[~finite] = 0.0
+    return np.cumsum(weights, axis=1, out=weights)
+
+
+#: Samples drawn at once: drawing takes some 100 bytes of scratch a sample (Philox's
+#: 64-bit words, the doubles, the bisection's bounds), so the draws are made in chunks.
+SAMPLES_PER_CHUNK = SCRATCH_BYTES_PER_CHUNK // 128
+
+
+def draw(logits: np.ndarray, samples: int, seed: int, seed2: int) -> np.ndarray:
+    """The samples [batches, samples], drawn a chunk at a time (the stream is the same:
+    sample k of the flattened output takes double k), the rows' cumulative weights a few
+    rows at a time."""
+    batches, classes = logits.shape
+    out = np.empty(batches * samples, np.int32)
+    rows_per_chunk = max(1, SCRATCH_BYTES_PER_CHUNK // (8 * max(1, classes)))
+    for first_row in range(0, batches, rows_per_chunk):
+        checkpoint()
+        last_row = min(first_row + rows_per_chunk, batches)
+        cumulative = cumulative_weights(logits[first_row:last_row].astype(np.float32, copy=False))
+        totals = cumulative[:, -1] if classes else np.zeros(last_row - first_row)
+        for start in range(first_row * samples, last_row * samples, SAMPLES_PER_CHUNK):
+            checkpoint()
+            stop = min(start + SAMPLES_PER_CHUNK, last_row * samples)
+            rows = np.arange(start, stop) // samples - first_row
+            targets = uniform_doubles(stop - start, seed, seed2, start) * totals[rows]
+            out[start:stop] = upper_bound(cumulative, rows, targets)
+    return out.reshape(batches, samples)
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -96,14 +140,7 @@ def build(ctx: OperationContext) -> Kernel:
         seed, seed2 = int(seeds[0]), int(seeds[1])
         if seed == 0 and seed2 == 0:
             seed, seed2 = secrets.randbits(64), secrets.randbits(64)
-        x = logits.astype(np.float32, copy=False)
-        finite = np.isfinite(x)
-        row_max = np.max(np.where(finite, x, np.finfo(np.float32).min), axis=1, initial=np.finfo(np.float32).min)
-        weights = np.where(finite, np.exp(x.astype(np.float64) - row_max[:, None].astype(np.float64)), 0.0)
-        cumulative = np.cumsum(weights, axis=1)
-        totals = cumulative[:, -1] if x.shape[1] else np.zeros(batches)
-        targets = uniform_doubles(batches * samples, seed, seed2).reshape(batches, samples) * totals[:, None]
-        return (upper_bound(cumulative, targets).astype(np.int32),)
+        return (draw(logits, samples, seed, seed2),)
     return kernel
 
 

@@ -73,6 +73,13 @@ Limits on values (driver/limits.py)
     the kernel runs. A kernel whose output shape comes from input values (FILL, TILE, PAD)
     checks it with ``check_shape`` before allocating, and an infer or kernel making a
     shape from a vector's length calls ``check_rank`` before building it.
+Cost and deadlines (driver/limits.py)
+    A kernel whose work grows faster than its values (rounds over candidates, filter taps,
+    matrix products, time steps) checks it with ``check_cost`` against a bound of
+    limits.py before working (``common.matrix_product`` does for products), and calls
+    ``checkpoint()`` between its rounds, steps or chunks: the deadline or loop timeout of
+    the execution (or preparation) it runs within then stops it there. Scratch that grows
+    with a value is computed in chunks (``SCRATCH_BYTES_PER_CHUNK``).
 Floating-point errors
     Kernels run with numpy's floating-point errors ignored: the executor enters
     ``np.errstate(all="ignore")`` once per execution, on the executing thread, so overflow,

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandLifeTime, OperandType as T, OperationType
-from ..limits import check_time_steps
+from ..limits import MAX_RECURRENT_MULTIPLY_ADDS, check_cost, check_time_steps, checkpoint
 from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size
 from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand as Arg, Signature, same_as, scalar, tensor
@@ -169,15 +169,19 @@ def cell_sizes(ctx: OperationContext, shapes: Sequence[Shape], cells: Sequence[C
     time = 0 if time_axis is None else agreed_size(
         ctx, shapes, "max_time", [(i, time_axis) for i in sequences], exact=exact)
     check_time_steps(time, ctx.name)
-    units = []
+    units, multiply_adds = [], 0
     for cell in cells:
         w = cell.weights
         units.append(agreed_size(ctx, shapes, "num_units", [
             *((weights, 0) for _, weights in cell.products), (w + 1, 0), (w + 1, 1), (w + 2, 0), (w + 3, 1)],
             exact=exact))
+        # Each step, each unit reads the state and every input.
+        reads = units[-1]
         for x, weights in cell.products:
             if x is not None:
-                agreed_size(ctx, shapes, "input_size", [(x, feature_axis), (weights, 1)], exact=exact)
+                reads += agreed_size(ctx, shapes, "input_size", [(x, feature_axis), (weights, 1)], exact=exact)
+        multiply_adds += max(time, 1) * batch * units[-1] * reads
+    check_cost(multiply_adds, MAX_RECURRENT_MULTIPLY_ADDS, "multiply-adds", ctx.name)
     return batch, time, units
 
 
@@ -218,6 +222,7 @@ def run_cell(cell: Cell, values: Sequence[np.ndarray], bounds: tuple[float, floa
         low, high = bounds
         floor, ceiling = low != -np.inf, high != np.inf
         for step in steps[::-1] if backward else steps:
+            checkpoint()
             step += hidden @ recurrent
             if floor:       # np.maximum and np.minimum cost half what np.clip does
                 np.maximum(step, low, out=step)

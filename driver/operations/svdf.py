@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size
+from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size, matrix_product
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .rnn import float_inputs, results, shapes_of
 from .signatures import Example, ExampleOperand as Arg, Range, Signature, same_as, scalar, tensor
@@ -74,7 +74,7 @@ def build(ctx: OperationContext) -> Kernel:
         low, high = activation_bounds(activation)
         x, weights_feature, weights_time, bias, state = floats(inputs)
         memory = state.reshape(batch, filters, memory_size).copy()
-        memory[:, :, -1] = x @ weights_feature.T
+        memory[:, :, -1] = matrix_product(x, weights_feature.T, ctx.name)
         filtered = np.einsum("bfm,fm->bf", memory, weights_time)
         output = filtered.reshape(batch, units, rank).sum(axis=2)
         if bias is not None:

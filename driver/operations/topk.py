@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
+from ..limits import SCRATCH_BYTES_PER_CHUNK, checkpoint
 from .common import check_same_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
@@ -48,11 +49,53 @@ def build(ctx: OperationContext) -> Kernel:
         k = int(k)
         K_OPERAND.check_value(ctx, K, k)
         check_k(ctx, k, x.shape[-1])
-        # A stable ascending sort keeps equal values in index order; reversed, the larger
-        # index of equal values comes first.
-        indices = np.argsort(x, axis=-1, kind="stable")[..., :-k - 1:-1]
+        rows = x.reshape(-1, x.shape[-1])
+        indices = top_indices(rows, k).reshape(*x.shape[:-1], k)
         return np.take_along_axis(x, indices, axis=-1), indices.astype(np.int32)
     return kernel
+
+
+#: Rows at least this long are not sorted: their k largest are selected first (a sort of a
+#: row of millions took seconds, and held 8 bytes an element).
+SELECTED_ROW = 1 << 12
+
+
+def top_indices(rows: np.ndarray, k: int) -> np.ndarray:
+    """The indices of each row's k largest, in their order: [rows, k]. A stable ascending
+    sort keeps equal values in index order; reversed, the larger index of equal values
+    comes first. Short rows are sorted a chunk of rows at a time, long ones one at a time
+    by selection, with a checkpoint between."""
+    count, length = rows.shape
+    indices = np.empty((count, k), np.intp)
+    if length >= SELECTED_ROW:
+        for r in range(count):
+            checkpoint()
+            indices[r] = selected_top(rows[r], k)
+        return indices
+    chunk = max(1, SCRATCH_BYTES_PER_CHUNK // (8 * max(1, length)))
+    for start in range(0, count, chunk):
+        checkpoint()
+        ascending = np.argsort(rows[start:start + chunk], axis=-1, kind="stable")
+        indices[start:start + chunk] = ascending[:, :-k - 1:-1]
+    return indices
+
+
+def selected_top(row: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the k largest of ``row`` (1 <= k <= its length) as the reversed
+    stable sort orders them: those above the k-th largest (NaN above all, as numpy's
+    partition and sort order it) and the last of those equal to it, then only they sorted."""
+    threshold = np.partition(row, len(row) - k)[len(row) - k]
+    checkpoint()
+    nan = np.isnan(row) if row.dtype.kind == "f" else None
+    if nan is not None and np.isnan(threshold):
+        above, equal = np.zeros(len(row), bool), nan
+    else:
+        above, equal = row > threshold, row == threshold
+        if nan is not None:
+            above |= nan
+    ties = np.flatnonzero(equal)[np.count_nonzero(above) - k:]
+    chosen = np.sort(np.concatenate([np.flatnonzero(above), ties]))
+    return chosen[np.argsort(row[chosen], kind="stable")[::-1]]
 
 
 #: A row with ties straddling k (the seeds' generated values rarely repeat).
