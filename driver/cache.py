@@ -128,6 +128,18 @@ def _seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) ->
     return content + _mac(token, content)
 
 
+def reseal(sealed: bytes, token: bytes, edit: Callable[[bytes], bytes]) -> bytes:
+    """A file ``_seal`` wrote for ``token``, its payload replaced by ``edit(payload)``: the
+    header's payload length follows, and the MAC is computed again. Nothing is checked."""
+    if len(sealed) < _HEADER.size + _SHA256_BYTES:
+        return sealed
+    header, payload, _ = file_parts(sealed)
+    new_payload = edit(payload)
+    *fields, _ = _HEADER.unpack(header)
+    content = _HEADER.pack(*fields, len(new_payload)) + new_payload
+    return content + _mac(token, content)
+
+
 def _open(kind: CacheKind, sealed: bytes, token: bytes, driver_version: str) -> bytes:
     """The payload of a file ``_seal`` wrote with these arguments; CacheError otherwise."""
     if len(sealed) < _HEADER.size + _SHA256_BYTES:
