@@ -1,6 +1,7 @@
 """Cases at the extremes of what a driver must take: a deadline at an edge of the clock, a
 value of no element fed to an operation, a shape of a hundred thousand dimensions, one
-operation made thousands of times heavier under a short deadline. Drawn rarely: such cases are refused early or run slowly."""
+operation made thousands of times heavier under a short deadline, a client misusing its
+request pools or forging the driver's cache files. Drawn rarely: such cases are refused early or run slowly."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +11,8 @@ import numpy as np
 from driver.hal import OperandLifeTime as L, OperandType as T, Operation, OperationType as Op
 from hal_client.builder import ModelBuilder
 from hal_client.paths import DeadlineEdge, ExecutionPath
+
+from ..case import PLACED_RELATIONS, Relation
 
 from ..codec import (FILL_BUDGET, MAX_GENERATED_VALUE, MAX_OPERATIONS, UINT32_MAX,
                      CaseSpec, OperandSpec, ValueKind, ValueSpec,
@@ -127,7 +130,7 @@ HUGE_RANKS = (1_000, 10_000, 100_000)
 HUGE_RANK_DIMENSIONS = (1, 2, UINT32_MAX, UINT32_MAX, 0)
 
 
-@mutation(weight=0.5)
+@mutation(weight=0.25)
 def huge_rank(spec: CaseSpec, rng: Rng) -> bool:
     """A shape of one dimension repeated HUGE_RANKS times, stated by a request argument or
     declared by a main operand, mostly under a short deadline: a driver must refuse it in
@@ -158,7 +161,7 @@ HEAVY_BYTES = FILL_BUDGET // 4
 HEAVY_OUTPUT_BYTES = FILL_BUDGET // 16
 
 
-@mutation(weight=1)
+@mutation(weight=0.25)
 def heavy_dimension(spec: CaseSpec, rng: Rng) -> bool:
     """One dimension, or every dimension but the first (the batch), multiplied by a
     HEAVY_FACTORS factor wherever it occurs (as resize_dimension does), the operand picked
@@ -236,11 +239,26 @@ def wide_depthwise(side: int) -> CaseSpec:
 WIDE_FILTER_SIDES = (200, 300, 400)
 
 
-@mutation(weight=0.5)
+@mutation(weight=0.25)
 def heavy_operation(spec: CaseSpec, rng: Rng) -> bool:
     """One operation of a hundred thousand taps (wide_depthwise) grafted onto main, under a
     short deadline."""
     if not graft(spec, wide_depthwise(rng.choice(WIDE_FILTER_SIDES))):
         return False
     set_deadline(spec.choices, SHORT_DEADLINE_NS)
+    return True
+
+
+#: The routes where the client misuses its pools or forges the cache (fuzz/routes.py).
+MISUSE_ROUTES = (Relation.CACHE_FORGED, Relation.POOL_SHRUNK, Relation.POOL_AS_CACHE)
+
+
+@mutation(weight=1.5)
+def misuse_route(spec: CaseSpec, rng: Rng) -> bool:
+    """Check the case by one of MISUSE_ROUTES, at a new place: drawn more often than
+    ``relate`` would draw them (a route among many), as they cost little where they do not
+    apply."""
+    choices = spec.choices
+    choices.relation = rng.choice(MISUSE_ROUTES)
+    choices.corruption = rng.randrange(1 << 16) if choices.relation in PLACED_RELATIONS else 0
     return True
