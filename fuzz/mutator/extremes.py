@@ -40,11 +40,11 @@ _DEADLINE_EDGES = tuple(DeadlineEdge)[1:]
 @mutation(weight=1)
 def deadline_at_edge(spec: CaseSpec, rng: Rng) -> bool:
     """A deadline at an edge of the steady clock (the time point 0, 2^64-1, or one just
-    passed), on the fenced path with wait fences half of the time: where a driver's arithmetic on time
+    passed), mostly on the fenced path with wait fences: where a driver's arithmetic on time
     points overflows or goes negative."""
     choices = spec.choices
     choices.deadline_ns, choices.deadline_edge = 0, rng.choice(_DEADLINE_EDGES)
-    if rng.random() < 0.5:
+    if rng.random() < 0.7:
         choices.path = ExecutionPath.FENCED
         if not choices.wait_fences:       # (a deadline is waited for with the fences)
             choices.wait_fences, choices.wait_fence_delay_ns = 1, 0
@@ -71,7 +71,7 @@ def _sliceable_inputs(spec: CaseSpec) -> list[tuple[int, int]]:
             and max(operands[i].dimensions) <= INT32_MAX]
 
 
-@mutation(weight=2)
+@mutation(weight=3)
 def zero_sized_input(spec: CaseSpec, rng: Rng) -> bool:
     """An operation fed a value of no element: SLICE(x, 0, size) with one axis of ``size``
     0 (mostly the first, the batch) in front of one of its tensor inputs (mostly its first).
@@ -235,8 +235,9 @@ def wide_depthwise(side: int) -> CaseSpec:
     return piece(mb, [zeros, zeros, np.zeros(1, np.int32)], [None] * 3)
 
 
-#: The filter sides of wide_depthwise: 40,000 to 160,000 taps.
-WIDE_FILTER_SIDES = (200, 300, 400)
+#: The filter sides of wide_depthwise: 160,000 and 250,000 taps (seconds of work: a
+#: 100 ms deadline is overrun past any hang margin, even on a loaded machine).
+WIDE_FILTER_SIDES = (400, 500)
 
 
 @mutation(weight=0.25)

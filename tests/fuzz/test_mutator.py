@@ -580,7 +580,7 @@ def test_heavy_operation_grafts_a_depthwise_convolution_of_a_hundred_thousand_ta
     main = case.model.main
     (conv,) = [op for op in main.operations if op.type == Op.DEPTHWISE_CONV_2D]
     side = main.operands[conv.inputs[1]].dimensions[1]
-    assert side in EXTREMES.WIDE_FILTER_SIDES and side ** 2 >= 40_000
+    assert side in EXTREMES.WIDE_FILTER_SIDES and side ** 2 >= 160_000
     assert case.choices.deadline_ns == EXTREMES.SHORT_DEADLINE_NS
 
 
@@ -588,4 +588,4 @@ def test_heavy_operation_grafts_a_depthwise_convolution_of_a_hundred_thousand_ta
                                       "heavy_dimension", "heavy_operation"])
 def test_the_extremes_are_drawn_rarely(mutation):
     weights = {m.name: m.weight for m in mutator.MUTATIONS}
-    assert weights[mutation] <= 2 and weights[mutation] / sum(weights.values()) < 0.03
+    assert weights[mutation] <= 3 and weights[mutation] / sum(weights.values()) < 0.03
