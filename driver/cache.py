@@ -190,7 +190,16 @@ def seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) -> 
     return content + hmac.new(token, content, hashlib.sha256).digest()
 
 
-_seal = seal    # importable under its former name too
+def reseal(sealed: bytes, token: bytes, edit: Callable[[bytes], bytes]) -> bytes:
+    """A file ``seal`` wrote for ``token``, its payload replaced by ``edit(payload)``: the
+    header's payload length follows, and the MAC is computed again. Nothing is checked."""
+    if len(sealed) < _HEADER.size + _SHA256_BYTES:
+        return sealed
+    header, payload, _ = file_parts(sealed)
+    new_payload = edit(payload)
+    *fields, _ = _HEADER.unpack(header)
+    content = _HEADER.pack(*fields, len(new_payload)) + new_payload
+    return content + hmac.new(token, content, hashlib.sha256).digest()
 
 
 def file_parts(sealed: bytes) -> tuple[bytes, bytes, bytes]:

@@ -33,7 +33,14 @@ class SampleDriver:
     fails with RESOURCE_EXHAUSTED_PERSISTENT instead of exhausting the host. A client may
     lower it (the fuzz harness does, and holds the driver to it).
 
-    ``buffers``: the driver-managed buffers allocated by this device, by token."""
+    ``buffers``: the driver-managed buffers allocated by this device, by token.
+
+    ``cache_payload_sealer(content, token, edit)``: the cache file ``content`` this driver
+    wrote for ``token``, its payload replaced by ``edit(payload)`` and sealed again (see
+    driver/cache.py): how a client tests that the driver survives a cache file that passes
+    its authentication but holds what the driver never writes."""
+
+    cache_payload_sealer = staticmethod(cache.reseal)
 
     def __init__(self, name: str = "sample-python",
                  memory_budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:

@@ -43,10 +43,14 @@ class Relation(enum.IntEnum):
     CACHE_TRUNCATED = 13         # ... a cache file cut short in between
     CACHE_FILES_SWAPPED = 14     # ... the cache files' contents rotated in between
     CACHE_OTHER_TOKEN = 15       # ... prepared from them with another token
+    CACHE_FORGED = 16            # ... a string of the model in them rewritten, and resealed
+    POOL_SHRUNK = 17             # a request pool cut short (ftruncate) before the execution
+    POOL_AS_CACHE = 18           # the request pools given as cache files, then the execution
 
 
 #: The relations whose case says where they change a cache file (``ExecutionChoices.corruption``).
-PLACED_RELATIONS = frozenset({Relation.CACHE_BYTE_FLIPPED, Relation.CACHE_TRUNCATED})
+PLACED_RELATIONS = frozenset({Relation.CACHE_BYTE_FLIPPED, Relation.CACHE_TRUNCATED,
+                              Relation.CACHE_FORGED, Relation.POOL_SHRUNK})
 
 
 @dataclass(kw_only=True)
@@ -62,7 +66,9 @@ class ExecutionChoices(ExecutionArguments):
     #: The metamorphic relation the case is also checked by, once it ran successfully.
     relation: Relation = Relation.NONE
     #: Where a PLACED_RELATIONS member changes a cache file: which file (modulo their
-    #: number) and, from the quotient, which byte (modulo its length).
+    #: number) and, from the quotient, which byte (modulo its length); for CACHE_FORGED,
+    #: which string and how it is rewritten; for POOL_SHRUNK, which pool and to how many
+    #: bytes.
     corruption: int = 0
 
 

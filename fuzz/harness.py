@@ -39,7 +39,8 @@ from driver.memory import Memory
 from driver.validation import validate_model, validate_request
 from hal_client import contract
 from hal_client.contract import OracleViolation
-from hal_client.paths import THREAD_FAILURES, HalClient, deadline_point, read_outputs
+from hal_client.paths import (THREAD_FAILURES, DeadlineEdge, HalClient, deadline_point,
+                              read_outputs)
 from hal_client.watchdog import WATCHDOG
 
 from . import oracles, relations, routes
@@ -166,7 +167,7 @@ def execution_limit_s(case: FuzzCase) -> float:
     loop_ns = choices.loopTimeoutDuration_ns
     loop_ns = LoopTimeoutDurationNs.DEFAULT if loop_ns is None else min(loop_ns, LoopTimeoutDurationNs.MAXIMUM)
     budget_s = loop_ns * 1e-9 * max(1, loops_to_wait_for(case.model, case.model.main))
-    if choices.deadline_ns is not None:
+    if choices.deadline_ns is not None and choices.deadline_edge != DeadlineEdge.END:
         budget_s = min(budget_s, max(0, choices.deadline_ns) * 1e-9)
     return budget_s + HANG_MARGIN_S
 
@@ -258,12 +259,20 @@ def memory_budget(device: Any) -> int | None:
 
 def declared_elements(model: Model) -> int:
     """The elements the model's operands declare (an unknown dimension counts as none; map
-    and sum run in C: this is on every case's path)."""
-    return sum(sum(map(prod, map(_DIMENSIONS, subgraph.operands)))
+    and sum run in C: this is on every case's path). An operand of a rank past
+    COUNTED_RANK counts as MEASURED_CASE_ELEMENTS: the product of a hundred thousand
+    dimensions of 2^32-1 would take minutes."""
+    return sum(sum(map(_declared, map(_DIMENSIONS, subgraph.operands)))
                for subgraph in (model.main, *model.referenced))
 
 
+#: The highest rank whose elements declared_elements multiplies out.
+COUNTED_RANK = 256
 _DIMENSIONS = attrgetter("dimensions")
+
+
+def _declared(dims: list[int]) -> int:
+    return prod(dims) if len(dims) <= COUNTED_RANK else MEASURED_CASE_ELEMENTS
 
 
 # --- one execution --------------------------------------------------------------------------
@@ -347,7 +356,9 @@ def run_case(case: FuzzCase, device: Any, enabled: Oracles = Oracles()) -> Outco
 def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     THREAD_FAILURES.install()
     model, request, choices = case.model, case.request, case.choices
-    model_error, request_error = reference_errors(model, request)
+    # (Under the watchdog: the validator is code too, and a case may take it minutes.)
+    model_error, request_error = WATCHDOG.call(CALL_LIMIT_S, "the reference validator",
+                                               reference_errors, model, request)
     if model_error is None and request_error is None:
         STATS.valid += 1
     reference = enabled.reference

@@ -166,6 +166,14 @@ def constant_reference(model: Model, request: Request) -> tuple[Model, Request] 
 @relation(Relation.OWN_POOLS)
 def own_pools(model: Model, request: Request) -> tuple[Model, Request] | None:
     """Each request argument moved to a pool of its own, at another offset."""
+    moved = arguments_apart(request, lambda k: (k + 1) * POOL_OFFSET_STEP)
+    return None if moved is None else (model, moved)
+
+
+def arguments_apart(request: Request, offset_of: Callable[[int], int]) -> Request | None:
+    """``request`` with each argument that has a value in a pool of its own, the k-th such
+    at ``offset_of(k)``, zeros before it (None: a pool the driver allocated, whose buffers
+    cannot be moved)."""
     pools: list[MemoryPool] = []
 
     def moved(argument: RequestArgument) -> RequestArgument | None:
@@ -174,15 +182,15 @@ def own_pools(model: Model, request: Request) -> tuple[Model, Request] | None:
         data = _argument_bytes(request, argument)
         if data is None:
             return None
-        offset = (len(pools) + 1) * POOL_OFFSET_STEP
+        offset = offset_of(len(pools))
         pools.append(MemoryPool(hidlMemory=Memory.from_bytes(bytes(offset) + data)))
         return RequestArgument(False, DataLocation(len(pools) - 1, offset, len(data)),
                                list(argument.dimensions))
     inputs = [moved(argument) for argument in request.inputs]
     outputs = [moved(argument) for argument in request.outputs]
     if None in inputs or None in outputs:
-        return None      # a pool the driver allocated: its buffers cannot be moved
-    return model, Request(inputs, outputs, pools)
+        return None
+    return Request(inputs, outputs, pools)
 
 
 # --- (d) operands and operations renumbered ---------------------------------------------------

@@ -13,11 +13,21 @@ fail with INVALID_ARGUMENT instead.
 
 The cache routes also corrupt the files between the two preparations: a corrupted cache
 may be refused, or even loaded, but a model prepared from it must compute what the
-model the files were written for computes.
+model the files were written for computes. A driver that offers to seal a cache file's
+payload (``CACHE_SEALER``) has its files forged: a string of the model in them rewritten,
+and sealed again, so that the forgery gets past the file's authentication.
+
+Two routes are a client misusing its own memory, which a driver must survive (an error
+status, not a dead process): a request pool cut short after the request was made, and
+request pools handed to the driver as cache files (which it may truncate and rewrite)
+before the request is executed. Only their executions' contracts judge them (an exception
+from the HAL, or a dead process: a SIGBUS).
 """
 from __future__ import annotations
 
 import gc
+import os
+import struct
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -25,9 +35,10 @@ from driver.hal import (BufferRole, DataLocation, ErrorStatus, Memory, MemoryPoo
                         Request, RequestArgument)
 from driver.hal.dtypes import byte_size
 from hal_client import domains
-from hal_client.contract import OracleViolation, main_output_operand
+from hal_client.contract import HalExceptionViolation, OracleViolation, main_output_operand
 from hal_client.paths import ExecutionPath, HalClient
 
+from . import relations
 from .case import FuzzCase, Relation
 from .oracles import (BuffersDifferViolation, CacheDiffersViolation,
                       CorruptedCacheAcceptedViolation, ExecutionResult,
@@ -61,6 +72,9 @@ class Route:
     #: The status the route's execution must give; None: the case's outputs.
     expects: ErrorStatus | None = None
     uses_cache: bool = False
+    #: False: the route's request is not the case's (the client broke it), so only the
+    #: contract checks of its execution judge it; its outputs are not compared.
+    compares: bool = True
 
 
 ROUTES: dict[Relation, Route] = {}
@@ -83,6 +97,8 @@ def judge(route: Route, run: RouteRun, expected: ExecutionResult) -> int | None:
     if result is None:
         return None
     what = f"route {route.relation.name} (SYNC)"
+    if not route.compares:
+        return 0
     if route.expects is not None:
         check_expected_status(result.status, route.expects, route.Violation, what)
         return 0
@@ -273,3 +289,134 @@ def files_swapped(files: domains.CacheFiles, place: int) -> bytes | None:
 def other_token(files: domains.CacheFiles, place: int) -> bytes:
     """The files as written, prepared from with another token."""
     return CACHE_TOKEN[::-1]
+
+
+# --- forged cache files -----------------------------------------------------------------------
+
+#: The optional attribute of a device that seals cache files: ``sealer(content, token,
+#: edit)`` is the cache file ``content`` (as the device wrote it for ``token``) with its
+#: payload replaced by ``edit(payload)``, sealed as the device seals its files; the bundled
+#: driver offers it. Without it, a forged file keeps its old seal (and should be refused).
+CACHE_SEALER = "cache_payload_sealer"
+#: The lengths a rewritten string takes: the same (with a NUL byte in it), none, longer
+#: than any file name (255 bytes), and the same length again.
+FORGED_LENGTHS = (None, 0, 300)
+_LENGTH_PREFIXES = ("<Q", "<I", "<H", "<B")
+
+
+def model_strings(case: FuzzCase) -> list[bytes]:
+    """The strings of the case's model a driver may store in its cache: pool names and
+    extension names."""
+    model = case.model
+    names = [pool.name for pool in model.pools] + [e.name for e in model.extensionNameToPrefix]
+    return sorted({name.encode() for name in names if name})
+
+
+def forged_string(length: int | None, original: bytes) -> bytes:
+    """``original`` rewritten: a NUL byte in its middle (length None), or ``length`` bytes."""
+    if length is None:
+        middle = len(original) // 2
+        return original[:middle] + b"\0" + original[middle + 1:]
+    return (original * (length // max(1, len(original)) + 1))[:length]
+
+
+def forge(payload: bytes, strings: list[bytes], place: int) -> bytes:
+    """``payload`` with one occurrence of one of ``strings`` rewritten (``place`` picks which
+    and how, see FORGED_LENGTHS); a length prefix just before it (little-endian, 8, 4, 2 or
+    1 bytes) follows the new length. Unchanged when no string occurs."""
+    found = [(at, s) for s in strings for at in _occurrences(payload, s)]
+    if not found:
+        return payload
+    at, original = found[place % len(found)]
+    length = FORGED_LENGTHS[place // len(found) % len(FORGED_LENGTHS)]
+    new = forged_string(length, original)
+    start = at
+    for code in _LENGTH_PREFIXES:
+        width = struct.calcsize(code)
+        if at >= width and struct.unpack_from(code, payload, at - width)[0] == len(original):
+            if len(new) < 1 << (8 * width):
+                start = at - width
+                new = struct.pack(code, len(new)) + new
+            break
+    return payload[:start] + new + payload[at + len(original):]
+
+
+def _occurrences(data: bytes, s: bytes) -> list[int]:
+    found, at = [], data.find(s)
+    while at >= 0:
+        found.append(at)
+        at = data.find(s, at + 1)
+    return found
+
+
+@route(Relation.CACHE_FORGED, CorruptedCacheAcceptedViolation, uses_cache=True)
+def forged(run: RouteRun) -> ExecutionResult | None:
+    """The model's cache files, a string of the model in them rewritten (``forge``) and
+    sealed again where the device offers a sealer; then prepared from them."""
+    strings = model_strings(run.case)
+    if not strings:
+        return None
+    sealer = getattr(run.device, CACHE_SEALER, None)
+    place = run.case.choices.corruption
+
+    def corrupt(files: domains.CacheFiles, _: int) -> bytes | None:
+        contents = files.contents()
+        if callable(sealer):
+            rewritten = [sealer(content, CACHE_TOKEN, lambda p: forge(p, strings, place))
+                         if content else content for content in contents]
+        else:
+            rewritten = [forge(content, strings, place) for content in contents]
+        if rewritten == contents:
+            return None
+        files.write(rewritten)
+        return CACHE_TOKEN
+    return _from_cache(run, corrupt)
+
+
+# --- a client misusing its request pools ---------------------------------------------------------
+
+#: Where the misused pools hold their inputs: past the end of any small cache file, so
+#: that a pool cut short or rewritten shorter no longer holds them.
+MISUSED_POOL_OFFSET = 1 << 16
+
+
+def _inputs_apart(run: RouteRun) -> tuple[Request, list[Memory]] | None:
+    """The route's request with each argument in a pool of its own, at MISUSED_POOL_OFFSET,
+    and the pools of its inputs: a client may do what it likes with those, as it never
+    reads them again."""
+    request = relations.arguments_apart(run.request, lambda k: MISUSED_POOL_OFFSET)
+    if request is None:
+        return None
+    memories = [request.pools[a.location.poolIndex].hidlMemory for a in request.inputs
+                if not a.hasNoValue]
+    return (request, memories) if memories else None
+
+
+@route(Relation.POOL_SHRUNK, HalExceptionViolation, compares=False)
+def pool_shrunk(run: RouteRun) -> ExecutionResult | None:
+    """The request executed after the client cut one of its input pools short (ftruncate):
+    the pool is mapped longer than its file, which a driver must not read past (SIGBUS)."""
+    apart = _inputs_apart(run)
+    if apart is None:
+        return None
+    request, memories = apart
+    place = run.case.choices.corruption
+    memory = memories[place % len(memories)]
+    os.ftruncate(memory.fileno(), place // len(memories) % max(1, memory.size))
+    return run.execute(run.prepared, request)
+
+
+@route(Relation.POOL_AS_CACHE, HalExceptionViolation, compares=False, uses_cache=True)
+def pool_as_cache(run: RouteRun) -> ExecutionResult | None:
+    """The model prepared with the request's input pools as its cache files (a driver may
+    truncate and rewrite them), then the request executed."""
+    apart = _inputs_apart(run)
+    status, model_files, data_files = domains.cache_files_needed(run.client, run.device)
+    if apart is None or status != ErrorStatus.NONE or model_files + data_files == 0:
+        return None
+    request, memories = apart
+    fds = [memories[k % len(memories)].fileno() for k in range(model_files + data_files)]
+    choices = run.case.choices
+    run.client.prepare(run.device, run.case.model, choices.preference, choices.priority,
+                       OptionalTimePoint(), fds[:model_files], fds[model_files:], CACHE_TOKEN)
+    return run.execute(run.prepared, request)

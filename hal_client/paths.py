@@ -51,6 +51,19 @@ class ExecutionPath(enum.IntEnum):
         return self.name.lower()
 
 
+class DeadlineEdge(enum.IntEnum):
+    """A deadline at an edge of the steady clock, where a driver's arithmetic on time
+    points breaks first (deadline_ns then says nothing)."""
+    NONE = 0
+    EPOCH = 1           # the time point 0: long past
+    END = 2             # the time point 2^64-1: never
+    JUST_PASSED = 3     # one nanosecond before the call
+
+
+#: The time point 2^64-1 (an OptionalTimePoint holds a uint64).
+END_OF_TIME_NS = 2**64 - 1
+
+
 @dataclass(kw_only=True)
 class ExecutionArguments:
     """An execution's arguments besides the request (fuzz.case.ExecutionChoices adds how a
@@ -58,6 +71,8 @@ class ExecutionArguments:
     measureTiming: MeasureTiming = MeasureTiming.NO
     #: Deadline relative to the moment of the call, in ns; None: no deadline.
     deadline_ns: int | None = None
+    #: A deadline at an edge of the clock instead (with deadline_ns 0).
+    deadline_edge: DeadlineEdge = DeadlineEdge.NONE
     #: loopTimeoutDuration in ns; None: omitted (the driver's default).
     loopTimeoutDuration_ns: int | None = None
     #: executeFenced: how many wait fences, and how long (ns) before they are signalled.
@@ -70,6 +85,10 @@ class ExecutionArguments:
 def deadline_point(arguments: ExecutionArguments) -> OptionalTimePoint:
     if arguments.deadline_ns is None:
         return OptionalTimePoint()
+    edge = arguments.deadline_edge
+    if edge != DeadlineEdge.NONE:
+        return OptionalTimePoint({DeadlineEdge.EPOCH: 0, DeadlineEdge.END: END_OF_TIME_NS,
+                                  DeadlineEdge.JUST_PASSED: time.monotonic_ns() - 1}[edge])
     return OptionalTimePoint(time.monotonic_ns() + arguments.deadline_ns)
 
 

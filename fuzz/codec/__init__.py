@@ -55,8 +55,9 @@ below, 32-bit fields at 2^32-1; every byte string is some case)::
                 (v v v location | placed unless hasNoValue: v pool, value)
 
 A ``rank`` is a varint up to MAX_RANK, or a longer varint (two bytes, as the encoder
-writes them) up to MAX_LONG_RANK; any other reads as MAX_RANK (as every rank over MAX_RANK
-did before long ranks were added: older inputs keep their meaning).
+writes them) up to MAX_LONG_RANK, or a repeated rank (REPEATED_RANK_BASE + n, then one
+dimension: n of it, up to MAX_REPEATED_RANK); any other reads as MAX_RANK (as every rank
+over MAX_RANK did before long ranks were added: older inputs keep their meaning).
 
 Placed values are appended, 4-aligned, after their pool's explicit segments: constants in
 operand order (main, then referenced), arguments inputs first. A placed value is as long as
@@ -72,7 +73,7 @@ parse_parts), ``lowering`` (lower), ``decoding`` (decode: lower(parse()) in one 
 from .limits import (  # noqa: F401
     DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET, GENERATED_BUDGET, LOOP_TIMEOUT_CAP_US,
     MAX_CHANNEL_SCALES, MAX_LONG_RANK, MAX_EXTENSION_BYTES, MAX_EXTENSIONS, MAX_GENERATED_VALUE, MAX_IO_INDEXES,
-    MAX_NAME_BYTES, MAX_OPERANDS, MAX_OPERATION_INPUTS, MAX_OPERATION_OUTPUTS, MAX_OPERATIONS,
+    MAX_NAME_BYTES, MAX_OPERANDS, MAX_REPEATED_RANK, REPEATED_RANK_BASE, MAX_OPERATION_INPUTS, MAX_OPERATION_OUTPUTS, MAX_OPERATIONS,
     MAX_POOLS, MAX_RANK, MAX_REFERENCED, MAX_REQUEST_ARGUMENTS, MAX_SEGMENTS, MAX_SIZE_DELTA,
     MAX_WAIT_FENCES, NUM_SEEDS, UINT16_MAX, UINT32_MAX, WAIT_FENCE_DELAY_CAP_US, CodecLimitError)
 from .values import (  # noqa: F401

@@ -23,7 +23,7 @@ from .lowering import (NO_TYPE, _Blob, _Fill, _location, _segment_blob, _value_s
                        placed_location, pool_blobs, request, storage_bytes, subgraph)
 from .spec import _COPY, _REFERENCE, _SUBGRAPH, _new_instance, require_fields
 from .values import (ELEMENT_KIND_OF_TYPE, ElementKind, _count, _dimensions, _finish_u32s, _i32,
-                     _indexes, _long_rank, _take, _u32, _u32s, _varint, _varint_tail)
+                     _indexes, _long_dimensions, _take, _u32, _u32s, _varint, _varint_tail)
 from .wire import (_ARG_DELTA, _ARG_LOCATION, _ARG_NO_VALUE, _LIFETIME_ESCAPE,
                    _LIFETIME_OF_CODE, _OP_CONSUMERS, _OPERAND_TYPE_OF_BYTE, _read_choices,
                    _read_extensions, _read_flagged_operand, _read_model_head,
@@ -124,7 +124,7 @@ def _decode_operands(it: Iterator[int], data: bytes, count: int, values: _Blob,
             if len(dims) < rank or max(dims) >= 0x80:
                 dims = finish(it, dims, rank)
         else:
-            dims = _u32s(it, _long_rank(it, rank))
+            dims = _long_dimensions(it, rank)
         if head >= _LIFETIME_ESCAPE:
             if head & _OP_CONSUMERS:
                 own_consumers.append(len(operands))

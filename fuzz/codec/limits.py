@@ -21,6 +21,13 @@ MAX_RANK = 8
 #: past the bundled driver's rank limit (driver.limits.MAX_RANK, 32) and numpy's (64). A
 #: driver must refuse such ranks itself, as numpy raises or crashes on them.
 MAX_LONG_RANK = 66
+#: A long rank varint from REPEATED_RANK_BASE + 1 to REPEATED_RANK_BASE + MAX_REPEATED_RANK
+#: is a rank of (varint - REPEATED_RANK_BASE) given by one dimension, repeated: a shape far
+#: past any rank limit (a driver must not spend time in proportion to its rank, or worse,
+#: before refusing it) in a few bytes. Such varints read as MAX_RANK before (no input of
+#: corpus/ or crashes/ holds one).
+REPEATED_RANK_BASE = 1 << 14
+MAX_REPEATED_RANK = 1 << 17
 MAX_POOLS = 8
 MAX_SEGMENTS = 16
 MAX_CHANNEL_SCALES = 64

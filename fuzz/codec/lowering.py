@@ -13,7 +13,7 @@ from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 
 from ..case import ExecutionChoices, FuzzCase
-from .limits import FILL_BUDGET, GENERATED_BUDGET, MAX_GENERATED_VALUE
+from .limits import FILL_BUDGET, GENERATED_BUDGET, MAX_GENERATED_VALUE, MAX_LONG_RANK
 from .spec import (_COPY, _REFERENCE, _SUBGRAPH, BlobSpec, CaseSpec, ModelSpec, OperandSpec,
                    RequestPoolSpec, RequestSpec, Segment, SubgraphSpec, ValueKind, ValueSpec,
                    _new_instance, copy_choices, require_fields)
@@ -52,6 +52,8 @@ _STORAGE_BYTES_LIMIT = 4096
 def storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
     """driver.hal.dtypes.byte_size, 0 where that is unknown (unknown dimensions, SUBGRAPH
     and extension types)."""
+    if len(dims) > MAX_LONG_RANK:
+        return _repeated_rank_storage_bytes(operand_type, dims)
     key = (operand_type, *dims)
     size = _storage_bytes.get(key)
     if size is None:
@@ -59,6 +61,14 @@ def storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
             _storage_bytes.clear()
         size = _storage_bytes[key] = byte_size(operand_type, dims) or 0
     return size
+
+
+def _repeated_rank_storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
+    """storage_bytes of a shape past MAX_LONG_RANK (a repeated rank) without multiplying
+    its dimensions out (minutes, for a hundred thousand of 2^32-1): one element's bytes when
+    all are 1, else 0, as for an unknown shape (at least 2^67 bytes: no value the decoder
+    places could hold it, and it places none)."""
+    return storage_bytes(operand_type, [1]) if dims.count(1) == len(dims) else 0
 
 
 def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:

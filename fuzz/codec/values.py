@@ -14,7 +14,8 @@ import numpy as np
 
 from driver.hal import OperandType
 
-from .limits import (INT32_MAX, INT32_MIN, MAX_LONG_RANK, MAX_NAME_BYTES, MAX_RANK, NUM_SEEDS,
+from .limits import (INT32_MAX, INT32_MIN, MAX_LONG_RANK, MAX_NAME_BYTES, MAX_RANK,
+                     MAX_REPEATED_RANK, NUM_SEEDS, REPEATED_RANK_BASE,
                      UINT32_MAX, CodecLimitError)
 
 
@@ -175,13 +176,19 @@ def _capped(it: Iterator[int], first: int, cap: int) -> int:
     return cap if first < 0x80 else min(_varint_tail(it, first), cap)
 
 
-def _long_rank(it: Iterator[int], first: int) -> int:
-    """A rank whose first byte ``first`` (already read) is over MAX_RANK: a longer varint
-    up to MAX_LONG_RANK is the rank, anything else reads as MAX_RANK."""
+def _long_dimensions(it: Iterator[int], first: int) -> list[int]:
+    """The dimensions of a rank whose first byte ``first`` (already read) is over MAX_RANK:
+    a longer varint up to MAX_LONG_RANK is the rank, as many dimensions follow; one in the
+    repeated range (see REPEATED_RANK_BASE) is followed by the one dimension it repeats;
+    anything else reads as MAX_RANK."""
     if first < 0x80:
-        return MAX_RANK
+        return _u32s(it, MAX_RANK)
     rank = _varint_tail(it, first)
-    return rank if rank <= MAX_LONG_RANK else MAX_RANK
+    if rank <= MAX_LONG_RANK:
+        return _u32s(it, rank)
+    if REPEATED_RANK_BASE < rank <= REPEATED_RANK_BASE + MAX_REPEATED_RANK:
+        return [_u32(it)] * (rank - REPEATED_RANK_BASE)
+    return _u32s(it, MAX_RANK)
 
 
 def _dimensions(it: Iterator[int]) -> list[int]:
@@ -189,7 +196,7 @@ def _dimensions(it: Iterator[int]) -> list[int]:
     n = next(it, 0)
     if not n:
         return []
-    return _u32s(it, n if n <= MAX_RANK else _long_rank(it, n))
+    return _u32s(it, n) if n <= MAX_RANK else _long_dimensions(it, n)
 
 
 def _u32(it: Iterator[int]) -> int:
@@ -347,17 +354,23 @@ _all_one_byte = frozenset(range(0x80)).issuperset
 
 
 def _dimensions_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
-    """A rank, then the dimensions; a rank over MAX_RANK as a two-byte varint (see
-    _long_rank)."""
+    """A rank, then the dimensions; a rank over MAX_RANK as a two-byte varint, and one over
+    MAX_LONG_RANK of a dimension repeated as a repeated rank (see _long_dimensions)."""
     rank = len(dims)
     if rank <= MAX_RANK:
         _indexes_out(out, dims, MAX_RANK, where, "dimension", "rank")
         return
-    if rank > MAX_LONG_RANK:
-        raise _limit(where, "rank", rank, f"[0, {MAX_LONG_RANK}]")
-    out += bytes((0x80 | rank & 0x7F, rank >> 7))
-    for d in dims:
-        _u32_out(out, d, where, "dimension")
+    if rank <= MAX_LONG_RANK:
+        out += bytes((0x80 | rank & 0x7F, rank >> 7))
+        for d in dims:
+            _u32_out(out, d, where, "dimension")
+        return
+    if rank > MAX_REPEATED_RANK or dims.count(dims[0]) != rank:
+        raise _limit(where, "rank", rank, f"[0, {MAX_LONG_RANK}], or up to {MAX_REPEATED_RANK}"
+                     " of one dimension repeated")
+    _varint_out(out, REPEATED_RANK_BASE + rank, REPEATED_RANK_BASE + MAX_REPEATED_RANK, where,
+                "rank")
+    _u32_out(out, dims[0], where, "dimension")
 
 
 def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,

@@ -11,6 +11,8 @@ from driver.hal import (DataLocation, ExecutionPreference, ExtensionNameAndPrefi
                         MeasureTiming, OperandExtraParams, OperandLifeTime, OperandType,
                         Operation, OperationType, Priority, SymmPerChannelQuantParams)
 
+from hal_client.paths import DeadlineEdge
+
 from ..case import PLACED_RELATIONS, ExecutionChoices, ExecutionPath, Relation, RequestChange
 from .limits import (CodecLimitError, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET,
                      LOOP_TIMEOUT_CAP_US, MAX_CHANNEL_SCALES, MAX_EXTENSIONS,
@@ -24,7 +26,7 @@ from .spec import (_COPY, _REFERENCE, _SUBGRAPH, _ZERO_VALUE, ArgumentSpec, Blob
                    SubgraphSpec, ValueKind, ValueSpec, _new_instance, require_fields)
 from .values import (ElementKind, _all_one_byte, _capped, _count, _dimensions, _dimensions_out,
                      _finish_u32s, _float, _floats_out, _i32, _i32_out, _indexes, _indexes_out,
-                     _limit, _long_rank, _memory_name, _take, _text, _text_out, _u32, _u32_out,
+                     _limit, _long_dimensions, _memory_name, _take, _text, _text_out, _u32, _u32_out,
                      _u32s, _varint, _varint_out, _varint_tail)
 
 _P = TypeVar("_P")
@@ -50,6 +52,10 @@ _REQUEST_CHANGES = tuple(RequestChange)
 #: The relations a set relation bit can name (a varint past the last reads as the last, which
 #: takes no corruption varint: a varint out of range never makes the choices longer).
 _RELATIONS = tuple(Relation)[1:]
+#: A deadline varint DEADLINE_EDGE_BASE + k (k from 1) is the k-th edge of the clock (such
+#: varints read as the cap before: no input of corpus/ or crashes/ holds one).
+DEADLINE_EDGE_BASE = DEADLINE_CAP_US
+_DEADLINE_EDGES = tuple(DeadlineEdge)[1:]
 #: A cache corruption's place is below this.
 CORRUPTION_CAP = UINT32_MAX
 
@@ -156,7 +162,7 @@ def _read_operands(it: Iterator[int], data: bytes) -> list[OperandSpec]:
             if len(dims) < rank or max(dims) >= 0x80:
                 dims = finish(it, dims, rank)
         else:
-            dims = _u32s(it, _long_rank(it, rank))
+            dims = _long_dimensions(it, rank)
         if head >= _LIFETIME_ESCAPE:
             append(_read_flagged_operand(it, data, head, operand_type, dims))
         elif head == _COPY:
@@ -312,11 +318,19 @@ def _read_request(it: Iterator[int], data: bytes) -> RequestSpec:
     return RequestSpec(inputs, outputs, pools)
 
 
+def _deadline(us: int) -> tuple[int, DeadlineEdge]:
+    """A deadline varint: µs from the call (capped), or just past the cap, an edge of the
+    clock (see DEADLINE_EDGE_BASE)."""
+    if DEADLINE_EDGE_BASE < us <= DEADLINE_EDGE_BASE + len(_DEADLINE_EDGES):
+        return 0, _DEADLINE_EDGES[us - DEADLINE_EDGE_BASE - 1]
+    return min(us, DEADLINE_CAP_US) * 1000, DeadlineEdge.NONE
+
+
 def _read_choices(it: Iterator[int]) -> ExecutionChoices:
     a, b = next(it, 0), next(it, 0)
     wait_fences = (b >> 2) & 3
     loop = _varint(it)
-    deadline = min(_varint(it), DEADLINE_CAP_US) * 1000 if a & _CH_DEADLINE else None
+    deadline, edge = _deadline(_varint(it)) if a & _CH_DEADLINE else (None, DeadlineEdge.NONE)
     delay = min(_varint(it), WAIT_FENCE_DELAY_CAP_US) * 1000 if wait_fences else 0
     duration = (min(_varint(it), FENCED_DURATION_CAP_US) * 1000
                 if b & _CH_FENCED_DURATION else None)
@@ -325,6 +339,7 @@ def _read_choices(it: Iterator[int]) -> ExecutionChoices:
     return ExecutionChoices(
         path=_PATHS[a & 3], second_path=_PATHS[(a >> 2) & 3], measureTiming=_MEASURE[(a >> 4) & 1],
         preference=_PREFERENCES[b & 3], priority=_PRIORITIES[(a >> 5) & 3], deadline_ns=deadline,
+        deadline_edge=edge,
         loopTimeoutDuration_ns=min(loop - 1, LOOP_TIMEOUT_CAP_US) * 1000 if loop else None,
         wait_fences=wait_fences, wait_fence_delay_ns=delay, fenced_duration_ns=duration,
         request_change=_REQUEST_CHANGES[(b >> _CH_REQUEST_CHANGE_SHIFT) & 3], relation=relation,
@@ -604,7 +619,13 @@ def _choices_out(out: bytearray, c: ExecutionChoices) -> None:
     else:
         us = _microseconds(c.loopTimeoutDuration_ns, LOOP_TIMEOUT_CAP_US, "loopTimeoutDuration")
         _varint_out(out, us + 1, LOOP_TIMEOUT_CAP_US + 1, where, "loopTimeoutDuration")
-    if c.deadline_ns is not None:
+    if c.deadline_ns is not None and c.deadline_edge != DeadlineEdge.NONE:
+        if c.deadline_ns != 0:
+            raise CodecLimitError(f"choices: deadline_edge {c.deadline_edge.name} with "
+                                  f"deadline_ns {c.deadline_ns}, not 0")
+        edge = DEADLINE_EDGE_BASE + _DEADLINE_EDGES.index(c.deadline_edge) + 1
+        _varint_out(out, edge, edge, where, "deadline edge")
+    elif c.deadline_ns is not None:
         _varint_out(out, _microseconds(c.deadline_ns, DEADLINE_CAP_US, "deadline"),
                     DEADLINE_CAP_US, where, "deadline")
     if c.wait_fences:

@@ -21,7 +21,9 @@ returns whether it applied, so tests can drive each one; ``@mutation(weight=...)
 registers it where it is defined.
 
 Rarely, a mutation adds a graph at a driver's limits: ranks at and past its rank limit,
-values large together under an execution's memory budget.
+values large together under an execution's memory budget; or takes a case to the extremes
+(``extremes``): a value of no element fed to an operation, a shape of a hundred thousand
+dimensions, one operation made thousands of times heavier under a short deadline.
 
 Modules: ``blocks`` (shared building blocks), ``operations`` (the operations, read from
 the driver's signatures), ``registry`` (the mutations and their weights), one module per
@@ -32,7 +34,7 @@ subject of mutation (below), and ``engine`` (``mutate``, ``crossover``, the kept
 # applies (reordering changes every mutant, not what is possible). The engine comes after
 # them, as it imports some of them itself.
 from . import values, shapes, operand_types, graph, control_flow, lifetimes
-from . import request, choices, breaking, limits
+from . import request, choices, breaking, limits, extremes
 from .engine import (MUTANT_SOURCES, PARSED_INPUTS, RECENT_OUTPUTS, SpecCache,
                      builtin_byte_mutate, crossover, mutate, mutate_spec)
 from .registry import MUTATIONS, Mutation, WeightedMutation, mutation
@@ -41,4 +43,4 @@ __all__ = ["MUTANT_SOURCES", "MUTATIONS", "Mutation", "PARSED_INPUTS", "RECENT_O
            "SpecCache", "WeightedMutation", "builtin_byte_mutate", "crossover", "mutate",
            "mutate_spec", "mutation",
            "values", "shapes", "operand_types", "graph", "control_flow", "lifetimes", "request",
-           "choices", "breaking", "limits"]
+           "choices", "breaking", "limits", "extremes"]

@@ -4,6 +4,7 @@ case; costly waits redrawn so that slow inputs do not breed slow children."""
 from __future__ import annotations
 
 from driver.hal import ExecutionPreference, MeasureTiming, Priority
+from hal_client.paths import DeadlineEdge
 
 from ..case import PLACED_RELATIONS, ExecutionChoices, ExecutionPath, Relation, RequestChange
 from ..codec import CaseSpec, read_choices, with_choices
@@ -120,12 +121,20 @@ def change_choice(spec: CaseSpec, rng: Rng) -> bool:
                        "corruption"])
     choices = spec.choices
     setattr(choices, name, getattr(fresh, name))
+    if name == "deadline_ns":
+        choices.deadline_edge = DeadlineEdge.NONE
     if name == "wait_fences":
         choices.wait_fence_delay_ns = fresh.wait_fence_delay_ns
     if choices.wait_fences == 0:
         choices.wait_fence_delay_ns = 0
     _drop_unused_corruption(choices)
     return True
+
+
+def set_deadline(choices: ExecutionChoices, deadline_ns: int | None) -> None:
+    """A deadline relative to the call (None: none), in place of an edge of the clock."""
+    choices.deadline_ns = deadline_ns
+    choices.deadline_edge = DeadlineEdge.NONE
 
 
 @mutation(weight=6)

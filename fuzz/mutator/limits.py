@@ -42,7 +42,7 @@ _F32, _I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 
 # --- grafting ---------------------------------------------------------------------------------
 
-def _piece(mb: ModelBuilder, inputs: list[np.ndarray], stated: list[list[int] | None]) -> CaseSpec:
+def piece(mb: ModelBuilder, inputs: list[np.ndarray], stated: list[list[int] | None]) -> CaseSpec:
     """The spec of the model built in ``mb``, fed ``inputs``; ``stated`` replaces the
     dimensions an input's request argument states (None: its array's shape; []: none)."""
     model = mb.build()
@@ -54,7 +54,7 @@ def _piece(mb: ModelBuilder, inputs: list[np.ndarray], stated: list[list[int] | 
     return relayout(FuzzCase(model, io.request))
 
 
-def _graft(spec: CaseSpec, piece: CaseSpec) -> bool:
+def graft(spec: CaseSpec, piece: CaseSpec) -> bool:
     """Add ``piece`` to ``spec``: its referenced subgraphs after spec's, its main's operands,
     operations, inputs and outputs to spec's main, its request arguments to spec's request
     (in spec's pools). False if the spec has no room for it."""
@@ -98,7 +98,7 @@ def expanded(rank: int, declared: bool) -> CaseSpec:
     g = mb.main
     x = g.input(_F32, [1] * rank if declared else [])
     g.outputs(g.apply(Op.EXPAND_DIMS, [x, g.int32(0)], _F32, [1] * (rank + 1) if declared else []))
-    return _piece(mb, [np.zeros(1, np.float32)], [[] if declared else [1] * rank])
+    return piece(mb, [np.zeros(1, np.float32)], [[] if declared else [1] * rank])
 
 
 @functools.cache
@@ -109,7 +109,7 @@ def gathered(rank: int, x_rank: int) -> CaseSpec:
     g = mb.main
     x, indices = g.input(_F32, []), g.input(_I32, [])
     g.outputs(g.apply(Op.GATHER, [x, g.int32(0), indices], _F32, []))
-    return _piece(mb, [np.zeros(1, np.float32), np.zeros(1, np.int32)],
+    return piece(mb, [np.zeros(1, np.float32), np.zeros(1, np.int32)],
                   [[1] * x_rank, [1] * (rank + 1 - x_rank)])
 
 
@@ -127,7 +127,7 @@ def grown_by_loop(iterations: int) -> CaseSpec:
     g = mb.main
     _, grown = g.while_(cond, body, [g.constant(_I32, [0]), g.input(_F32, [1])])
     g.outputs(grown)
-    return _piece(mb, [np.zeros(1, np.float32)], [None])
+    return piece(mb, [np.zeros(1, np.float32)], [None])
 
 
 @mutation(weight=1)
@@ -143,7 +143,7 @@ def high_rank(spec: CaseSpec, rng: Rng) -> bool:
         piece = gathered(rank, rng.randint(1, min(rank, MAX_LONG_RANK)))
     else:
         piece = grown_by_loop(rank - 1)
-    return _graft(spec, piece)
+    return graft(spec, piece)
 
 
 # --- memory -----------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def tiled_chain(value_bytes: int, width: int, alive: tuple[bool, ...]) -> CaseSp
         if kept:
             outputs.append(previous)
     g.outputs(*outputs)
-    return _piece(mb, [np.ones(width, np.float32)], [None])
+    return piece(mb, [np.ones(width, np.float32)], [None])
 
 
 @mutation(weight=1)
@@ -173,4 +173,4 @@ def large_values(spec: CaseSpec, rng: Rng) -> bool:
     together: what an execution's memory budget bounds."""
     count = rng.randint(2, 5)
     alive = tuple(k == count - 1 or rng.random() < 0.5 for k in range(count))
-    return _graft(spec, tiled_chain(rng.choice(LARGE_VALUE_BYTES), rng.choice((4, 8, 16)), alive))
+    return graft(spec, tiled_chain(rng.choice(LARGE_VALUE_BYTES), rng.choice((4, 8, 16)), alive))

@@ -6,7 +6,7 @@ from itertools import compress, count
 
 from driver.hal import OperandLifeTime as L
 
-from ..codec import CaseSpec, storage_bytes, writable_argument, writable_operand
+from ..codec import CaseSpec, OperandSpec, storage_bytes, writable_argument, writable_operand
 from .blocks import LITERAL, TENSOR_TYPES, Rng, main_io_operand, random_seed, subgraphs
 from .registry import mutation
 
@@ -41,11 +41,18 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
         return False
     picked = rng.choice(candidates)
     axis = rng.choice([i for i, d in enumerate(picked.dimensions) if d > 0])
-    from_end = len(picked.dimensions) - 1 - axis
     old = picked.dimensions[axis]
     new = rng.choice([1, 2, 3, 4, 5, 8, old + 1, max(1, old - 1), old * 2])
-    if new == old:
-        new = old + 1
+    resize_everywhere(spec, picked, axis, new if new != old else old + 1, rng)
+    return True
+
+
+def resize_everywhere(spec: CaseSpec, picked: OperandSpec, axis: int, new: int, rng: Rng) -> None:
+    """``picked``'s dimension ``axis`` set to ``new``, and every operand of its type whose
+    dimension at the same position from the end has the old value (request dimensions
+    included); literals that no longer fit get generated values."""
+    from_end = len(picked.dimensions) - 1 - axis
+    old = picked.dimensions[axis]
     changed: set[int] = set()       # id() of the operands resized (or fed resized values)
 
     def resized(dims: list[int]) -> list[int] | None:
@@ -72,7 +79,6 @@ def resize_dimension(spec: CaseSpec, rng: Rng) -> bool:
                     writable_argument(args, i).dimensions = dims
                     changed.add(id(operand))
     _regenerate_literals(spec, changed, rng)
-    return True
 
 
 @mutation(weight=3)

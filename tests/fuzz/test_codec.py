@@ -18,9 +18,10 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MeasureTiming, Mem
 from driver.memory import Memory
 from fuzz import codec
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
-from fuzz.codec import (CaseSpec, ElementKind, ModelSpec, OperandSpec,
+from fuzz.codec import (ArgumentSpec, CaseSpec, ElementKind, ModelSpec, OperandSpec,
                         RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
 from fuzz.seed_models import SEEDS, seed_specs
+from hal_client.paths import DeadlineEdge, deadline_point
 from tests import models
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -502,11 +503,66 @@ def test_a_changed_part_is_serialized_again_and_the_original_stays_as_it_was():
         assert codec.parse(data) == encoded.spec and encoded.data == data
 
 
+def test_a_repeated_rank_is_a_few_bytes_and_round_trips():
+    """A shape far past every rank limit (one dimension repeated) is written as a repeated
+    rank: a few bytes, read back as the same shape, in the model and in the request."""
+    huge = [codec.UINT32_MAX] * 100_000
+    spec = CaseSpec(ModelSpec(SubgraphSpec([OperandSpec(T.TENSOR_FLOAT32, huge)], [], [0], [0])),
+                    RequestSpec(inputs=[ArgumentSpec(dimensions=[1] * codec.MAX_REPEATED_RANK)]))
+    data = codec.serialize(spec)
+    assert len(data) < 40
+    assert codec.parse(data) == spec
+    case = codec.decode(data)
+    assert case.model.main.operands[0].dimensions == huge
+    assert case.request.inputs[0].dimensions == [1] * codec.MAX_REPEATED_RANK
+    assert codec.decode(codec.encode(case)) == case
+
+
+def test_a_rank_past_the_long_ranks_of_unequal_dimensions_is_refused():
+    for dims in ([1] * codec.MAX_LONG_RANK + [2], [1] * (codec.MAX_REPEATED_RANK + 1)):
+        with pytest.raises(codec.CodecLimitError, match="rank"):
+            codec.serialize(CaseSpec(ModelSpec(SubgraphSpec([OperandSpec(T.TENSOR_FLOAT32, dims)]))))
+
+
+def test_the_storage_of_a_repeated_rank_is_not_multiplied_out():
+    assert codec.storage_bytes(T.TENSOR_FLOAT32, [1] * 100_000) == 4
+    assert codec.storage_bytes(T.TENSOR_FLOAT32, [7] * 100_000) == 0
+    assert codec.storage_bytes(T.TENSOR_FLOAT32, [7] * 99_999 + [0]) == 0
+
+
+@pytest.mark.parametrize("edge", list(DeadlineEdge)[1:], ids=lambda e: e.name)
+def test_a_deadline_at_an_edge_of_the_clock_round_trips(edge):
+    case = FuzzCase(choices=ExecutionChoices(deadline_ns=0, deadline_edge=edge))
+    data = codec.encode(case)
+    assert codec.decode(data) == case
+    point = deadline_point(case.choices).nanosecondsSinceEpoch
+    assert {DeadlineEdge.EPOCH: point == 0, DeadlineEdge.END: point == 2**64 - 1,
+            DeadlineEdge.JUST_PASSED: 0 < point < time.monotonic_ns()}[edge]
+    with pytest.raises(codec.CodecLimitError, match="deadline_edge"):
+        codec.encode(FuzzCase(choices=ExecutionChoices(deadline_ns=1000, deadline_edge=edge)))
+
+
+def test_the_encodings_added_later_are_codes_no_stored_input_uses():
+    """Repeated ranks, deadline edges and the routes after CACHE_OTHER_TOKEN read codes that
+    decoded otherwise before (as MAX_RANK, the deadline cap, CACHE_OTHER_TOKEN): no input of
+    corpus/ or crashes/ holds one, so each decodes as it did."""
+    later = set(Relation) - set(Relation(r) for r in range(Relation.CACHE_OTHER_TOKEN + 1))
+    for path in sorted(REPO_ROOT.glob("corpus/*")) + sorted(REPO_ROOT.glob("crashes/*")):
+        if path.suffix in (".json", ".md"):
+            continue
+        spec = codec.parse(path.read_bytes())
+        assert spec.choices.deadline_edge == DeadlineEdge.NONE, path
+        assert spec.choices.relation not in later, path
+        shapes = [o.dimensions for sg in spec.model.subgraphs() for o in sg.operands] + [
+            a.dimensions for a in (*spec.request.inputs, *spec.request.outputs)]
+        assert max(map(len, shapes), default=0) <= codec.MAX_LONG_RANK, path
+
+
 def test_a_part_over_a_limit_still_raises():
     encoded = codec.encode_parts(codec.parse(codec.serialize(SEED_SPECS["add_float32"])))
     origins: codec.Origins = {}
     copy = encoded.copy(origins)
-    codec.writable_operand(copy.model.main, 0).dimensions = [1] * (codec.MAX_LONG_RANK + 1)
+    codec.writable_operand(copy.model.main, 0).dimensions = [1] * codec.MAX_LONG_RANK + [2]
     with pytest.raises(codec.CodecLimitError, match="main operand 0: rank"):
         codec.encode_parts(copy, origins)
 

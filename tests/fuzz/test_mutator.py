@@ -18,10 +18,11 @@ from driver.limits import MEMORY_BUDGET_BYTES
 from driver.operations.registry import definitions
 from driver.validation import validate_model, validate_request
 from fuzz import codec, harness, mutator
-from fuzz.case import FuzzCase
+from fuzz.case import ExecutionPath, FuzzCase
 from fuzz.drivers import MEMORY_BUDGET_BYTES as FUZZ_BUDGET_BYTES, make_device
 from fuzz.oracles import OracleViolation
 from fuzz.seed_models import CONTROL_FLOW_SEEDS, operation_seeds, seed_specs
+from hal_client.paths import DeadlineEdge
 
 SPECS = seed_specs()
 SEED_BYTES = {name: codec.serialize(spec) for name, spec in SPECS.items()}
@@ -496,7 +497,7 @@ def test_large_values_are_refused_over_the_budget_and_run_under_it(fuzzed_device
 def test_a_grafted_piece_keeps_the_case_and_adds_its_own():
     spec = fresh("while_counter_3")
     before = codec.lower(spec)
-    assert LIMITS._graft(spec, LIMITS.grown_by_loop(3))
+    assert LIMITS.graft(spec, LIMITS.grown_by_loop(3))
     case = codec.lower(spec)
     assert is_valid(case)
     main = case.model.main
@@ -517,3 +518,83 @@ def test_output_shapes_past_the_driver_limits_are_no_shapes():
     value = OperandInfo(1, T.FLOAT32, (), 0.0, 0, L.CONSTANT_COPY, np.array([1.0], np.float32))
     output = OperandInfo(2, T.TENSOR_FLOAT32, (), 0.0, 0, L.SUBGRAPH_OUTPUT, None)
     assert mutator.operations.output_shapes(Op.FILL, [shape, value], [output]) is None
+
+
+# --- the extremes ---------------------------------------------------------------------------------
+
+EXTREMES = mutator.extremes
+
+
+def applied(mutation, name: str, seed: int = 0) -> codec.CaseSpec:
+    """``mutation`` applied to the seed ``name``; it round-trips through the encoding."""
+    spec = fresh(name)
+    assert mutation(spec, random.Random(seed))
+    assert codec.parse(codec.serialize(spec)) == spec
+    return spec
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_deadline_at_edge_sets_an_edge_of_the_clock(seed):
+    spec = applied(EXTREMES.deadline_at_edge, "add_float32", seed)
+    choices = codec.decode(codec.serialize(spec)).choices
+    assert choices.deadline_ns == 0 and choices.deadline_edge != DeadlineEdge.NONE
+    if choices.path == ExecutionPath.FENCED:
+        assert choices.wait_fences > 0
+
+
+@pytest.mark.parametrize("name", ["depthwise_conv_2d_example_0", "quantized_16bit_lstm_example_0",
+                                  "quantized_lstm_example_0"])
+def test_zero_sized_input_feeds_an_operation_a_slice_of_no_element(name):
+    """A SLICE whose size has a 0 feeds the operation; the model stays valid."""
+    spec = applied(EXTREMES.zero_sized_input, name)
+    case = codec.lower(spec)
+    main = case.model.main
+    (k, slice_op), = [(k, op) for k, op in enumerate(main.operations) if op.type == Op.SLICE]
+    size = np.frombuffer(codec.value_bytes(T.TENSOR_INT32, [len(main.operands[slice_op.inputs[0]].dimensions)],
+                                           spec.model.main.operands[slice_op.inputs[2]].value), "<i4")
+    assert 0 in size
+    assert slice_op.outputs[0] in main.operations[k + 1].inputs
+    assert validate_model(case.model) is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_huge_rank_states_or_declares_a_shape_far_past_the_limits(seed):
+    before = len(SEED_BYTES["add_float32"])
+    spec = applied(EXTREMES.huge_rank, "add_float32", seed)
+    case = codec.decode(codec.serialize(spec))
+    shapes = [o.dimensions for o in case.model.main.operands] + [
+        a.dimensions for a in (*case.request.inputs, *case.request.outputs)]
+    assert max(map(len, shapes)) in EXTREMES.HUGE_RANKS
+    assert len(codec.serialize(spec)) < before + 16
+
+
+def test_heavy_dimension_multiplies_a_dimension_under_a_short_deadline():
+    grown = 0
+    for seed in range(20):
+        spec = fresh("depthwise_conv_2d_example_0")
+        before = max(codec.storage_bytes(o.type, o.dimensions) for o in spec.model.main.operands)
+        if not EXTREMES.heavy_dimension(spec, random.Random(seed)):
+            continue
+        assert codec.parse(codec.serialize(spec)) == spec
+        assert spec.choices.deadline_ns == EXTREMES.SHORT_DEADLINE_NS
+        after = max(codec.storage_bytes(o.type, o.dimensions) for o in spec.model.main.operands)
+        grown += after >= 16 * before
+    assert grown >= 10
+
+
+def test_heavy_operation_grafts_a_depthwise_convolution_of_a_hundred_thousand_taps():
+    spec = applied(EXTREMES.heavy_operation, "add_float32", 2)
+    case = codec.lower(spec)
+    assert is_valid(case)
+    main = case.model.main
+    (conv,) = [op for op in main.operations if op.type == Op.DEPTHWISE_CONV_2D]
+    side = main.operands[conv.inputs[1]].dimensions[1]
+    assert side in EXTREMES.WIDE_FILTER_SIDES and side ** 2 >= 160_000
+    assert case.choices.deadline_ns == EXTREMES.SHORT_DEADLINE_NS
+
+
+@pytest.mark.parametrize("mutation", ["deadline_at_edge", "zero_sized_input", "huge_rank",
+                                      "heavy_dimension", "heavy_operation"])
+def test_the_extremes_are_drawn_rarely(mutation):
+    weights = {m.name: m.weight for m in mutator.MUTATIONS}
+    assert weights[mutation] <= 3 and weights[mutation] / sum(weights.values()) < 0.03

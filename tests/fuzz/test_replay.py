@@ -6,7 +6,8 @@ fails that case, saying what is wrong, and nothing else.
 A reproducer whose sidecar says "open" is a known, not yet fixed failure: it is expected to
 fail (a strict xfail, with the sidecar's message as the reason), so the suite stays green
 while the bug is open, and fails with XPASS(strict) once a fix lands, saying to mark it
-fixed.
+fixed. One whose failure killed the process (the sidecar's message says the worker died: a
+SIGBUS, say) is replayed in a child process, so that it cannot take the suite down.
 """
 from __future__ import annotations
 
@@ -86,6 +87,23 @@ def replay(path: Path, device, memory_limit_mb: int = DEFAULT_BUDGET_MB) -> None
     assert elapsed < REPLAY_LIMIT_S, f"{path.name} took {elapsed:.1f} s"
 
 
+#: How a sidecar's message begins when the failure killed the process (scripts/triage.py).
+DIED = "the worker died"
+
+
+def replay_in_child(path: Path, memory_limit_mb: int) -> None:
+    """``replay`` in a child process: a failure that kills it fails the test instead."""
+    code = ("import sys; from pathlib import Path; from driver import SampleDriver; "
+            "from tests.fuzz.test_replay import replay; "
+            "replay(Path(sys.argv[1]), SampleDriver(), int(sys.argv[2]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (
+        str(REPO_ROOT), os.environ.get("PYTHONPATH"))))}
+    child = subprocess.run([sys.executable, "-c", code, str(path), str(memory_limit_mb)],
+                           cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    assert child.returncode == 0, (f"{path.name}: the replay ended with {child.returncode}: "
+                                   f"{child.stderr[-2000:]}")
+
+
 @pytest.mark.parametrize("path", replay_params(REPO_ROOT / "corpus"))
 def test_corpus_input_passes(path, device):
     replay(path, device)
@@ -98,7 +116,11 @@ def replay_reproducer(path: Path, device, request) -> None:
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             f"open: {info['message'][:200]} (if it passes, the bug is fixed: set the status "
             f"in {path.with_suffix('.json').name} to fixed)")))
-    replay(path, device, info.get("memory_limit_mb", DEFAULT_BUDGET_MB))
+    memory_limit_mb = info.get("memory_limit_mb", DEFAULT_BUDGET_MB)
+    if info["message"].startswith(DIED):
+        replay_in_child(path, memory_limit_mb)
+    else:
+        replay(path, device, memory_limit_mb)
 
 
 @pytest.mark.parametrize("path", replay_params(REPO_ROOT / "crashes"))

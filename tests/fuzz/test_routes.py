@@ -4,6 +4,8 @@ driver and are skipped by one offering neither, and that the drivers of
 broken_drivers.DOMAIN_RULES are found by fuzzing from the corpus."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from driver import SampleDriver
@@ -50,7 +52,8 @@ def test_a_relation_varint_past_the_last_reads_as_the_last_and_takes_no_corrupti
 def test_every_route_is_a_relation_with_its_own_violation():
     assert set(routes.ROUTES) == set(list(Relation)[1:]) - set(relations.RULES)
     assert {r.Violation.rule for r in routes.ROUTES.values()} == {
-        "buffers-differ", "invalid-token-accepted", "cache-differs", "corrupted-cache-accepted"}
+        "buffers-differ", "invalid-token-accepted", "cache-differs", "corrupted-cache-accepted",
+        "exception-from-hal"}
 
 
 # --- the client's calls -------------------------------------------------------------------------
@@ -99,7 +102,15 @@ def run_routes(device, relation: Relation) -> harness.HarnessStats:
         harness.STATS = before
 
 
-@pytest.mark.parametrize("relation", list(routes.ROUTES), ids=lambda r: r.name)
+#: The routes the bundled driver does not survive yet (a forged cache raises out of
+#: prepareModelFromCache_1_3; a pool cut short or rewritten as a cache file kills the process
+#: with SIGBUS): their reproducers in crashes/ are open.
+NOT_SURVIVED = {Relation.CACHE_FORGED, Relation.POOL_SHRUNK, Relation.POOL_AS_CACHE}
+
+
+@pytest.mark.parametrize("relation", [
+    pytest.param(r, marks=pytest.mark.skip("the bundled driver does not survive it yet"))
+    if r in NOT_SURVIVED else r for r in routes.ROUTES], ids=lambda r: r.name)
 def test_every_route_holds_on_the_corpus(relation):
     """On the bundled driver: no violation, and the route runs for most inputs that ran."""
     stats = run_routes(SampleDriver(), relation)
@@ -123,3 +134,54 @@ def test_fuzzing_from_the_corpus_finds_the_domain_bug(name):
     data, violation = fuzz_from_corpus(device, *FUZZED[name], harness.Oracles(None, True))
     assert type(violation) is broken_drivers.DOMAIN_RULES[name], violation
     harness.run_one(data, SampleDriver(), harness.Oracles(None, True))
+
+
+# --- forged cache files and misused pools -----------------------------------------------------------
+
+def test_forge_rewrites_a_string_with_its_length_prefix():
+    payload = b"head" + (6).to_bytes(8, "little") + b"ashmem" + b"tail"
+    nul, empty, long = (routes.forge(payload, [b"ashmem"], place) for place in range(3))
+    assert nul == b"head" + (6).to_bytes(8, "little") + b"ash\0em" + b"tail"
+    assert empty == b"head" + bytes(8) + b"tail"
+    assert long[4:12] == (300).to_bytes(8, "little") and len(long) == len(payload) + 294
+    assert long.endswith(b"tail") and b"\0" not in long[12:-4]
+    assert routes.forge(payload, [b"mmap_fd"], 0) == payload
+
+
+def test_the_bundled_drivers_sealer_gets_a_forged_payload_past_the_mac():
+    """A forged payload sealed with the device's sealer is read back whole (the MAC and
+    header pass), where the same payload without it is refused."""
+    from driver import cache
+    token = routes.CACHE_TOKEN
+
+    def read_back(content: bytes) -> bytes:
+        fd = os.memfd_create("cache")
+        try:
+            os.write(fd, content)
+            return bytes(cache._open(cache.CacheKind.DATA, fd, token, "v"))
+        finally:
+            os.close(fd)
+
+    sealed = cache.seal(cache.CacheKind.DATA, b"payload", token, "v")
+    resealed = SampleDriver.cache_payload_sealer(sealed, token, lambda p: p + b" forged")
+    assert read_back(resealed) == b"payload forged"
+    unsealed = sealed[:-32 - 7] + b"payload forged" + sealed[-32:]
+    with pytest.raises(cache.CacheError):
+        read_back(unsealed)
+
+
+def test_the_forged_route_names_the_models_strings():
+    case = decode((CORPUS / sorted(p.name for p in CORPUS.iterdir())[0]).read_bytes())
+    names = {pool.name.encode() for pool in case.model.pools}
+    assert set(routes.model_strings(case)) == names - {b""}
+
+
+def test_misused_pools_hold_only_inputs_past_a_cache_files_length():
+    request = next(c.request for c in map(decode, (p.read_bytes() for p in sorted(CORPUS.iterdir())))
+                   if c.request.inputs and c.request.pools)
+    run = routes.RouteRun(None, None, FuzzCase(request=request), None, request, None)
+    moved, memories = routes._inputs_apart(run)
+    assert all(a.location.offset == routes.MISUSED_POOL_OFFSET for a in moved.inputs
+               if not a.hasNoValue)
+    outputs = {id(moved.pools[a.location.poolIndex].hidlMemory) for a in moved.outputs}
+    assert memories and not outputs & set(map(id, memories))
