@@ -387,9 +387,20 @@ def _inputs_apart(run: RouteRun) -> tuple[Request, list[Memory]] | None:
     request = relations.arguments_apart(run.request, lambda k: MISUSED_POOL_OFFSET)
     if request is None:
         return None
-    memories = [request.pools[a.location.poolIndex].hidlMemory for a in request.inputs
+    pools = [MemoryPool(hidlMemory=_clients_own(pool.hidlMemory)) for pool in request.pools]
+    request = replace(request, pools=pools)
+    memories = [pools[a.location.poolIndex].hidlMemory for a in request.inputs
                 if not a.hasNoValue]
     return (request, memories) if memories else None
+
+
+def _clients_own(memory: Memory) -> Memory:
+    """``memory``'s bytes in a file the client made itself (a memfd without seals), as a
+    client allocating its own shared memory hands it to a driver: nothing stops the client
+    (or a driver given it as a cache file) from shrinking it."""
+    fd = os.memfd_create("client-pool", os.MFD_CLOEXEC)
+    os.pwrite(fd, memory.read(), 0)
+    return Memory(fd, memory.size)
 
 
 @route(Relation.POOL_SHRUNK, HalExceptionViolation, compares=False)

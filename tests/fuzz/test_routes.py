@@ -102,20 +102,23 @@ def run_routes(device, relation: Relation) -> harness.HarnessStats:
         harness.STATS = before
 
 
-#: The routes the bundled driver does not survive yet (a forged cache raises out of
-#: prepareModelFromCache_1_3; a pool cut short or rewritten as a cache file kills the process
-#: with SIGBUS): their reproducers in crashes/ are open.
-NOT_SURVIVED = {Relation.CACHE_FORGED, Relation.POOL_SHRUNK, Relation.POOL_AS_CACHE}
+#: Routes that apply only to some cases: a forged cache rewrites a string the model names
+#: (a pool's or an extension's name), and most models name none; a client misuses its
+#: input pools (shrinks them, or hands them over as cache files) only where the request
+#: has inputs with values.
+FOR_SOME_MODELS = {Relation.CACHE_FORGED, Relation.POOL_SHRUNK, Relation.POOL_AS_CACHE}
 
 
-@pytest.mark.parametrize("relation", [
-    pytest.param(r, marks=pytest.mark.skip("the bundled driver does not survive it yet"))
-    if r in NOT_SURVIVED else r for r in routes.ROUTES], ids=lambda r: r.name)
+@pytest.mark.parametrize("relation", list(routes.ROUTES), ids=lambda r: r.name)
 def test_every_route_holds_on_the_corpus(relation):
-    """On the bundled driver: no violation, and the route runs for most inputs that ran."""
+    """On the bundled driver: no violation, and the route runs for most inputs that ran
+    (for some, where it applies only to some models)."""
     stats = run_routes(SampleDriver(), relation)
     routed = stats.routed_cache if routes.ROUTES[relation].uses_cache else stats.routed_buffers
-    assert routed > 0.9 * stats.executed_ok and stats.routes_skipped < 0.1 * stats.executed_ok
+    if relation in FOR_SOME_MODELS:
+        assert routed > 0
+    else:
+        assert routed > 0.9 * stats.executed_ok and stats.routes_skipped < 0.1 * stats.executed_ok
 
 
 @pytest.mark.parametrize("relation", [Relation.THROUGH_BUFFERS, Relation.FROM_CACHE],
