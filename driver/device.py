@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 from . import arguments, cache
 from .buffers import BufferTracker, DeviceBuffer
+from .engine import BUNDLED, Engine
 from .errors import DriverError, ValidationError, check
 from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
@@ -33,13 +34,17 @@ class SampleDriver:
     fails with RESOURCE_EXHAUSTED_PERSISTENT instead of exhausting the host. A client may
     lower it (the fuzz harness does, and holds the driver to it).
 
-    ``buffers``: the driver-managed buffers allocated by this device, by token."""
+    ``buffers``: the driver-managed buffers allocated by this device, by token.
+
+    ``engine``: what computes (driver/engine.py): the bundled executor by default, or a
+    real runtime behind the same HAL surface."""
 
     def __init__(self, name: str = "sample-python",
-                 memory_budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:
+                 memory_budget_bytes: int = MEMORY_BUDGET_BYTES, engine: Engine = BUNDLED) -> None:
         self.name = name
         self.memory_budget_bytes = memory_budget_bytes
         self.buffers = BufferTracker()
+        self.engine = engine
 
     # --- queries -------------------------------------------------------------------------
 
@@ -87,7 +92,14 @@ class SampleDriver:
             analysis = self._analyse(model)
         except DriverError as error:
             return error.status, []
-        return ErrorStatus.NONE, list(analysis.supported[0])
+        return ErrorStatus.NONE, list(self._supported(model, analysis))
+
+    def _supported(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
+        """Per main operation: supported by this driver's validation and by its engine."""
+        if self.engine is BUNDLED:
+            return analysis.supported[0]
+        return [ours and theirs for ours, theirs in
+                zip(analysis.supported[0], self.engine.supports(model, analysis))]
 
     def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
                          modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
@@ -119,16 +131,23 @@ class SampleDriver:
             if arguments.deadline_passed(deadline_ns):
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
             analysis = self._analyse(model)
-            main_supported = analysis.supported[0]
+            main_supported = self._supported(model, analysis)
             if not all(main_supported):
-                raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "
+                raise ValidationError(f"main subgraph, operation {list(main_supported).index(False)} "
                                       f"is not supported by this driver")
+            program = self._main_program(model, analysis)
         except DriverError as error:
             return error.status, None
         if arguments.deadline_passed(deadline_ns):
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-        return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority,
-                                                     self)
+        return ErrorStatus.NONE, SamplePreparedModel(program, checked_priority, self)
+
+    def _main_program(self, model: Model, analysis: ModelAnalysis) -> MainProgram:
+        """What executions run: the bundled plan (made once per content), or what the engine
+        compiles (an engine keeps its own memo)."""
+        if self.engine is BUNDLED:
+            return _main_program(model, analysis)
+        return MainProgram.of(_model_for_requests(model), self.engine.compile(model, analysis))
 
     def _save_to_cache(self, model: Model, modelCache: list[int], dataCache: list[int],
                        token: bytes) -> None:
