@@ -1,0 +1,34 @@
+"""LiteRT (the TFLite interpreter) as a driver under test: the bundled driver's HAL surface
+over LiteRT's kernels. One factory per kernel set, each usable as ``--driver
+backends.litert:FACTORY`` by the fuzzer, the conformance runner and triage:
+
+- ``auto``: OpResolverType AUTO, the builtin kernels with the XNNPACK delegate;
+- ``builtin``: BUILTIN, the optimized kernels without delegates;
+- ``builtin_ref``: BUILTIN_REF, the reference kernels.
+
+Needs the ``litert`` extra (``pip install -e '.[litert]'``).
+"""
+from __future__ import annotations
+
+from driver import SampleDriver
+
+from .engine import LiteRTEngine
+
+
+def _device(resolver: str) -> SampleDriver:
+    return SampleDriver(name=f"litert-{resolver.lower()}", engine=LiteRTEngine(resolver))
+
+
+def auto() -> SampleDriver:
+    return _device("AUTO")
+
+
+def builtin() -> SampleDriver:
+    return _device("BUILTIN")
+
+
+def builtin_ref() -> SampleDriver:
+    return _device("BUILTIN_REF")
+
+
+__all__ = ["auto", "builtin", "builtin_ref", "LiteRTEngine"]

@@ -1,0 +1,473 @@
+"""The mapping of HAL operations to LiteRT builtins: one table, one entry per operation.
+
+An entry names the TFLite builtin, the types of input 0 it expresses, which HAL inputs
+become the operator's input tensors (in TFLite's order) and which are parameters read as
+constants into its options, and what else of the parameters it can express
+(``accepts``). An operation whose entry does not fit lowers as a custom ``lower`` says
+(several operators: NCHW layouts through transposes, explicit padding through PAD).
+
+``supports`` answers getSupportedOperations_1_3 from the table alone: an operation is
+supported exactly when its entry accepts its operand types and parameters, so the
+converter never meets one it cannot express. IF and WHILE lower to LiteRT's own IF and
+WHILE builtins over subgraphs (never unrolled), and are supported when every operation
+of the subgraphs they run is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as S
+
+from driver.executor.plan import ModelAnalysis
+from driver.hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperandType as T, \
+    OperationType as OP
+from driver.hal.structs import Model
+from driver.operands import operation_context, subgraph_infos
+from driver.operations import convolutions, pooling
+from driver.operations._spatial import PaddingScheme, implicit_padding
+from driver.operations.registry import OperationContext
+
+from .convert import TENSOR_TYPE, OpLowering, Unsupported, options
+
+B, O = S.BuiltinOperator, S
+
+F = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+Q = frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED})
+I = frozenset({T.TENSOR_INT32})
+BOOL = frozenset({T.TENSOR_BOOL8})
+ANY = F | Q | I | BOOL
+
+Shapes = Sequence[Optional[tuple[int, ...]]]
+
+
+def always(ctx: OperationContext, shapes: Shapes) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Entry:
+    builtin: int
+    types: frozenset                                 # the types of input 0 it expresses
+    tensors: tuple[int, ...] = (0,)                  # HAL inputs passed as tensors, in order
+    params: tuple[int, ...] = ()                     # HAL inputs read as constants
+    options: Optional[Callable[[OpLowering], tuple]] = None
+    accepts: Callable[[OperationContext, Shapes], bool] = always
+    lower: Optional[Callable[[OpLowering, "Entry"], None]] = None
+
+
+# --- parameters the converter can express ------------------------------------------------
+
+def same_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
+    """LiteRT's kernel reads stored values as they are: every operand quantized alike."""
+    first = ctx.inputs[0]
+    return first.type not in Q or all(
+        (info.scale, info.zeroPoint) == (first.scale, first.zeroPoint)
+        for info in (*ctx.inputs, *ctx.outputs) if info.type in Q)
+
+
+def no_activation_for_int(ctx: OperationContext, shapes: Shapes) -> bool:
+    return ctx.inputs[0].type != T.TENSOR_INT32 or ctx.scalar(2) == 0
+
+
+def last_axis(position: int) -> Callable[[OperationContext, Shapes], bool]:
+    """The kernel works on the last axis only: the optional axis at ``position`` must name it."""
+    def accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+        if position >= len(ctx.inputs):
+            return True
+        rank = len(shapes[0]) if shapes[0] is not None else None
+        axis = ctx.scalar(position)
+        return axis == -1 or (rank is not None and axis == rank - 1)
+    return accepts
+
+
+def symmetric_filter(ctx: OperationContext, shapes: Shapes) -> bool:
+    """LiteRT's int8 kernels take filters with zero point 0 only, and a per-channel filter
+    only with an int8 input."""
+    data, weights = ctx.inputs[0], ctx.inputs[1]
+    if weights.channelQuant is not None:
+        return data.type == T.TENSOR_QUANT8_ASYMM_SIGNED
+    return data.type != T.TENSOR_QUANT8_ASYMM_SIGNED or weights.zeroPoint == 0
+
+
+def both(*tests: Callable[[OperationContext, Shapes], bool]) -> Callable[[OperationContext, Shapes], bool]:
+    return lambda ctx, shapes: all(test(ctx, shapes) for test in tests)
+
+
+# --- options --------------------------------------------------------------------------------
+
+def activation_at(position: int, cls) -> Callable[[OpLowering], tuple]:
+    return lambda op: options(cls, fusedActivationFunction=op.scalar(position))
+
+
+# --- lowering other than one operator ---------------------------------------------------------
+
+def concatenation(op: OpLowering, entry: Entry) -> None:
+    count = len(op.ctx.inputs) - 1
+    op.emit(B.CONCATENATION, [op.input(i) for i in range(count)], [op.output()],
+            options(O.ConcatenationOptionsT, axis=op.scalar(count)))
+
+
+def _axis_tensor(op: OpLowering, position: int, shape: Sequence[int] = (1,)) -> int:
+    return op.constant(np.full(shape, op.scalar(position), np.int32))
+
+
+def split(op: OpLowering, entry: Entry) -> None:
+    op.emit(B.SPLIT, [_axis_tensor(op, 1, ()), op.input(0)],
+            [op.output(k) for k in range(len(op.ctx.outputs))],
+            options(O.SplitOptionsT, numSplits=op.scalar(2)))
+
+
+def gather(op: OpLowering, entry: Entry) -> None:
+    op.emit(B.GATHER, [op.input(0), op.input(2)], [op.output()],
+            options(O.GatherOptionsT, axis=op.scalar(1), batchDims=0))
+
+
+def expand_dims(op: OpLowering, entry: Entry) -> None:
+    op.emit(B.EXPAND_DIMS, [op.input(0), _axis_tensor(op, 1, ())], [op.output()])
+
+
+def arg_reduce(op: OpLowering, entry: Entry) -> None:
+    cls = O.ArgMaxOptionsT if entry.builtin == B.ARG_MAX else O.ArgMinOptionsT
+    op.emit(entry.builtin, [op.input(0), _axis_tensor(op, 1)], [op.output()],
+            options(cls, outputType=S.TensorType.INT32))
+
+
+def transpose(op: OpLowering, entry: Entry) -> None:
+    if op.has(1):
+        perm = op.input(1)
+    else:
+        perm = op.constant(np.arange(len(op.shape(0)))[::-1].astype(np.int32))
+    op.emit(B.TRANSPOSE, [op.input(0), perm], [op.output()])
+
+
+def transpose_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    return len(ctx.inputs) > 1 and not ctx.inputs[1].is_omitted or shapes[0] is not None
+
+
+def squeeze(op: OpLowering, entry: Entry) -> None:
+    dims = [int(d) for d in op.value(1).reshape(-1)] if op.has(1) else []
+    op.emit(B.SQUEEZE, [op.input(0)], [op.output()], options(O.SqueezeOptionsT, squeezeDims=dims))
+
+
+def pad_v2(op: OpLowering, entry: Entry) -> None:
+    data = op.ctx.inputs[0]
+    value = op.constant(np.array(op.scalar(2)), like=data)
+    op.emit(B.PADV2, [op.input(0), op.input(1), value], [op.output()])
+
+
+def reducer(op: OpLowering, entry: Entry) -> None:
+    op.emit(entry.builtin, [op.input(0), op.input(1)], [op.output()],
+            options(O.ReducerOptionsT, keepDims=bool(op.scalar(2))))
+
+
+def space_depth(op: OpLowering, entry: Entry) -> None:
+    nchw = op.has(2) and bool(op.scalar(2))
+    out, after = op.nhwc_output(0, nchw)
+    cls = O.SpaceToDepthOptionsT if entry.builtin == B.SPACE_TO_DEPTH else O.DepthToSpaceOptionsT
+    op.emit(entry.builtin, [op.nhwc_input(0, nchw)], [out], options(cls, blockSize=op.scalar(1)))
+    after()
+
+
+def batch_to_space(op: OpLowering, entry: Entry) -> None:
+    nchw = op.has(2) and bool(op.scalar(2))
+    out, after = op.nhwc_output(0, nchw)
+    crops = op.constant(np.zeros((2, 2), np.int32))
+    op.emit(B.BATCH_TO_SPACE_ND, [op.nhwc_input(0, nchw), op.input(1), crops], [out])
+    after()
+
+
+def space_to_batch(op: OpLowering, entry: Entry) -> None:
+    nchw = op.has(3) and bool(op.scalar(3))
+    out, after = op.nhwc_output(0, nchw)
+    op.emit(B.SPACE_TO_BATCH_ND, [op.nhwc_input(0, nchw), op.input(1), op.input(2)], [out])
+    after()
+
+
+# 2-D windows ----------------------------------------------------------------------------------
+
+_TFLITE_PADDING = {PaddingScheme.SAME: S.Padding.SAME, PaddingScheme.VALID: S.Padding.VALID}
+
+
+def _explicit_pad(op: OpLowering, tensor: int, padding, nchw: bool) -> int:
+    """The NHWC input padded explicitly ahead of a VALID window (the pad holds the zero
+    point of a quantized input, as the HAL pads)."""
+    left, right, top, bottom = padding
+    if not any(padding):
+        return tensor
+    pads = op.constant(np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
+    padded = op.temporary(op.ctx.inputs[0])
+    op.emit(B.PAD, [tensor, pads], [padded])
+    return padded
+
+
+def convolution(op: OpLowering, entry: Entry) -> None:
+    params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[op.ctx.type]))
+    source = op.nhwc_input(0, params.nchw)
+    if len(params.padding) == 4:
+        source, padding = _explicit_pad(op, source, params.padding, params.nchw), S.Padding.VALID
+    else:
+        padding = _TFLITE_PADDING[params.padding[0]]
+    out, after = op.nhwc_output(0, params.nchw)
+    fields = dict(padding=padding, strideW=params.stride[0], strideH=params.stride[1],
+                  dilationWFactor=params.dilation[0], dilationHFactor=params.dilation[1],
+                  fusedActivationFunction=params.activation)
+    if op.ctx.type == OP.DEPTHWISE_CONV_2D:
+        built = options(O.DepthwiseConv2DOptionsT, depthMultiplier=params.multiplier, **fields)
+    else:
+        built = options(O.Conv2DOptionsT, **fields)
+    op.emit(entry.builtin, [source, op.input(1), op.input(2)], [out], built)
+    after()
+
+
+def convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    form = convolutions.form_of(ctx, convolutions.FORMS[ctx.type])
+    return convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
+
+
+def pool(op: OpLowering, entry: Entry) -> None:
+    params = pooling.constant_parameters(op.ctx)
+    out, after = op.nhwc_output(0, params.nchw)
+    padding = _pool_padding(params, _nhwc(op.shape(0), params.nchw))
+    op.emit(entry.builtin, [op.nhwc_input(0, params.nchw)], [out], options(
+        O.Pool2DOptionsT, padding=padding, strideW=params.stride[1], strideH=params.stride[0],
+        filterWidth=params.filter[1], filterHeight=params.filter[0],
+        fusedActivationFunction=params.activation))
+    after()
+
+
+def _nhwc(shape, nchw: bool):
+    if shape is None or not nchw:
+        return shape
+    return (shape[0], shape[2], shape[3], shape[1])
+
+
+def _pool_padding(params: pooling.Parameters, shape) -> Optional[int]:
+    """LiteRT's padding for the pool's, when it has one: explicit padding only as VALID's
+    (none) or SAME's for the input's known size (a PAD would enter the averages)."""
+    if params.scheme is not None:
+        return _TFLITE_PADDING[params.scheme]
+    if params.padding == ((0, 0), (0, 0)):
+        return S.Padding.VALID
+    if shape is None or 0 in shape[1:3]:
+        return None
+    same = tuple(implicit_padding(shape[1 + axis], params.stride[axis], params.filter[axis], 1,
+                                  PaddingScheme.SAME) for axis in range(2))
+    return S.Padding.SAME if same == params.padding else None
+
+
+def pool_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    params = pooling.constant_parameters(ctx)
+    return params is not None and _pool_padding(params, _nhwc(shapes[0], params.nchw)) is not None
+
+
+def resize(op: OpLowering, entry: Entry) -> None:
+    nchw = op.has(3) and bool(op.scalar(3))
+    size = _resize_size(op.ctx, op.shape(0), nchw)
+    out, after = op.nhwc_output(0, nchw)
+    align = op.has(4) and bool(op.scalar(4))
+    half = op.has(5) and bool(op.scalar(5))
+    cls = O.ResizeBilinearOptionsT if entry.builtin == B.RESIZE_BILINEAR else O.ResizeNearestNeighborOptionsT
+    op.emit(entry.builtin, [op.nhwc_input(0, nchw), op.constant(np.array(size, np.int32))], [out],
+            options(cls, alignCorners=align, halfPixelCenters=half))
+    after()
+
+
+def _resize_size(ctx: OperationContext, shape, nchw: bool) -> Optional[tuple[int, int]]:
+    """(height, width) of the output: TFLite's order, where the HAL gives width first. A
+    scale needs the input's size known ahead."""
+    width, height = ctx.scalar(1), ctx.scalar(2)
+    if ctx.inputs[1].type == T.INT32:
+        return height, width
+    shape = _nhwc(shape, nchw)
+    if shape is None or 0 in shape[1:3]:
+        return None
+    return int(np.floor(shape[1] * np.float32(height))), int(np.floor(shape[2] * np.float32(width)))
+
+
+def resize_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    nchw = len(ctx.inputs) > 3 and bool(ctx.scalar(3))
+    return _resize_size(ctx, shapes[0], nchw) is not None
+
+
+# control flow -----------------------------------------------------------------------------
+
+def if_(op: OpLowering, entry: Entry) -> None:
+    then_index, else_index = op.subgraph(1), op.subgraph(2)
+    op.emit(B.IF, [op.input(0), *(op.input(i) for i in range(3, len(op.ctx.inputs)))],
+            [op.output(k) for k in range(len(op.ctx.outputs))],
+            options(O.IfOptionsT, thenSubgraphIndex=then_index, elseSubgraphIndex=else_index))
+
+
+def while_(op: OpLowering, entry: Entry) -> None:
+    """The HAL's WHILE takes m outputs + k state-only + n invariant values and its body
+    returns the first m + k; LiteRT's body returns every loop variable, so it runs a variant
+    of the body that also returns its n invariant inputs unchanged."""
+    data = range(2, len(op.ctx.inputs))
+    carried = len(op.referenced(1).outputIndexes)
+    invariant = len(data) - carried
+    cond_index, body_index = op.subgraph(0), op.subgraph(1, passes_through=invariant)
+    outputs = [op.output(k) for k in range(len(op.ctx.outputs))]
+    outputs += [op.temporary(op.ctx.inputs[i]) for i in list(data)[len(outputs):]]
+    op.emit(B.WHILE, [op.input(i) for i in data], outputs,
+            options(O.WhileOptionsT, condSubgraphIndex=cond_index, bodySubgraphIndex=body_index))
+
+
+# --- the table --------------------------------------------------------------------------------
+
+def _binary(builtin, cls, types):
+    return Entry(builtin, types, (0, 1), (2,), activation_at(2, cls), no_activation_for_int)
+
+
+def _reducer(builtin, types):
+    return Entry(builtin, types, (0, 1), (2,), lower=reducer)
+
+
+TABLE: dict[OP, Entry] = {
+    OP.ADD: _binary(B.ADD, O.AddOptionsT, F | Q | I),
+    OP.SUB: _binary(B.SUB, O.SubOptionsT, F | Q | I),
+    OP.MUL: _binary(B.MUL, O.MulOptionsT, F | Q | I),
+    OP.DIV: _binary(B.DIV, O.DivOptionsT, F),
+    OP.MAXIMUM: Entry(B.MAXIMUM, F | Q | I, (0, 1), accepts=same_quantization),
+    OP.MINIMUM: Entry(B.MINIMUM, F | Q | I, (0, 1), accepts=same_quantization),
+    OP.POW: Entry(B.POW, F, (0, 1)),
+    OP.PRELU: Entry(B.PRELU, F, (0, 1)),
+    OP.EQUAL: Entry(B.EQUAL, ANY, (0, 1)),
+    OP.NOT_EQUAL: Entry(B.NOT_EQUAL, ANY, (0, 1)),
+    OP.GREATER: Entry(B.GREATER, F | Q | I, (0, 1)),
+    OP.GREATER_EQUAL: Entry(B.GREATER_EQUAL, F | Q | I, (0, 1)),
+    OP.LESS: Entry(B.LESS, F | Q | I, (0, 1)),
+    OP.LESS_EQUAL: Entry(B.LESS_EQUAL, F | Q | I, (0, 1)),
+    OP.LOGICAL_AND: Entry(B.LOGICAL_AND, BOOL, (0, 1)),
+    OP.LOGICAL_OR: Entry(B.LOGICAL_OR, BOOL, (0, 1)),
+    OP.LOGICAL_NOT: Entry(B.LOGICAL_NOT, BOOL),
+    OP.ABS: Entry(B.ABS, F),
+    OP.EXP: Entry(B.EXP, F),
+    OP.LOG: Entry(B.LOG, F),
+    OP.SQRT: Entry(B.SQRT, F),
+    OP.RSQRT: Entry(B.RSQRT, F),
+    OP.NEG: Entry(B.NEG, F | I),
+    OP.SIN: Entry(B.SIN, F),
+    OP.FLOOR: Entry(B.FLOOR, F),
+    OP.RELU: Entry(B.RELU, F | Q),
+    OP.RELU1: Entry(B.RELU_N1_TO_1, F | Q),
+    OP.RELU6: Entry(B.RELU6, F | Q),
+    OP.LOGISTIC: Entry(B.LOGISTIC, F | Q),
+    OP.TANH: Entry(B.TANH, F | Q),
+    OP.ELU: Entry(B.ELU, F),
+    OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
+    OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2),
+                      lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)), last_axis(2)),
+    OP.LOG_SOFTMAX: Entry(B.LOG_SOFTMAX, F, (0,), (1, 2),
+                          accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and last_axis(2)(ctx, shapes)),
+    OP.L2_NORMALIZATION: Entry(B.L2_NORMALIZATION, F | Q, (0,), (1,), accepts=last_axis(1)),
+    OP.LOCAL_RESPONSE_NORMALIZATION: Entry(
+        B.LOCAL_RESPONSE_NORMALIZATION, F, (0,), (1, 2, 3, 4, 5),
+        lambda op: options(O.LocalResponseNormalizationOptionsT, radius=op.scalar(1),
+                           bias=op.scalar(2), alpha=op.scalar(3), beta=op.scalar(4)), last_axis(5)),
+    OP.QUANTIZE: Entry(B.QUANTIZE, F),
+    OP.DEQUANTIZE: Entry(B.DEQUANTIZE, Q | frozenset({T.TENSOR_QUANT8_SYMM})),
+    OP.RESHAPE: Entry(B.RESHAPE, ANY, (0, 1)),
+    OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation),
+    OP.SQUEEZE: Entry(B.SQUEEZE, F | Q | I, params=(1,), lower=squeeze),
+    OP.EXPAND_DIMS: Entry(B.EXPAND_DIMS, ANY, params=(1,), lower=expand_dims),
+    OP.TRANSPOSE: Entry(B.TRANSPOSE, F | Q | I, (0, 1), accepts=transpose_accepts, lower=transpose),
+    OP.GATHER: Entry(B.GATHER, F | Q | I, params=(1,), lower=gather),
+    OP.PAD: Entry(B.PAD, F | Q, (0, 1)),
+    OP.PAD_V2: Entry(B.PADV2, F | Q, params=(2,), lower=pad_v2),
+    OP.SLICE: Entry(B.SLICE, F | Q | I, (0, 1, 2)),
+    OP.STRIDED_SLICE: Entry(B.STRIDED_SLICE, F | Q, (0, 1, 2, 3), (4, 5, 6), lambda op: options(
+        O.StridedSliceOptionsT, beginMask=op.scalar(4), endMask=op.scalar(5),
+        shrinkAxisMask=op.scalar(6))),
+    OP.SPLIT: Entry(B.SPLIT, F | Q | I, params=(1, 2), lower=split),
+    OP.TILE: Entry(B.TILE, F | Q | I, (0, 1)),
+    OP.SELECT: Entry(B.SELECT, BOOL, (0, 1, 2)),
+    OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce),
+    OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce),
+    OP.MEAN: _reducer(B.MEAN, F | Q),
+    OP.REDUCE_SUM: _reducer(B.SUM, F),
+    OP.REDUCE_MAX: _reducer(B.REDUCE_MAX, F | Q),
+    OP.REDUCE_MIN: _reducer(B.REDUCE_MIN, F | Q),
+    OP.REDUCE_PROD: _reducer(B.REDUCE_PROD, F),
+    OP.REDUCE_ANY: _reducer(B.REDUCE_ANY, BOOL),
+    OP.REDUCE_ALL: _reducer(B.REDUCE_ALL, BOOL),
+    OP.SPACE_TO_DEPTH: Entry(B.SPACE_TO_DEPTH, F | Q, params=(1, 2), lower=space_depth),
+    OP.DEPTH_TO_SPACE: Entry(B.DEPTH_TO_SPACE, F | Q, params=(1, 2), lower=space_depth),
+    OP.BATCH_TO_SPACE_ND: Entry(B.BATCH_TO_SPACE_ND, F | Q, params=(2,), lower=batch_to_space),
+    OP.SPACE_TO_BATCH_ND: Entry(B.SPACE_TO_BATCH_ND, F | Q, params=(3,), lower=space_to_batch),
+    OP.FULLY_CONNECTED: Entry(B.FULLY_CONNECTED, F | Q, (0, 1, 2), (3,),
+                              activation_at(3, O.FullyConnectedOptionsT), symmetric_filter),
+    OP.CONV_2D: Entry(B.CONV_2D, F | Q, accepts=convolution_accepts, lower=convolution),
+    OP.DEPTHWISE_CONV_2D: Entry(B.DEPTHWISE_CONV_2D, F | Q, accepts=convolution_accepts,
+                                lower=convolution),
+    OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
+    OP.MAX_POOL_2D: Entry(B.MAX_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
+    OP.L2_POOL_2D: Entry(B.L2_POOL_2D, F, accepts=pool_accepts, lower=pool),
+    OP.RESIZE_BILINEAR: Entry(B.RESIZE_BILINEAR, F | Q, params=(1, 2, 3, 4, 5),
+                              accepts=resize_accepts, lower=resize),
+    OP.RESIZE_NEAREST_NEIGHBOR: Entry(B.RESIZE_NEAREST_NEIGHBOR, F | Q, params=(1, 2, 3, 4, 5),
+                                      accepts=resize_accepts, lower=resize),
+    OP.IF: Entry(B.IF, BOOL, lower=if_),
+    OP.WHILE: Entry(B.WHILE, frozenset({T.SUBGRAPH}), lower=while_),
+}
+
+
+# --- supported operations ---------------------------------------------------------------------
+
+def lower(op: OpLowering) -> None:
+    """Emit the operators of one supported operation."""
+    entry = TABLE[op.ctx.type]
+    if entry.lower is not None:
+        entry.lower(op, entry)
+        return
+    op.emit(entry.builtin, [op.input(i) if op.has(i) else -1 for i in entry.tensors if i < len(op.ctx.inputs)],
+            [op.output(k) for k in range(len(op.ctx.outputs))],
+            entry.options(op) if entry.options is not None else None)
+
+
+def expresses(ctx: OperationContext, shapes: Shapes) -> bool:
+    """Whether the table expresses this (non control-flow) operation."""
+    entry = TABLE.get(ctx.type)
+    if entry is None or ctx.inputs[0].type not in entry.types:
+        return False
+    params = {i for i in entry.params if i < len(ctx.inputs) and not ctx.inputs[i].is_omitted}
+    if any(not ctx.inputs[i].is_constant for i in params):
+        return False
+    tensors = [info for i, info in enumerate(ctx.inputs) if i not in params] + list(ctx.outputs)
+    if any(info.type not in TENSOR_TYPE for info in tensors):
+        return False
+    return bool(entry.accepts(ctx, shapes))
+
+
+def supported_operations(model: Model, analysis: ModelAnalysis) -> list[bool]:
+    """Per main operation, whether the converter expresses it (never raises: an operation
+    the table's checks cannot judge is unsupported)."""
+    subgraphs = [model.main, *model.referenced]
+    verdicts: dict[int, list[bool]] = {}
+
+    def of(index: int, visiting: frozenset[int]) -> list[bool]:
+        if index in verdicts:
+            return verdicts[index]
+        subgraph = subgraphs[index]
+        infos = subgraph_infos(model, subgraph)
+        static = analysis.plans[index].static
+        result = []
+        for op_index, operation in enumerate(subgraph.operations):
+            try:
+                ctx = operation_context(model, subgraph, op_index, infos)
+                if ctx.type in CONTROL_FLOW_OPERATION_TYPES:
+                    callees = [subgraph.operands[i].location.offset + 1 for i in operation.inputs
+                               if subgraph.operands[i].lifetime == OperandLifeTime.SUBGRAPH]
+                    ok = (all(info.type in TENSOR_TYPE for info in (*ctx.inputs, *ctx.outputs)
+                              if info.type != T.SUBGRAPH)
+                          and not any(c in visiting for c in callees)
+                          and all(all(of(c, visiting | {index})) for c in callees))
+                else:
+                    ok = expresses(ctx, [static[i] for i in operation.inputs])
+            except (Unsupported, ArithmeticError, LookupError, TypeError, ValueError):
+                ok = False
+            result.append(ok)
+        verdicts[index] = result
+        return result
+    return of(0, frozenset())
