@@ -3,8 +3,8 @@
 The flatbuffer is written with the object API that LiteRT's wheel generates from TFLite's
 schema (``ai_edge_litert.schema_py_generated``, over the ``flatbuffers`` package): the
 model, its buffers, operator codes and subgraphs. Subgraph 0 is the main subgraph, its
-inputs and outputs in the HAL's order; referenced subgraphs follow, made on demand per use
-(a WHILE body returns every loop variable in TFLite, so it gets a variant that passes its
+inputs and outputs in the HAL's order; referenced subgraphs follow, one per use (a WHILE
+body returns every loop variable in TFLite, so it gets a variant that passes its
 loop-invariant inputs through).
 
 Each operation is lowered by its entry in the one mapping table (table.py); an operation
@@ -45,6 +45,8 @@ NUMPY_TYPE = {S.TensorType.FLOAT32: np.float32, S.TensorType.INT32: np.int32,
               S.TensorType.INT16: np.int16, S.TensorType.BOOL: np.bool_}
 QUANTIZED = frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                        T.TENSOR_QUANT16_SYMM})
+#: The most subgraphs a lowered model may have (each use of a referenced subgraph is one).
+MAX_SUBGRAPHS = 256
 #: The last builtin code that fits the deprecated 8-bit field.
 _PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
@@ -253,7 +255,6 @@ class Lowering:
     _opcodes: dict[int, int] = field(default_factory=dict)
     _codes: list = field(default_factory=list)
     _graphs: list = field(default_factory=list)
-    _made: dict[tuple[int, int], int] = field(default_factory=dict)
     _infos: dict[int, list[OperandInfo]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -288,15 +289,16 @@ class Lowering:
         return found
 
     def subgraph(self, index: int, passes_through: int = 0) -> int:
-        """The TFLite index of NNAPI subgraph ``index`` (0: main), made on first use; with
-        ``passes_through``, a variant that also outputs its last that many inputs."""
-        key = (index, passes_through)
-        found = self._made.get(key)
-        if found is None:
-            found = self._made[key] = len(self._graphs)
-            self._graphs.append(None)
-            self._graphs[found] = SubgraphLowering(self, index, passes_through).build(self.table)
-        return found
+        """A new TFLite subgraph of NNAPI subgraph ``index`` (0: main), and its index; with
+        ``passes_through``, a variant that also outputs its last that many inputs. Each
+        use gets its own copy: LiteRT's IF and WHILE keep state in the subgraphs they run,
+        so a condition shared by an outer and an inner loop fails to invoke."""
+        if len(self._graphs) >= MAX_SUBGRAPHS:
+            raise Unsupported(f"the model takes more than {MAX_SUBGRAPHS} TFLite subgraphs")
+        made = len(self._graphs)
+        self._graphs.append(None)
+        self._graphs[made] = SubgraphLowering(self, index, passes_through).build(self.table)
+        return made
 
     def serialize(self) -> bytes:
         self.subgraph(0)

@@ -49,18 +49,23 @@ _MISSED = ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
 class WorkerPool:
-    """Idle workers, started on demand, at most MAX_WORKERS alive."""
+    """Idle workers, at most MAX_WORKERS alive. One starts with the pool, and another as
+    soon as one is killed or dies, on a short-lived thread of its own: an execution should
+    find a worker ready, since starting one (importing LiteRT) takes long."""
 
     def __init__(self, resolver: str) -> None:
         self.resolver = resolver
         self._idle: list[Worker] = []
-        self._count = 0
+        self._count = 0             # alive or starting
+        self._starting = 0
         self._available = threading.Condition()
+        self._closed = False
         _POOLS.add(self)
+        self._start_spare()
 
     def acquire(self, limit_ns: Optional[int]) -> Worker:
         with self._available:
-            while not self._idle and self._count >= MAX_WORKERS:
+            while not self._idle and (self._starting or self._count >= MAX_WORKERS):
                 wait_s = None if limit_ns is None else (limit_ns - time.monotonic_ns()) / 1e9
                 if wait_s is not None and wait_s <= 0:
                     raise WorkerTimeout()
@@ -77,19 +82,49 @@ class WorkerPool:
     def release(self, worker: Worker) -> None:
         if not worker.alive:
             self._forget()
+            self._start_spare()
             return
         with self._available:
-            self._idle.append(worker)
-            self._available.notify()
+            if not self._closed:
+                self._idle.append(worker)
+                self._available.notify()
+                return
+        self._forget()
+        worker.close()
+
+    def _start_spare(self) -> None:
+        with self._available:
+            if self._closed or self._idle or self._starting or self._count >= MAX_WORKERS:
+                return
+            self._count += 1
+            self._starting += 1
+        threading.Thread(target=self._spare, name="litert-worker-start", daemon=True).start()
+
+    def _spare(self) -> None:
+        try:
+            worker = Worker(self.resolver)
+        except Exception:
+            worker = None
+        with self._available:
+            self._starting -= 1
+            if worker is not None and not self._closed:
+                self._idle.append(worker)
+                self._available.notify_all()
+                return
+            self._count -= 1
+            self._available.notify_all()
+        if worker is not None:
+            worker.close()
 
     def _forget(self) -> None:
         with self._available:
             self._count -= 1
-            self._available.notify()
+            self._available.notify_all()
 
     def close(self) -> None:
-        """Stop the idle workers (those running finish first)."""
+        """Stop the workers: the idle ones now, the others when their execution ends."""
         with self._available:
+            self._closed = True
             idle, self._idle = self._idle, []
             self._count -= len(idle)
         for worker in idle:
@@ -98,6 +133,11 @@ class WorkerPool:
     @property
     def alive(self) -> int:
         return self._count
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Whether a worker is idle within ``timeout_s`` (for tests and benchmarks)."""
+        with self._available:
+            return self._available.wait_for(lambda: bool(self._idle), timeout_s)
 
 
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
@@ -186,7 +226,7 @@ class LiteRTModel:
             self.engine.count("omitted input")
             raise ExecutionError("LiteRT: an omitted input is not supported")
         values = [np.ascontiguousarray(value, dtype) for value, dtype in zip(inputs, self.input_dtypes)]
-        engine = self.engine
+        engine, late = self.engine, None
         try:
             worker = engine.workers.acquire(ctx.deadline_ns)
         except WorkerTimeout:
@@ -195,11 +235,15 @@ class LiteRTModel:
         except WorkerDied as death:
             engine.crashed(str(death))
             raise ExecutionError(f"LiteRT: {death}") from None
-        limit_ns, late = self._limit(ctx)
         try:
-            answer = worker.run(self.digest, self.content, values, limit_ns)
+            answer = worker.load(self.digest, self.content, ctx.deadline_ns)
+            if answer[0] == "ok":
+                limit_ns, late = self._limit(ctx)
+                answer = worker.run(self.digest, values, limit_ns)
         except WorkerTimeout:
             engine.count("worker killed at the time limit")
+            if late is None:
+                raise ExecutionError("LiteRT: the deadline passed while loading the model", _MISSED) from None
             raise late from None
         except WorkerDied as death:
             engine.crashed(f"{death} (model sha1 {self.digest.hex()})")

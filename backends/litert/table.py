@@ -14,7 +14,7 @@ of the subgraphs they run is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -83,11 +83,10 @@ def last_axis(position: int) -> Callable[[OperationContext, Shapes], bool]:
 
 
 def symmetric_filter(ctx: OperationContext, shapes: Shapes) -> bool:
-    """LiteRT's int8 kernels take filters with zero point 0 only, and a per-channel filter
-    only with an int8 input."""
+    """LiteRT's int8 kernels take filters with zero point 0 only."""
     data, weights = ctx.inputs[0], ctx.inputs[1]
     if weights.channelQuant is not None:
-        return data.type == T.TENSOR_QUANT8_ASYMM_SIGNED
+        return True
     return data.type != T.TENSOR_QUANT8_ASYMM_SIGNED or weights.zeroPoint == 0
 
 
@@ -190,26 +189,47 @@ def space_to_batch(op: OpLowering, entry: Entry) -> None:
 _TFLITE_PADDING = {PaddingScheme.SAME: S.Padding.SAME, PaddingScheme.VALID: S.Padding.VALID}
 
 
-def _explicit_pad(op: OpLowering, tensor: int, padding, nchw: bool) -> int:
+def _explicit_pad(op: OpLowering, tensor: int, padding, like) -> int:
     """The NHWC input padded explicitly ahead of a VALID window (the pad holds the zero
     point of a quantized input, as the HAL pads)."""
     left, right, top, bottom = padding
     if not any(padding):
         return tensor
     pads = op.constant(np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
-    padded = op.temporary(op.ctx.inputs[0])
+    padded = op.temporary(like)
     op.emit(B.PAD, [tensor, pads], [padded])
     return padded
 
 
+def _signed(info):
+    """The int8 form of a uint8 operand (the same real values, zero point shifted)."""
+    return replace(info, type=T.TENSOR_QUANT8_ASYMM_SIGNED, zeroPoint=info.zeroPoint - 128)
+
+
 def convolution(op: OpLowering, entry: Entry) -> None:
+    """A uint8 input with a per-channel filter, which LiteRT only takes with int8 inputs, is
+    requantized to int8 (exactly: the zero point moves by 128) and its output back."""
     params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[op.ctx.type]))
+    data, result = op.ctx.inputs[0], op.ctx.outputs[0]
+    requantized = data.type == T.TENSOR_QUANT8_ASYMM and op.ctx.inputs[1].channelQuant is not None
     source = op.nhwc_input(0, params.nchw)
+    if requantized:
+        signed = op.temporary(_signed(data))
+        op.emit(B.QUANTIZE, [source], [signed])
+        source = signed
     if len(params.padding) == 4:
-        source, padding = _explicit_pad(op, source, params.padding, params.nchw), S.Padding.VALID
+        source = _explicit_pad(op, source, params.padding, _signed(data) if requantized else data)
+        padding = S.Padding.VALID
     else:
         padding = _TFLITE_PADDING[params.padding[0]]
     out, after = op.nhwc_output(0, params.nchw)
+    if requantized:
+        unsigned, out = out, op.temporary(_signed(result))
+        transposed_back = after
+
+        def after() -> None:
+            op.emit(B.QUANTIZE, [out], [unsigned])
+            transposed_back()
     fields = dict(padding=padding, strideW=params.stride[0], strideH=params.stride[1],
                   dilationWFactor=params.dilation[0], dilationHFactor=params.dilation[1],
                   fusedActivationFunction=params.activation)

@@ -9,9 +9,9 @@ dies on its own is reported as such (WorkerDied), with its exit signal and the t
 its stderr.
 
 Frames are an 8-byte little-endian length and a pickle. The parent sends
-``(digest, model_bytes | None, inputs)``; the worker answers ``("ok", outputs)``,
-``("error", stage, message)`` or ``("unknown-model",)`` (model bytes are sent once per
-worker, and the worker keeps the interpreters of the models it saw last).
+``(digest, model_bytes, None)`` to load a model (once per worker: it keeps the
+interpreters of the models it saw last) and ``(digest, None, inputs)`` to run it; the
+worker answers ``("ok", outputs)``, ``("error", stage, message)`` or ``("unknown-model",)``.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def serve(resolver: str) -> None:
                 while len(interpreters) > KEPT_INTERPRETERS:
                     interpreters.popitem(last=False)
             interpreters.move_to_end(digest)
-            answer = ("ok", _invoke(interpreter, inputs))
+            answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs))
         except Exception as error:      # every LiteRT failure is an answer, not an exit
             answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
         stdout.write(encode_frame(answer))
@@ -136,15 +136,20 @@ class Worker:
         except WorkerTimeout:
             raise WorkerDied("the LiteRT worker did not start") from None
 
-    def run(self, digest: bytes, content: bytes, inputs: list, limit_ns: int | None) -> tuple:
-        """The worker's answer for one run, within the monotonic-ns time limit (None: no
-        limit). Raises WorkerTimeout (the worker is then dead) or WorkerDied."""
-        known = digest in self.models
-        answer = self._exchange((digest, None if known else content, inputs), limit_ns)
-        if answer[0] == "unknown-model":
-            answer = self._exchange((digest, content, inputs), limit_ns)
-        self.models.add(digest)
+    def load(self, digest: bytes, content: bytes, limit_ns: int | None) -> tuple:
+        """Have the worker hold an interpreter of the model (its answer): loading is
+        preparation, not part of an execution's loop timeout."""
+        if digest in self.models:
+            return ("ok", [])
+        answer = self._exchange((digest, content, None), limit_ns)
+        if answer[0] == "ok":
+            self.models.add(digest)
         return answer
+
+    def run(self, digest: bytes, inputs: list, limit_ns: int | None) -> tuple:
+        """The worker's answer for one run of a loaded model, within the monotonic-ns time
+        limit (None: no limit). Raises WorkerTimeout (the worker is then dead) or WorkerDied."""
+        return self._exchange((digest, None, inputs), limit_ns)
 
     def _exchange(self, message: tuple, limit_ns: int | None) -> tuple:
         try:
