@@ -101,6 +101,16 @@ class SampleDriver:
         return [ours and theirs for ours, theirs in
                 zip(analysis.supported[0], self.engine.supports(model, analysis))]
 
+    def _check_engine_supports(self, model: Model, analysis: ModelAnalysis) -> None:
+        """A valid model with an operation the engine cannot compute fails to prepare with
+        GENERAL_FAILURE: the model is not at fault, as INVALID_ARGUMENT would say."""
+        if self.engine is BUNDLED:
+            return
+        engine_supported = list(self.engine.supports(model, analysis))
+        if not all(engine_supported):
+            raise DriverError(f"main subgraph, operation {engine_supported.index(False)} "
+                              f"is not supported by this driver's engine")
+
     def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
                          modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
                          callback) -> ErrorStatus:
@@ -131,10 +141,11 @@ class SampleDriver:
             if arguments.deadline_passed(deadline_ns):
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
             analysis = self._analyse(model)
-            main_supported = self._supported(model, analysis)
+            main_supported = analysis.supported[0]
             if not all(main_supported):
-                raise ValidationError(f"main subgraph, operation {list(main_supported).index(False)} "
+                raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "
                                       f"is not supported by this driver")
+            self._check_engine_supports(model, analysis)
             program = self._main_program(model, analysis)
         except DriverError as error:
             return error.status, None

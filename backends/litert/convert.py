@@ -71,6 +71,11 @@ class OpLowering:
 
     def __init__(self, sub: "SubgraphLowering", operation: Operation, ctx: OperationContext) -> None:
         self.sub, self.operation, self.ctx = sub, operation, ctx
+        #: Where the HAL gives a one-element result the shape [1] and LiteRT a scalar (all
+        #: axes reduced, squeezed or shrunk), outputs of rank 1 are reshaped after the
+        #: operator (``finish``).
+        self.rank_one_outputs = False
+        self._reshaped: dict[int, tuple[int, int]] = {}
 
     # what the operation reads
     def scalar(self, i: int):
@@ -99,7 +104,18 @@ class OpLowering:
         return self.sub.tensor(self.operation.inputs[i])
 
     def output(self, k: int = 0) -> int:
-        return self.sub.tensor(self.operation.outputs[k])
+        tensor = self.sub.tensor(self.operation.outputs[k])
+        shape = self.sub.static[self.operation.outputs[k]]
+        if not self.rank_one_outputs or shape is None or len(shape) != 1:
+            return tensor
+        if k not in self._reshaped:
+            self._reshaped[k] = (self.temporary(self.ctx.outputs[k]), tensor)
+        return self._reshaped[k][0]
+
+    def finish(self) -> None:
+        for computed, tensor in self._reshaped.values():
+            self.emit(S.BuiltinOperator.RESHAPE,
+                      [computed, self.constant(np.array([-1], np.int32))], [tensor])
 
     def constant(self, value: np.ndarray, like: Optional[OperandInfo] = None) -> int:
         return self.sub.constant(np.asarray(value), like)

@@ -55,6 +55,8 @@ class Entry:
     options: Optional[Callable[[OpLowering], tuple]] = None
     accepts: Callable[[OperationContext, Shapes], bool] = always
     lower: Optional[Callable[[OpLowering, "Entry"], None]] = None
+    #: a one-element result is [1] in the HAL and a scalar in LiteRT
+    rank_one: bool = False
 
 
 # --- parameters the converter can express ------------------------------------------------
@@ -65,6 +67,13 @@ def same_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
     return first.type not in Q or all(
         (info.scale, info.zeroPoint) == (first.scale, first.zeroPoint)
         for info in (*ctx.inputs, *ctx.outputs) if info.type in Q)
+
+
+def same_input_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
+    """LiteRT's quantized comparisons rescale inputs of different quantizations with less
+    precision than the HAL's exact comparison of real values: only alike inputs."""
+    first, second = ctx.inputs[0], ctx.inputs[1]
+    return first.type not in Q or (first.scale, first.zeroPoint) == (second.scale, second.zeroPoint)
 
 
 def no_activation_for_int(ctx: OperationContext, shapes: Shapes) -> bool:
@@ -341,7 +350,7 @@ def _binary(builtin, cls, types):
 
 
 def _reducer(builtin, types):
-    return Entry(builtin, types, (0, 1), (2,), lower=reducer)
+    return Entry(builtin, types, (0, 1), (2,), lower=reducer, rank_one=True)
 
 
 TABLE: dict[OP, Entry] = {
@@ -353,12 +362,12 @@ TABLE: dict[OP, Entry] = {
     OP.MINIMUM: Entry(B.MINIMUM, F | Q | I, (0, 1), accepts=same_quantization),
     OP.POW: Entry(B.POW, F, (0, 1)),
     OP.PRELU: Entry(B.PRELU, F, (0, 1)),
-    OP.EQUAL: Entry(B.EQUAL, ANY, (0, 1)),
-    OP.NOT_EQUAL: Entry(B.NOT_EQUAL, ANY, (0, 1)),
-    OP.GREATER: Entry(B.GREATER, F | Q | I, (0, 1)),
-    OP.GREATER_EQUAL: Entry(B.GREATER_EQUAL, F | Q | I, (0, 1)),
-    OP.LESS: Entry(B.LESS, F | Q | I, (0, 1)),
-    OP.LESS_EQUAL: Entry(B.LESS_EQUAL, F | Q | I, (0, 1)),
+    OP.EQUAL: Entry(B.EQUAL, ANY, (0, 1), accepts=same_input_quantization),
+    OP.NOT_EQUAL: Entry(B.NOT_EQUAL, ANY, (0, 1), accepts=same_input_quantization),
+    OP.GREATER: Entry(B.GREATER, F | Q | I, (0, 1), accepts=same_input_quantization),
+    OP.GREATER_EQUAL: Entry(B.GREATER_EQUAL, F | Q | I, (0, 1), accepts=same_input_quantization),
+    OP.LESS: Entry(B.LESS, F | Q | I, (0, 1), accepts=same_input_quantization),
+    OP.LESS_EQUAL: Entry(B.LESS_EQUAL, F | Q | I, (0, 1), accepts=same_input_quantization),
     OP.LOGICAL_AND: Entry(B.LOGICAL_AND, BOOL, (0, 1)),
     OP.LOGICAL_OR: Entry(B.LOGICAL_OR, BOOL, (0, 1)),
     OP.LOGICAL_NOT: Entry(B.LOGICAL_NOT, BOOL),
@@ -375,22 +384,18 @@ TABLE: dict[OP, Entry] = {
     OP.RELU6: Entry(B.RELU6, F | Q),
     OP.LOGISTIC: Entry(B.LOGISTIC, F | Q),
     OP.TANH: Entry(B.TANH, F | Q),
-    OP.ELU: Entry(B.ELU, F),
+    OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
     OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2),
                       lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)), last_axis(2)),
     OP.LOG_SOFTMAX: Entry(B.LOG_SOFTMAX, F, (0,), (1, 2),
                           accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and last_axis(2)(ctx, shapes)),
     OP.L2_NORMALIZATION: Entry(B.L2_NORMALIZATION, F | Q, (0,), (1,), accepts=last_axis(1)),
-    OP.LOCAL_RESPONSE_NORMALIZATION: Entry(
-        B.LOCAL_RESPONSE_NORMALIZATION, F, (0,), (1, 2, 3, 4, 5),
-        lambda op: options(O.LocalResponseNormalizationOptionsT, radius=op.scalar(1),
-                           bias=op.scalar(2), alpha=op.scalar(3), beta=op.scalar(4)), last_axis(5)),
     OP.QUANTIZE: Entry(B.QUANTIZE, F),
     OP.DEQUANTIZE: Entry(B.DEQUANTIZE, Q | frozenset({T.TENSOR_QUANT8_SYMM})),
     OP.RESHAPE: Entry(B.RESHAPE, ANY, (0, 1)),
     OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation),
-    OP.SQUEEZE: Entry(B.SQUEEZE, F | Q | I, params=(1,), lower=squeeze),
+    OP.SQUEEZE: Entry(B.SQUEEZE, F | Q | I, params=(1,), lower=squeeze, rank_one=True),
     OP.EXPAND_DIMS: Entry(B.EXPAND_DIMS, ANY, params=(1,), lower=expand_dims),
     OP.TRANSPOSE: Entry(B.TRANSPOSE, F | Q | I, (0, 1), accepts=transpose_accepts, lower=transpose),
     OP.GATHER: Entry(B.GATHER, F | Q | I, params=(1,), lower=gather),
@@ -399,12 +404,12 @@ TABLE: dict[OP, Entry] = {
     OP.SLICE: Entry(B.SLICE, F | Q | I, (0, 1, 2)),
     OP.STRIDED_SLICE: Entry(B.STRIDED_SLICE, F | Q, (0, 1, 2, 3), (4, 5, 6), lambda op: options(
         O.StridedSliceOptionsT, beginMask=op.scalar(4), endMask=op.scalar(5),
-        shrinkAxisMask=op.scalar(6))),
+        shrinkAxisMask=op.scalar(6)), rank_one=True),
     OP.SPLIT: Entry(B.SPLIT, F | Q | I, params=(1, 2), lower=split),
     OP.TILE: Entry(B.TILE, F | Q | I, (0, 1)),
     OP.SELECT: Entry(B.SELECT, BOOL, (0, 1, 2)),
-    OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce),
-    OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce),
+    OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
+    OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
     OP.MEAN: _reducer(B.MEAN, F | Q),
     OP.REDUCE_SUM: _reducer(B.SUM, F),
     OP.REDUCE_MAX: _reducer(B.REDUCE_MAX, F | Q),
@@ -438,9 +443,15 @@ TABLE: dict[OP, Entry] = {
 def lower(op: OpLowering) -> None:
     """Emit the operators of one supported operation."""
     entry = TABLE[op.ctx.type]
+    op.rank_one_outputs = entry.rank_one
     if entry.lower is not None:
         entry.lower(op, entry)
-        return
+    else:
+        _one_operator(op, entry)
+    op.finish()
+
+
+def _one_operator(op: OpLowering, entry: Entry) -> None:
     op.emit(entry.builtin, [op.input(i) if op.has(i) else -1 for i in entry.tensors if i < len(op.ctx.inputs)],
             [op.output(k) for k in range(len(op.ctx.outputs))],
             entry.options(op) if entry.options is not None else None)
