@@ -163,7 +163,7 @@ class LiteRTEngine:
 
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         try:
-            return table.supported_operations(model, analysis)
+            return table.supported_operations(model, analysis, self.resolver)
         except Exception:           # a model the table's checks cannot judge
             self.count("supports failed")
             return [False] * len(model.main.operations)

@@ -57,6 +57,8 @@ class Entry:
     lower: Optional[Callable[[OpLowering, "Entry"], None]] = None
     #: a one-element result is [1] in the HAL and a scalar in LiteRT
     rank_one: bool = False
+    #: the kernel sets (OpResolverType names) that have the builtin
+    kernel_sets: frozenset = frozenset({"AUTO", "BUILTIN", "BUILTIN_REF"})
 
 
 # --- parameters the converter can express ------------------------------------------------
@@ -384,7 +386,8 @@ TABLE: dict[OP, Entry] = {
     OP.RELU6: Entry(B.RELU6, F | Q),
     OP.LOGISTIC: Entry(B.LOGISTIC, F | Q),
     OP.TANH: Entry(B.TANH, F | Q),
-    OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0),
+    OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0,
+                  kernel_sets=frozenset({"AUTO", "BUILTIN"})),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
     OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2),
                       lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)), last_axis(2)),
@@ -457,10 +460,11 @@ def _one_operator(op: OpLowering, entry: Entry) -> None:
             entry.options(op) if entry.options is not None else None)
 
 
-def expresses(ctx: OperationContext, shapes: Shapes) -> bool:
-    """Whether the table expresses this (non control-flow) operation."""
+def expresses(ctx: OperationContext, shapes: Shapes, kernel_set: str) -> bool:
+    """Whether the table expresses this (non control-flow) operation with LiteRT's
+    ``kernel_set``."""
     entry = TABLE.get(ctx.type)
-    if entry is None or ctx.inputs[0].type not in entry.types:
+    if entry is None or kernel_set not in entry.kernel_sets or ctx.inputs[0].type not in entry.types:
         return False
     params = {i for i in entry.params if i < len(ctx.inputs) and not ctx.inputs[i].is_omitted}
     if any(not ctx.inputs[i].is_constant for i in params):
@@ -471,9 +475,9 @@ def expresses(ctx: OperationContext, shapes: Shapes) -> bool:
     return bool(entry.accepts(ctx, shapes))
 
 
-def supported_operations(model: Model, analysis: ModelAnalysis) -> list[bool]:
-    """Per main operation, whether the converter expresses it (never raises: an operation
-    the table's checks cannot judge is unsupported)."""
+def supported_operations(model: Model, analysis: ModelAnalysis, kernel_set: str) -> list[bool]:
+    """Per main operation, whether the converter expresses it for ``kernel_set`` (never
+    raises: an operation the table's checks cannot judge is unsupported)."""
     subgraphs = [model.main, *model.referenced]
     verdicts: dict[int, list[bool]] = {}
 
@@ -495,7 +499,7 @@ def supported_operations(model: Model, analysis: ModelAnalysis) -> list[bool]:
                           and not any(c in visiting for c in callees)
                           and all(all(of(c, visiting | {index})) for c in callees))
                 else:
-                    ok = expresses(ctx, [static[i] for i in operation.inputs])
+                    ok = expresses(ctx, [static[i] for i in operation.inputs], kernel_set)
             except (Unsupported, ArithmeticError, LookupError, TypeError, ValueError):
                 ok = False
             result.append(ok)

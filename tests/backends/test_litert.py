@@ -118,7 +118,7 @@ def test_supported_operations_follow_the_table(device):
         case = seed.case()
         status, supported = device.getSupportedOperations_1_3(case.model)
         assert status == ErrorStatus.NONE, name
-        expected = table.supported_operations(case.model, device._analyse(case.model))
+        expected = table.supported_operations(case.model, device._analyse(case.model), "BUILTIN_REF")
         assert supported == expected, name
         if seed.operation not in table.TABLE:
             assert supported == [False], name
