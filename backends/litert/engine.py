@@ -251,7 +251,7 @@ class LiteRTModel:
         finally:
             engine.workers.release(worker)
         if answer[0] != "ok":
-            _, stage, message = answer
+            stage, message = answer[1:] if len(answer) == 3 else ("exchange", repr(answer))
             engine.count(f"{stage} failed")
             raise ExecutionError(f"LiteRT: {stage} failed: {message}")
         outputs = answer[1]

@@ -25,7 +25,7 @@ from driver.hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, Oper
     OperationType as OP
 from driver.hal.structs import Model
 from driver.operands import operation_context, subgraph_infos
-from driver.operations import convolutions, pooling
+from driver.operations import convolutions, pooling, transpose_conv
 from driver.operations._spatial import PaddingScheme, implicit_padding
 from driver.operations.registry import OperationContext
 
@@ -65,10 +65,8 @@ class Entry:
 
 def same_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
     """LiteRT's kernel reads stored values as they are: every operand quantized alike."""
-    first = ctx.inputs[0]
-    return first.type not in Q or all(
-        (info.scale, info.zeroPoint) == (first.scale, first.zeroPoint)
-        for info in (*ctx.inputs, *ctx.outputs) if info.type in Q)
+    return len({(info.scale, info.zeroPoint) for info in (*ctx.inputs, *ctx.outputs)
+                if info.type in Q}) <= 1
 
 
 def same_input_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
@@ -252,6 +250,64 @@ def convolution(op: OpLowering, entry: Entry) -> None:
     after()
 
 
+def transpose_convolution(op: OpLowering, entry: Entry) -> None:
+    """LiteRT's TRANSPOSE_CONV takes SAME or VALID padding and the output's shape: explicit
+    padding is the VALID (uncropped) output with the padding cropped by a SLICE."""
+    params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, transpose_conv.FORMS))
+    data, result = op.ctx.inputs[0], op.ctx.outputs[0]
+    requantized = data.type == T.TENSOR_QUANT8_ASYMM and op.ctx.inputs[1].channelQuant is not None
+    source = op.nhwc_input(0, params.nchw)
+    if requantized:
+        signed = op.temporary(_signed(data))
+        op.emit(B.QUANTIZE, [source], [signed])
+        source = signed
+    out, after = op.nhwc_output(0, params.nchw)
+    if requantized:
+        unsigned, out = out, op.temporary(_signed(result))
+        transposed_back = after
+
+        def after() -> None:
+            op.emit(B.QUANTIZE, [out], [unsigned])
+            transposed_back()
+    fields = dict(strideW=params.stride[0], strideH=params.stride[1],
+                  fusedActivationFunction=params.activation)
+    weights, bias = op.input(1), op.input(2)
+    if len(params.padding) == 1:
+        shape = _nhwc(tuple(int(d) for d in op.value(transpose_conv.OUTPUT_SHAPE).reshape(-1)), params.nchw)
+        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(shape, np.int32)), weights, source, bias], [out],
+                options(O.TransposeConvOptionsT, padding=_TFLITE_PADDING[params.padding[0]], **fields))
+    else:
+        left, right, top, bottom = params.padding
+        full = _uncropped_shape(op.ctx, op.shape(0), op.shape(1), params)
+        uncropped = op.temporary(_signed(result) if requantized else result, full)
+        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(full, np.int32)), weights, source, bias], [uncropped],
+                options(O.TransposeConvOptionsT, padding=S.Padding.VALID, **fields))
+        begin = np.array([0, top, left, 0], np.int32)
+        size = np.array([full[0], full[1] - top - bottom, full[2] - left - right, full[3]], np.int32)
+        op.emit(B.SLICE, [uncropped, op.constant(begin), op.constant(size)], [out])
+    after()
+
+
+def _uncropped_shape(ctx: OperationContext, data_shape, filter_shape, params) -> Optional[tuple[int, ...]]:
+    """The NHWC output of a transposed convolution before its explicit padding is cropped,
+    when the input's and the filter's shapes are known ahead."""
+    data = _nhwc(data_shape, params.nchw)
+    if data is None or filter_shape is None or 0 in data or 0 in filter_shape:
+        return None
+    (stride_width, stride_height), (_, filter_height, filter_width, _) = params.stride, filter_shape
+    return (data[0], (data[1] - 1) * stride_height + filter_height,
+            (data[2] - 1) * stride_width + filter_width, filter_shape[0])
+
+
+def transpose_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    params = convolutions.read_parameters(ctx, convolutions.form_of(ctx, transpose_conv.FORMS))
+    if params is None or not symmetric_filter(ctx, shapes):
+        return False
+    if len(params.padding) == 1:
+        return ctx.inputs[transpose_conv.OUTPUT_SHAPE].is_constant
+    return _uncropped_shape(ctx, shapes[0], shapes[1], params) is not None
+
+
 def convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
     form = convolutions.form_of(ctx, convolutions.FORMS[ctx.type])
     return convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
@@ -410,7 +466,7 @@ TABLE: dict[OP, Entry] = {
         shrinkAxisMask=op.scalar(6)), rank_one=True),
     OP.SPLIT: Entry(B.SPLIT, F | Q | I, params=(1, 2), lower=split),
     OP.TILE: Entry(B.TILE, F | Q | I, (0, 1)),
-    OP.SELECT: Entry(B.SELECT, BOOL, (0, 1, 2)),
+    OP.SELECT: Entry(B.SELECT, BOOL, (0, 1, 2), accepts=same_quantization),
     OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
     OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
     OP.MEAN: _reducer(B.MEAN, F | Q),
@@ -429,6 +485,8 @@ TABLE: dict[OP, Entry] = {
     OP.CONV_2D: Entry(B.CONV_2D, F | Q, accepts=convolution_accepts, lower=convolution),
     OP.DEPTHWISE_CONV_2D: Entry(B.DEPTHWISE_CONV_2D, F | Q, accepts=convolution_accepts,
                                 lower=convolution),
+    OP.TRANSPOSE_CONV_2D: Entry(B.TRANSPOSE_CONV, F | Q, accepts=transpose_convolution_accepts,
+                                lower=transpose_convolution),
     OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
     OP.MAX_POOL_2D: Entry(B.MAX_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
     OP.L2_POOL_2D: Entry(B.L2_POOL_2D, F, accepts=pool_accepts, lower=pool),

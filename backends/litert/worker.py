@@ -126,7 +126,8 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), resolver], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, close_fds=True)
-        self.models: set[bytes] = set()
+        #: the models the worker holds, evicted as the worker evicts them
+        self.models: OrderedDict[bytes, None] = OrderedDict()
         self._released = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
@@ -140,10 +141,13 @@ class Worker:
         """Have the worker hold an interpreter of the model (its answer): loading is
         preparation, not part of an execution's loop timeout."""
         if digest in self.models:
+            self.models.move_to_end(digest)
             return ("ok", [])
         answer = self._exchange((digest, content, None), limit_ns)
         if answer[0] == "ok":
-            self.models.add(digest)
+            self.models[digest] = None
+            while len(self.models) > KEPT_INTERPRETERS:
+                self.models.popitem(last=False)
         return answer
 
     def run(self, digest: bytes, inputs: list, limit_ns: int | None) -> tuple:
