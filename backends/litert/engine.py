@@ -29,6 +29,7 @@ import numpy as np
 from driver.engine import CompiledModel
 from driver.errors import ExecutionError
 from driver.executor.plan import ModelAnalysis
+from driver.executor.shapes import matches_declared
 from driver.executor.steps import ExecutionContext
 from driver.fingerprint import ContentMemo, model_fingerprint
 from driver.hal.dtypes import STORAGE_DTYPE
@@ -218,6 +219,8 @@ class LiteRTModel:
         main = model.main
         self.input_dtypes = [NUMPY_TYPE[TENSOR_TYPE[main.operands[i].type]] for i in main.inputIndexes]
         self.output_dtypes = [STORAGE_DTYPE[main.operands[i].type] for i in main.outputIndexes]
+        #: what the model and inference say of each output's shape ahead (0, None: unknown)
+        self.output_shapes = [analysis.plans[0].static[i] for i in main.outputIndexes]
         self.has_loops = any(op.type == OperationType.WHILE
                              for subgraph in (main, *model.referenced) for op in subgraph.operations)
 
@@ -258,6 +261,13 @@ class LiteRTModel:
         if len(outputs) != len(self.output_dtypes):
             engine.count("wrong output count")
             raise ExecutionError("LiteRT: the interpreter gave another number of outputs")
+        for k, (value, known) in enumerate(zip(outputs, self.output_shapes)):
+            if not matches_declared(tuple(np.shape(value)), known):
+                # As the bundled executor fails an operation whose result contradicts
+                # the model, never reporting a shape the model rules out.
+                engine.count("output shape contradicts the model")
+                raise ExecutionError(f"LiteRT: output {k} has shape {list(np.shape(value))}, "
+                                     f"where the model says {list(known)}")
         engine.count("executed")
         return [np.asarray(value).astype(dtype, copy=False)
                 for value, dtype in zip(outputs, self.output_dtypes)]
