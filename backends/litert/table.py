@@ -518,12 +518,15 @@ def _one_operator(op: OpLowering, entry: Entry) -> None:
             entry.options(op) if entry.options is not None else None)
 
 
-def expresses(ctx: OperationContext, shapes: Shapes, kernel_set: str) -> bool:
+def expresses(ctx: OperationContext, shapes: Shapes, output_shapes: Shapes, kernel_set: str) -> bool:
     """Whether the table expresses this (non control-flow) operation with LiteRT's
-    ``kernel_set``."""
+    ``kernel_set``; ``shapes`` and ``output_shapes`` are what is known of its operands'
+    shapes ahead."""
     entry = TABLE.get(ctx.type)
     if entry is None or kernel_set not in entry.kernel_sets or ctx.inputs[0].type not in entry.types:
         return False
+    if entry.rank_one and None in output_shapes:
+        return False        # a one-element result could not be told [1] from a scalar
     params = {i for i in entry.params if i < len(ctx.inputs) and not ctx.inputs[i].is_omitted}
     if any(not ctx.inputs[i].is_constant for i in params):
         return False
@@ -557,7 +560,8 @@ def supported_operations(model: Model, analysis: ModelAnalysis, kernel_set: str)
                           and not any(c in visiting for c in callees)
                           and all(all(of(c, visiting | {index})) for c in callees))
                 else:
-                    ok = expresses(ctx, [static[i] for i in operation.inputs], kernel_set)
+                    ok = expresses(ctx, [static[i] for i in operation.inputs],
+                                   [static[o] for o in operation.outputs], kernel_set)
             except (Unsupported, ArithmeticError, LookupError, TypeError, ValueError):
                 ok = False
             result.append(ok)
