@@ -27,7 +27,7 @@ from driver.hal.structs import Model
 from driver.operands import operation_context, subgraph_infos
 from driver.operations import convolutions, pooling, transpose_conv
 from driver.operations._spatial import PaddingScheme, implicit_padding
-from driver.operations.registry import OperationContext
+from driver.operations.registry import OperationContext, lookup
 
 from .convert import TENSOR_TYPE, OpLowering, Unsupported, options
 
@@ -80,17 +80,6 @@ def no_activation_for_int(ctx: OperationContext, shapes: Shapes) -> bool:
     return ctx.inputs[0].type != T.TENSOR_INT32 or ctx.scalar(2) == 0
 
 
-def last_axis(position: int) -> Callable[[OperationContext, Shapes], bool]:
-    """The kernel works on the last axis only: the optional axis at ``position`` must name it."""
-    def accepts(ctx: OperationContext, shapes: Shapes) -> bool:
-        if position >= len(ctx.inputs):
-            return True
-        rank = len(shapes[0]) if shapes[0] is not None else None
-        axis = ctx.scalar(position)
-        return axis == -1 or (rank is not None and axis == rank - 1)
-    return accepts
-
-
 def symmetric_filter(ctx: OperationContext, shapes: Shapes) -> bool:
     """LiteRT's int8 kernels take filters with zero point 0 only."""
     data, weights = ctx.inputs[0], ctx.inputs[1]
@@ -115,6 +104,56 @@ def concatenation(op: OpLowering, entry: Entry) -> None:
     count = len(op.ctx.inputs) - 1
     op.emit(B.CONCATENATION, [op.input(i) for i in range(count)], [op.output()],
             options(O.ConcatenationOptionsT, axis=op.scalar(count)))
+
+
+def concatenation_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    """LiteRT requantizes the inputs of a uint8 concatenation, not those of an int8 one."""
+    return ctx.inputs[0].type != T.TENSOR_QUANT8_ASYMM_SIGNED or same_quantization(ctx, shapes)
+
+
+def channel_shuffle(op: OpLowering, entry: Entry) -> None:
+    """[..., groups * k, ...] -> [..., groups, k, ...], the two swapped, and back."""
+    shape, groups = op.shape(0), op.scalar(1)
+    axis = op.scalar(2) % len(shape)
+    split = [*shape[:axis], groups, shape[axis] // groups, *shape[axis + 1:]]
+    perm = list(range(len(split)))
+    perm[axis], perm[axis + 1] = axis + 1, axis
+    grouped, swapped = op.temporary(op.ctx.inputs[0], split), op.temporary(op.ctx.inputs[0])
+    op.emit(B.RESHAPE, [op.input(0), op.constant(np.array(split, np.int32))], [grouped])
+    op.emit(B.TRANSPOSE, [grouped, op.constant(np.array(perm, np.int32))], [swapped])
+    op.emit(B.RESHAPE, [swapped, op.constant(np.array(shape, np.int32))], [op.output()])
+
+
+def known_shape(ctx: OperationContext, shapes: Shapes) -> bool:
+    return shapes[0] is not None and 0 not in shapes[0]
+
+
+def on_last_axis(builtin: int, axis_at: int, build_options=None) -> Callable[[OpLowering, Entry], None]:
+    """An operation LiteRT computes along the last axis only, along the HAL's ``axis``
+    (input ``axis_at``, optional: the last by default): the axis swapped with the last
+    before and after."""
+    def lower(op: OpLowering, entry: Entry) -> None:
+        built = build_options(op) if build_options is not None else None
+        rank = len(op.shape(0)) if op.shape(0) is not None else None
+        axis = op.scalar(axis_at) if op.has(axis_at) else -1
+        if axis == -1 or axis == (rank or 0) - 1:
+            op.emit(builtin, [op.input(0)], [op.output()], built)
+            return
+        perm = list(range(rank))
+        perm[axis % rank], perm[-1] = rank - 1, axis % rank
+        perm_tensor = op.constant(np.array(perm, np.int32))
+        moved, computed = op.temporary(op.ctx.inputs[0]), op.temporary(op.ctx.outputs[0])
+        op.emit(B.TRANSPOSE, [op.input(0), perm_tensor], [moved])
+        op.emit(builtin, [moved], [computed], built)
+        op.emit(B.TRANSPOSE, [computed, perm_tensor], [op.output()])
+    return lower
+
+
+def axis_known(position: int) -> Callable[[OperationContext, Shapes], bool]:
+    """The axis at ``position`` can be moved last: it is the last, or the rank is known."""
+    def accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+        return position >= len(ctx.inputs) or ctx.scalar(position) == -1 or shapes[0] is not None
+    return accepts
 
 
 def _axis_tensor(op: OpLowering, position: int, shape: Sequence[int] = (1,)) -> int:
@@ -445,15 +484,17 @@ TABLE: dict[OP, Entry] = {
     OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0,
                   kernel_sets=frozenset({"AUTO", "BUILTIN"})),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
-    OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2),
-                      lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)), last_axis(2)),
-    OP.LOG_SOFTMAX: Entry(B.LOG_SOFTMAX, F, (0,), (1, 2),
-                          accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and last_axis(2)(ctx, shapes)),
-    OP.L2_NORMALIZATION: Entry(B.L2_NORMALIZATION, F | Q, (0,), (1,), accepts=last_axis(1)),
+    OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2), accepts=axis_known(2), lower=on_last_axis(
+        B.SOFTMAX, 2, lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)))),
+    OP.LOG_SOFTMAX: Entry(B.LOG_SOFTMAX, F, (0,), (1, 2), lower=on_last_axis(B.LOG_SOFTMAX, 2),
+                          accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and axis_known(2)(ctx, shapes)),
+    OP.L2_NORMALIZATION: Entry(B.L2_NORMALIZATION, F | Q, (0,), (1,), accepts=axis_known(1),
+                               lower=on_last_axis(B.L2_NORMALIZATION, 1)),
+    OP.CHANNEL_SHUFFLE: Entry(B.TRANSPOSE, F | Q, params=(1, 2), accepts=known_shape, lower=channel_shuffle),
     OP.QUANTIZE: Entry(B.QUANTIZE, F),
     OP.DEQUANTIZE: Entry(B.DEQUANTIZE, Q | frozenset({T.TENSOR_QUANT8_SYMM})),
     OP.RESHAPE: Entry(B.RESHAPE, ANY, (0, 1)),
-    OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation),
+    OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation, accepts=concatenation_accepts),
     OP.SQUEEZE: Entry(B.SQUEEZE, F | Q | I, params=(1,), lower=squeeze, rank_one=True),
     OP.EXPAND_DIMS: Entry(B.EXPAND_DIMS, ANY, params=(1,), lower=expand_dims),
     OP.TRANSPOSE: Entry(B.TRANSPOSE, F | Q | I, (0, 1), accepts=transpose_accepts, lower=transpose),
@@ -527,6 +568,9 @@ def expresses(ctx: OperationContext, shapes: Shapes, output_shapes: Shapes, kern
         return False
     if entry.rank_one and None in output_shapes:
         return False        # a one-element result could not be told [1] from a scalar
+    if any(i < len(ctx.inputs) and ctx.inputs[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT
+           for i in lookup(ctx.type).optional_inputs):
+        return False        # a request may omit it, and the lowered model takes a value
     params = {i for i in entry.params if i < len(ctx.inputs) and not ctx.inputs[i].is_omitted}
     if any(not ctx.inputs[i].is_constant for i in params):
         return False
