@@ -23,7 +23,7 @@ from ai_edge_litert import schema_py_generated as S
 from driver.executor.plan import ModelAnalysis
 from driver.hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperandType as T, \
     OperationType as OP
-from driver.hal.structs import Model
+from driver.hal.structs import Model, SymmPerChannelQuantParams
 from driver.operands import operation_context, subgraph_infos
 from driver.operations import convolutions, pooling, transpose_conv
 from driver.operations._spatial import PaddingScheme, implicit_padding
@@ -347,6 +347,51 @@ def transpose_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool
     return _uncropped_shape(ctx, shapes[0], shapes[1], params) is not None
 
 
+def grouped_convolution(op: OpLowering, entry: Entry) -> None:
+    """One CONV_2D per group, over the input's channels split by SPLIT and the (constant)
+    filter and bias split here, their results concatenated along the channels."""
+    params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[OP.GROUPED_CONV_2D]))
+    data, weights, bias, result = op.ctx.inputs[0], op.ctx.inputs[1], op.ctx.inputs[2], op.ctx.outputs[0]
+    groups = params.multiplier
+    source = op.nhwc_input(0, params.nchw)
+    if len(params.padding) == 4:
+        source, padding = _explicit_pad(op, source, params.padding, data), S.Padding.VALID
+    else:
+        padding = _TFLITE_PADDING[params.padding[0]]
+    parts = [op.temporary(data) for _ in range(groups)]
+    op.emit(B.SPLIT, [op.constant(np.array(3, np.int32)), source], parts,
+            options(O.SplitOptionsT, numSplits=groups))
+    out, after = op.nhwc_output(0, params.nchw)
+    per_group = weights.value.shape[0] // groups
+    results = []
+    for g, part in enumerate(parts):
+        rows = slice(g * per_group, (g + 1) * per_group)
+        results.append(op.temporary(result))
+        op.emit(B.CONV_2D, [part, op.constant(weights.value[rows], _rows_of(weights, rows)),
+                            op.constant(bias.value[rows], _rows_of(bias, rows))], [results[-1]],
+                options(O.Conv2DOptionsT, padding=padding, strideW=params.stride[0],
+                        strideH=params.stride[1], dilationWFactor=params.dilation[0],
+                        dilationHFactor=params.dilation[1], fusedActivationFunction=params.activation))
+    op.emit(B.CONCATENATION, results, [out], options(O.ConcatenationOptionsT, axis=3))
+    after()
+
+
+def _rows_of(info, rows: slice):
+    """A constant's info for its rows ``rows`` (a per-channel quantization sliced too)."""
+    quant = info.channelQuant
+    if quant is None:
+        return info
+    return replace(info, channelQuant=SymmPerChannelQuantParams(list(quant.scales[rows]), quant.channelDim))
+
+
+def grouped_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    form = convolutions.form_of(ctx, convolutions.FORMS[OP.GROUPED_CONV_2D])
+    data, weights = ctx.inputs[0], ctx.inputs[1]
+    return (convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
+            and weights.is_constant and ctx.inputs[2].is_constant
+            and not (data.type == T.TENSOR_QUANT8_ASYMM and weights.channelQuant is not None))
+
+
 def convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
     form = convolutions.form_of(ctx, convolutions.FORMS[ctx.type])
     return convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
@@ -526,6 +571,8 @@ TABLE: dict[OP, Entry] = {
     OP.CONV_2D: Entry(B.CONV_2D, F | Q, accepts=convolution_accepts, lower=convolution),
     OP.DEPTHWISE_CONV_2D: Entry(B.DEPTHWISE_CONV_2D, F | Q, accepts=convolution_accepts,
                                 lower=convolution),
+    OP.GROUPED_CONV_2D: Entry(B.CONV_2D, F | Q, accepts=grouped_convolution_accepts,
+                              lower=grouped_convolution),
     OP.TRANSPOSE_CONV_2D: Entry(B.TRANSPOSE_CONV, F | Q, accepts=transpose_convolution_accepts,
                                 lower=transpose_convolution),
     OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
