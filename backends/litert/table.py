@@ -254,30 +254,42 @@ def _signed(info):
     return replace(info, type=T.TENSOR_QUANT8_ASYMM_SIGNED, zeroPoint=info.zeroPoint - 128)
 
 
-def convolution(op: OpLowering, entry: Entry) -> None:
-    """A uint8 input with a per-channel filter, which LiteRT only takes with int8 inputs, is
-    requantized to int8 (exactly: the zero point moves by 128) and its output back."""
-    params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[op.ctx.type]))
+@dataclass
+class _Windowed:
+    """The NHWC tensors a convolution operator reads and writes, and what to emit after it.
+    A uint8 input with a per-channel filter, which LiteRT only takes with int8 inputs, is
+    requantized to int8 (exactly: the zero point moves by 128), and its output back."""
+    source: int
+    out: int
+    after: Callable[[], None]
+    data: object                # the info of what ``source`` holds
+    result: object              # the info of what ``out`` holds
+
+
+def _windowed(op: OpLowering, nchw: bool) -> _Windowed:
     data, result = op.ctx.inputs[0], op.ctx.outputs[0]
-    requantized = data.type == T.TENSOR_QUANT8_ASYMM and op.ctx.inputs[1].channelQuant is not None
-    source = op.nhwc_input(0, params.nchw)
-    if requantized:
-        signed = op.temporary(_signed(data))
-        op.emit(B.QUANTIZE, [source], [signed])
-        source = signed
+    source = op.nhwc_input(0, nchw)
+    out, after = op.nhwc_output(0, nchw)
+    if data.type != T.TENSOR_QUANT8_ASYMM or op.ctx.inputs[1].channelQuant is None:
+        return _Windowed(source, out, after, data, result)
+    signed = op.temporary(_signed(data))
+    op.emit(B.QUANTIZE, [source], [signed])
+    unsigned, signed_out = out, op.temporary(_signed(result))
+
+    def requantized_after() -> None:
+        op.emit(B.QUANTIZE, [signed_out], [unsigned])
+        after()
+    return _Windowed(signed, signed_out, requantized_after, _signed(data), _signed(result))
+
+
+def convolution(op: OpLowering, entry: Entry) -> None:
+    params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[op.ctx.type]))
+    io = _windowed(op, params.nchw)
+    source = io.source
     if len(params.padding) == 4:
-        source = _explicit_pad(op, source, params.padding, _signed(data) if requantized else data)
-        padding = S.Padding.VALID
+        source, padding = _explicit_pad(op, source, params.padding, io.data), S.Padding.VALID
     else:
         padding = _TFLITE_PADDING[params.padding[0]]
-    out, after = op.nhwc_output(0, params.nchw)
-    if requantized:
-        unsigned, out = out, op.temporary(_signed(result))
-        transposed_back = after
-
-        def after() -> None:
-            op.emit(B.QUANTIZE, [out], [unsigned])
-            transposed_back()
     fields = dict(padding=padding, strideW=params.stride[0], strideH=params.stride[1],
                   dilationWFactor=params.dilation[0], dilationHFactor=params.dilation[1],
                   fusedActivationFunction=params.activation)
@@ -285,46 +297,32 @@ def convolution(op: OpLowering, entry: Entry) -> None:
         built = options(O.DepthwiseConv2DOptionsT, depthMultiplier=params.multiplier, **fields)
     else:
         built = options(O.Conv2DOptionsT, **fields)
-    op.emit(entry.builtin, [source, op.input(1), op.input(2)], [out], built)
-    after()
+    op.emit(entry.builtin, [source, op.input(1), op.input(2)], [io.out], built)
+    io.after()
 
 
 def transpose_convolution(op: OpLowering, entry: Entry) -> None:
     """LiteRT's TRANSPOSE_CONV takes SAME or VALID padding and the output's shape: explicit
     padding is the VALID (uncropped) output with the padding cropped by a SLICE."""
     params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, transpose_conv.FORMS))
-    data, result = op.ctx.inputs[0], op.ctx.outputs[0]
-    requantized = data.type == T.TENSOR_QUANT8_ASYMM and op.ctx.inputs[1].channelQuant is not None
-    source = op.nhwc_input(0, params.nchw)
-    if requantized:
-        signed = op.temporary(_signed(data))
-        op.emit(B.QUANTIZE, [source], [signed])
-        source = signed
-    out, after = op.nhwc_output(0, params.nchw)
-    if requantized:
-        unsigned, out = out, op.temporary(_signed(result))
-        transposed_back = after
-
-        def after() -> None:
-            op.emit(B.QUANTIZE, [out], [unsigned])
-            transposed_back()
+    io = _windowed(op, params.nchw)
     fields = dict(strideW=params.stride[0], strideH=params.stride[1],
                   fusedActivationFunction=params.activation)
     weights, bias = op.input(1), op.input(2)
     if len(params.padding) == 1:
         shape = _nhwc(tuple(int(d) for d in op.value(transpose_conv.OUTPUT_SHAPE).reshape(-1)), params.nchw)
-        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(shape, np.int32)), weights, source, bias], [out],
-                options(O.TransposeConvOptionsT, padding=_TFLITE_PADDING[params.padding[0]], **fields))
+        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(shape, np.int32)), weights, io.source, bias],
+                [io.out], options(O.TransposeConvOptionsT, padding=_TFLITE_PADDING[params.padding[0]], **fields))
     else:
         left, right, top, bottom = params.padding
         full = _uncropped_shape(op.ctx, op.shape(0), op.shape(1), params)
-        uncropped = op.temporary(_signed(result) if requantized else result, full)
-        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(full, np.int32)), weights, source, bias], [uncropped],
-                options(O.TransposeConvOptionsT, padding=S.Padding.VALID, **fields))
+        uncropped = op.temporary(io.result, full)
+        op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(full, np.int32)), weights, io.source, bias],
+                [uncropped], options(O.TransposeConvOptionsT, padding=S.Padding.VALID, **fields))
         begin = np.array([0, top, left, 0], np.int32)
         size = np.array([full[0], full[1] - top - bottom, full[2] - left - right, full[3]], np.int32)
-        op.emit(B.SLICE, [uncropped, op.constant(begin), op.constant(size)], [out])
-    after()
+        op.emit(B.SLICE, [uncropped, op.constant(begin), op.constant(size)], [io.out])
+    io.after()
 
 
 def _uncropped_shape(ctx: OperationContext, data_shape, filter_shape, params) -> Optional[tuple[int, ...]]:
