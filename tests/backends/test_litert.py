@@ -19,9 +19,10 @@ from backends.litert import auto, builtin, builtin_ref, table  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
                         OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
-from driver.hal.enums import OperationType  # noqa: E402
+from driver.hal.enums import OperandType as T, OperationType  # noqa: E402
 from fuzz import oracles, seed_models  # noqa: E402
 from fuzz.harness import Oracles, run_case  # noqa: E402
+from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
 from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
 
 FACTORIES = {"auto": auto, "builtin": builtin, "builtin_ref": builtin_ref}
@@ -125,10 +126,32 @@ def test_supported_operations_follow_the_table(device):
 
 
 def test_unsupported_operation_is_not_prepared(device):
-    seed = next(s for s in SEEDS.values()
-                if s.operation == OperationType.LSH_PROJECTION)
-    status, _ = _prepare(device, seed.case().model)
-    assert status == ErrorStatus.INVALID_ARGUMENT
+    """A valid model LiteRT cannot compute is no fault of the model: GENERAL_FAILURE, never
+    INVALID_ARGUMENT (which the bundled driver would contradict)."""
+    seed = next(s for s in SEEDS.values() if s.operation == OperationType.LSH_PROJECTION)
+    model = seed.case().model
+    assert device.getSupportedOperations_1_3(model) == (ErrorStatus.NONE, [False])
+    status, prepared = _prepare(device, model)
+    assert status == ErrorStatus.GENERAL_FAILURE and prepared is None
+
+
+def test_a_result_the_model_rules_out_fails_the_execution(device):
+    """TILE by a multiple of 0 makes a [0, 12] result, where the model says [4, ?]: LiteRT
+    computes it, the driver must not report it (as the bundled executor fails it too)."""
+    mb = ModelBuilder()
+    g = mb.main
+    data = g.input(T.TENSOR_FLOAT32, [2, 3])
+    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, [0, 4], [2])],
+                         [(T.TENSOR_FLOAT32, [4, 0])])
+    g.outputs(out)
+    model = mb.build()
+    io = make_request([np.ones((2, 3), np.float32)], [out_like(np.float32, [4, 12])], one_pool=True)
+    for driver in (device, SampleDriver()):
+        status, prepared = _prepare(driver, model)
+        assert status == ErrorStatus.NONE
+        status, shapes, _ = prepared.executeSynchronously_1_3(
+            io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
+        assert status == ErrorStatus.GENERAL_FAILURE, driver
 
 
 # --- time limits and crashes -------------------------------------------------------------------
