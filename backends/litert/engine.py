@@ -269,8 +269,9 @@ class LiteRTModel:
                 raise ExecutionError(f"LiteRT: output {k} has shape {list(np.shape(value))}, "
                                      f"where the model says {list(known)}")
         engine.count("executed")
-        return [np.asarray(value).astype(dtype, copy=False)
-                for value, dtype in zip(outputs, self.output_dtypes)]
+        with np.errstate(over="ignore"):        # float16 results past its range are inf
+            return [np.asarray(value).astype(dtype, copy=False)
+                    for value, dtype in zip(outputs, self.output_dtypes)]
 
     def _limit(self, ctx: ExecutionContext) -> tuple[int, ExecutionError]:
         """When the execution must end (time.monotonic_ns), and the error it ends with
