@@ -15,8 +15,15 @@ from driver import SampleDriver
 from .engine import LiteRTEngine
 
 
+#: How long a factory waits for its first worker to start.
+STARTUP_WAIT_S = 60
+
+
 def _device(resolver: str) -> SampleDriver:
-    return SampleDriver(name=f"litert-{resolver.lower()}", engine=LiteRTEngine(resolver))
+    """The device, once a worker is ready: starting one is not part of any execution."""
+    engine = LiteRTEngine(resolver)
+    engine.workers.wait_ready(STARTUP_WAIT_S)
+    return SampleDriver(name=f"litert-{resolver.lower()}", engine=engine)
 
 
 def auto() -> SampleDriver:

@@ -38,7 +38,7 @@ from driver.hal.structs import Model
 
 from . import convert, table
 from .convert import NUMPY_TYPE, TENSOR_TYPE
-from .worker import Worker, WorkerDied, WorkerTimeout
+from .worker import STARTUP_LIMIT_NS, Worker, WorkerDied, WorkerTimeout
 
 #: Worker processes an engine runs at most (executions beyond wait for one).
 MAX_WORKERS = 4
@@ -55,9 +55,10 @@ _MISSED = ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
 class WorkerPool:
-    """Idle workers, at most MAX_WORKERS alive. One starts with the pool, and another as
-    soon as one is killed or dies, on a short-lived thread of its own: an execution should
-    find a worker ready, since starting one (importing LiteRT) takes long."""
+    """Idle workers, at most MAX_WORKERS alive. One starts with the pool, and a spare
+    whenever no worker is left idle, on a short-lived thread of its own: an execution,
+    also the one after a worker was killed, should find a worker ready, since starting one
+    (importing LiteRT) takes long."""
 
     def __init__(self, resolver: str) -> None:
         self.resolver = resolver
@@ -76,9 +77,12 @@ class WorkerPool:
                 if wait_s is not None and wait_s <= 0:
                     raise WorkerTimeout()
                 self._available.wait(wait_s)
-            if self._idle:
-                return self._idle.pop()
-            self._count += 1
+            worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                self._count += 1
+        if worker is not None:
+            self._start_spare()     # ready for the execution after this one, if it is killed
+            return worker
         try:
             return Worker(self.resolver)
         except BaseException:
@@ -128,9 +132,11 @@ class WorkerPool:
             self._available.notify_all()
 
     def close(self) -> None:
-        """Stop the workers: the idle ones now, the others when their execution ends."""
+        """Stop the workers: the idle and starting ones now, the others when their
+        execution ends."""
         with self._available:
             self._closed = True
+            self._available.wait_for(lambda: not self._starting, STARTUP_LIMIT_NS / 1e9)
             idle, self._idle = self._idle, []
             self._count -= len(idle)
         for worker in idle:

@@ -341,8 +341,25 @@ def transpose_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool
     if params is None or not symmetric_filter(ctx, shapes):
         return False
     if len(params.padding) == 1:
-        return ctx.inputs[transpose_conv.OUTPUT_SHAPE].is_constant
+        return _output_fits_input(ctx, shapes, params)
     return _uncropped_shape(ctx, shapes[0], shapes[1], params) is not None
+
+
+def _output_fits_input(ctx: OperationContext, shapes: Shapes, params) -> bool:
+    """LiteRT refuses an output shape from which its padding scheme would not give back
+    the input's height and width (the HAL takes any): the shapes must be known and fit."""
+    output = ctx.inputs[transpose_conv.OUTPUT_SHAPE].value
+    data, weights = _nhwc(shapes[0], params.nchw), shapes[1]
+    if output is None or data is None or weights is None or 0 in data or 0 in weights:
+        return False
+    out = _nhwc(tuple(int(d) for d in output.reshape(-1)), params.nchw)
+    (scheme,), strides = params.padding, (params.stride[1], params.stride[0])
+    for axis, (stride, size) in enumerate(zip(strides, weights[1:3])):
+        fitted = (-(-out[1 + axis] // stride) if scheme == PaddingScheme.SAME
+                  else (out[1 + axis] - size + stride) // stride)
+        if fitted != data[1 + axis]:
+            return False
+    return True
 
 
 def grouped_convolution(op: OpLowering, entry: Entry) -> None:
