@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from driver.engine import CompiledModel
-from driver.errors import ExecutionError
+from driver.errors import ExecutionError, ResourceError
 from driver.executor.plan import ModelAnalysis
 from driver.executor.shapes import matches_declared
 from driver.executor.steps import ExecutionContext
@@ -240,6 +240,10 @@ class LiteRTModel:
             self.engine.count("omitted input")
             raise ExecutionError("LiteRT: an omitted input is not supported")
         values = [np.ascontiguousarray(value, dtype) for value, dtype in zip(inputs, self.input_dtypes)]
+        held = sum(value.nbytes for value in values)
+        if held > ctx.budget_bytes:
+            raise ResourceError(f"LiteRT: the inputs take {held} bytes, over the execution's "
+                                f"budget of {ctx.budget_bytes} bytes")
         engine, late = self.engine, None
         try:
             worker = engine.workers.acquire(ctx.deadline_ns)
@@ -253,7 +257,7 @@ class LiteRTModel:
             answer = worker.load(self.digest, self.content, ctx.deadline_ns)
             if answer[0] == "ok":
                 limit_ns, late = self._limit(ctx)
-                answer = worker.run(self.digest, values, limit_ns)
+                answer = worker.run(self.digest, values, ctx.budget_bytes - held, limit_ns)
         except WorkerTimeout:
             engine.count("worker killed at the time limit")
             if late is None:
@@ -267,6 +271,8 @@ class LiteRTModel:
         if answer[0] != "ok":
             stage, message = answer[1:] if len(answer) == 3 else ("exchange", repr(answer))
             engine.count(f"{stage} failed")
+            if stage == "budget":
+                raise ResourceError(f"LiteRT: {message}")
             raise ExecutionError(f"LiteRT: {stage} failed: {message}")
         outputs = answer[1]
         if len(outputs) != len(self.output_dtypes):

@@ -9,8 +9,9 @@ dies on its own is reported as such (WorkerDied), with its exit signal and the t
 its stderr.
 
 Frames are an 8-byte little-endian length and a pickle. The parent sends
-``(digest, model_bytes, None)`` to load a model (once per worker: it keeps the
-interpreters of the models it saw last) and ``(digest, None, inputs)`` to run it; the
+``(digest, model_bytes, None, 0)`` to load a model (once per worker: it keeps the
+interpreters of the models it saw last) and ``(digest, None, inputs, budget_bytes)`` to run
+it; the
 worker answers ``("ok", outputs)``, ``("error", stage, message)`` or ``("unknown-model",)``.
 """
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+
+import numpy as np
 
 _LENGTH = struct.Struct("<Q")
 #: How long a worker may take to start.
@@ -59,7 +62,7 @@ def serve(resolver: str) -> None:
         payload = _read_exactly(stdin, _LENGTH.unpack(header)[0])
         if payload is None:
             return
-        digest, content, inputs = pickle.loads(payload)
+        digest, content, inputs, budget_bytes = pickle.loads(payload)
         stage = "load"
         try:
             interpreter = interpreters.get(digest)
@@ -74,11 +77,18 @@ def serve(resolver: str) -> None:
                 while len(interpreters) > KEPT_INTERPRETERS:
                     interpreters.popitem(last=False)
             interpreters.move_to_end(digest)
-            answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs))
+            answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs, budget_bytes))
         except Exception as error:      # every LiteRT failure is an answer, not an exit
             answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
         stdout.write(encode_frame(answer))
         stdout.flush()
+
+
+def _check_budget(interpreter, budget_bytes: int) -> None:
+    held = sum(int(np.prod(detail["shape"])) * np.dtype(detail["dtype"]).itemsize
+               for detail in interpreter.get_output_details())
+    if held > budget_bytes:
+        raise MemoryError(f"the outputs take {held} bytes, over the budget of {budget_bytes}")
 
 
 class _StageError(Exception):
@@ -87,7 +97,9 @@ class _StageError(Exception):
         self.stage = stage
 
 
-def _invoke(interpreter, inputs: list) -> list:
+def _invoke(interpreter, inputs: list, budget_bytes: int) -> list:
+    """The outputs of one run; a run whose outputs take more than ``budget_bytes`` fails
+    (stage "budget") before they are copied out."""
     stage = "resize"
     try:
         details = interpreter.get_input_details()
@@ -96,11 +108,15 @@ def _invoke(interpreter, inputs: list) -> list:
                 interpreter.resize_tensor_input(detail["index"], list(value.shape), strict=False)
         stage = "allocate"
         interpreter.allocate_tensors()
+        stage = "budget"        # what the shapes LiteRT knows before running already take
+        _check_budget(interpreter, budget_bytes)
         stage = "set"
         for detail, value in zip(details, inputs):
             interpreter.set_tensor(detail["index"], value)
         stage = "invoke"
         interpreter.invoke()
+        stage = "budget"
+        _check_budget(interpreter, budget_bytes)
         stage = "get"
         return [interpreter.get_tensor(detail["index"]).copy()
                 for detail in interpreter.get_output_details()]
@@ -143,17 +159,18 @@ class Worker:
         if digest in self.models:
             self.models.move_to_end(digest)
             return ("ok", [])
-        answer = self._exchange((digest, content, None), limit_ns)
+        answer = self._exchange((digest, content, None, 0), limit_ns)
         if answer[0] == "ok":
             self.models[digest] = None
             while len(self.models) > KEPT_INTERPRETERS:
                 self.models.popitem(last=False)
         return answer
 
-    def run(self, digest: bytes, inputs: list, limit_ns: int | None) -> tuple:
+    def run(self, digest: bytes, inputs: list, budget_bytes: int, limit_ns: int | None) -> tuple:
         """The worker's answer for one run of a loaded model, within the monotonic-ns time
-        limit (None: no limit). Raises WorkerTimeout (the worker is then dead) or WorkerDied."""
-        return self._exchange((digest, None, inputs), limit_ns)
+        limit (None: no limit) and the memory budget of its outputs. Raises WorkerTimeout
+        (the worker is then dead) or WorkerDied."""
+        return self._exchange((digest, None, inputs, budget_bytes), limit_ns)
 
     def _exchange(self, message: tuple, limit_ns: int | None) -> tuple:
         try:

@@ -235,3 +235,26 @@ def test_every_kernel_set_runs_a_loop(factory):
     (status, _, _), io = _counter(device, 7, 1_000_000_000)
     assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 7
     device.engine.close()
+
+
+def test_an_execution_keeps_to_the_memory_budget():
+    """A result larger than the device's budget ends the execution with
+    RESOURCE_EXHAUSTED_PERSISTENT before it reaches the driver's process, as on the
+    bundled driver."""
+    mb = ModelBuilder()
+    g = mb.main
+    data = g.input(T.TENSOR_FLOAT32, [2, 3])
+    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, [1000, 1000], [2])],
+                         [(T.TENSOR_FLOAT32, [2000, 3000])])
+    g.outputs(out)
+    model = mb.build()
+    io = make_request([np.ones((2, 3), np.float32)], [out_like(np.float32, [2000, 3000])], one_pool=True)
+    device = builtin_ref()
+    for driver in (device, SampleDriver()):
+        driver.memory_budget_bytes = 16 << 20
+        status, prepared = _prepare(driver, model)
+        assert status == ErrorStatus.NONE
+        status, _, _ = prepared.executeSynchronously_1_3(
+            io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
+        assert status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, driver
+    device.engine.close()
