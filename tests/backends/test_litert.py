@@ -135,23 +135,30 @@ def test_unsupported_operation_is_not_prepared(device):
     assert status == ErrorStatus.GENERAL_FAILURE and prepared is None
 
 
-def test_a_result_the_model_rules_out_fails_the_execution(device):
-    """TILE by a multiple of 0 makes a [0, 12] result, where the model says [4, ?]: LiteRT
-    computes it, the driver must not report it (as the bundled executor fails it too)."""
+def _tiled(driver, multiples: list[int], declared: list[int], budget_bytes: int | None = None):
+    """The status of TILE of a [2, 3] float32 input by constant ``multiples`` into an output
+    the model declares ``declared``, executed on ``driver``."""
     mb = ModelBuilder()
     g = mb.main
     data = g.input(T.TENSOR_FLOAT32, [2, 3])
-    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, [0, 4], [2])],
-                         [(T.TENSOR_FLOAT32, [4, 0])])
+    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, multiples, [2])],
+                         [(T.TENSOR_FLOAT32, declared)])
     g.outputs(out)
-    model = mb.build()
-    io = make_request([np.ones((2, 3), np.float32)], [out_like(np.float32, [4, 12])], one_pool=True)
+    io = make_request([np.ones((2, 3), np.float32)],
+                      [out_like(np.float32, [2 * multiples[0], 3 * multiples[1]])], one_pool=True)
+    if budget_bytes is not None:
+        driver.memory_budget_bytes = budget_bytes
+    status, prepared = _prepare(driver, mb.build())
+    assert status == ErrorStatus.NONE
+    return prepared.executeSynchronously_1_3(io.request, MeasureTiming.NO, OptionalTimePoint(),
+                                             OptionalTimeoutDuration())[0]
+
+
+def test_a_result_the_model_rules_out_fails_the_execution(device):
+    """TILE by a multiple of 0 makes a [0, 12] result, where the model says [4, ?]: LiteRT
+    computes it, the driver must not report it (as the bundled executor fails it too)."""
     for driver in (device, SampleDriver()):
-        status, prepared = _prepare(driver, model)
-        assert status == ErrorStatus.NONE
-        status, shapes, _ = prepared.executeSynchronously_1_3(
-            io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
-        assert status == ErrorStatus.GENERAL_FAILURE, driver
+        assert _tiled(driver, [0, 4], [4, 0]) == ErrorStatus.GENERAL_FAILURE, driver
 
 
 # --- time limits and crashes -------------------------------------------------------------------
@@ -241,20 +248,8 @@ def test_an_execution_keeps_to_the_memory_budget():
     """A result larger than the device's budget ends the execution with
     RESOURCE_EXHAUSTED_PERSISTENT before it reaches the driver's process, as on the
     bundled driver."""
-    mb = ModelBuilder()
-    g = mb.main
-    data = g.input(T.TENSOR_FLOAT32, [2, 3])
-    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, [1000, 1000], [2])],
-                         [(T.TENSOR_FLOAT32, [2000, 3000])])
-    g.outputs(out)
-    model = mb.build()
-    io = make_request([np.ones((2, 3), np.float32)], [out_like(np.float32, [2000, 3000])], one_pool=True)
     device = builtin_ref()
     for driver in (device, SampleDriver()):
-        driver.memory_budget_bytes = 16 << 20
-        status, prepared = _prepare(driver, model)
-        assert status == ErrorStatus.NONE
-        status, _, _ = prepared.executeSynchronously_1_3(
-            io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
-        assert status == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, driver
+        assert (_tiled(driver, [1000, 1000], [2000, 3000], budget_bytes=16 << 20)
+                == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT), driver
     device.engine.close()
