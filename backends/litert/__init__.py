@@ -3,7 +3,8 @@ over LiteRT's kernels. One factory per kernel set, each usable as ``--driver
 backends.litert:FACTORY`` by the fuzzer, the conformance runner and triage:
 
 - ``auto``: OpResolverType AUTO, the builtin kernels with the XNNPACK delegate;
-- ``builtin``: BUILTIN, the optimized kernels without delegates;
+- ``builtin``: BUILTIN_WITHOUT_DEFAULT_DELEGATES, the optimized kernels alone (LiteRT's
+  BUILTIN would apply the XNNPACK delegate too);
 - ``builtin_ref``: BUILTIN_REF, the reference kernels.
 
 Needs the ``litert`` extra (``pip install -e '.[litert]'``).
@@ -23,7 +24,7 @@ def _device(resolver: str) -> SampleDriver:
     """The device, once a worker is ready: starting one is not part of any execution."""
     engine = LiteRTEngine(resolver)
     engine.workers.wait_ready(STARTUP_WAIT_S)
-    return SampleDriver(name=f"litert-{resolver.lower()}", engine=engine)
+    return SampleDriver(name=f"litert-{resolver.lower().replace('_', '-')}", engine=engine)
 
 
 def auto() -> SampleDriver:
@@ -31,7 +32,7 @@ def auto() -> SampleDriver:
 
 
 def builtin() -> SampleDriver:
-    return _device("BUILTIN")
+    return _device("BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 
 
 def builtin_ref() -> SampleDriver:

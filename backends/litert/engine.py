@@ -162,8 +162,9 @@ def _close_pools() -> None:
 
 
 class LiteRTEngine:
-    """One LiteRT kernel set (``resolver``: an OpResolverType name: AUTO, the XNNPACK
-    delegate; BUILTIN, the optimized kernels; BUILTIN_REF, the reference kernels)."""
+    """One LiteRT kernel set (``resolver``: an OpResolverType name: AUTO, the builtin
+    kernels with the XNNPACK delegate; BUILTIN_WITHOUT_DEFAULT_DELEGATES, the optimized
+    kernels alone; BUILTIN_REF, the reference kernels)."""
 
     def __init__(self, resolver: str) -> None:
         self.resolver = resolver

@@ -58,7 +58,8 @@ class Entry:
     #: a one-element result is [1] in the HAL and a scalar in LiteRT
     rank_one: bool = False
     #: the kernel sets (OpResolverType names) that have the builtin
-    kernel_sets: frozenset = frozenset({"AUTO", "BUILTIN", "BUILTIN_REF"})
+    kernel_sets: frozenset = frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+                                        "BUILTIN_REF"})
 
 
 # --- parameters the converter can express ------------------------------------------------
@@ -542,7 +543,7 @@ TABLE: dict[OP, Entry] = {
     OP.LOGISTIC: Entry(B.LOGISTIC, F | Q),
     OP.TANH: Entry(B.TANH, F | Q),
     OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0,
-                  kernel_sets=frozenset({"AUTO", "BUILTIN"})),
+                  kernel_sets=frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"})),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
     OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2), accepts=axis_known(2), lower=on_last_axis(
         B.SOFTMAX, 2, lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)))),

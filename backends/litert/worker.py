@@ -71,8 +71,8 @@ def serve(resolver: str) -> None:
                     stdout.write(encode_frame(("unknown-model",)))
                     stdout.flush()
                     continue
-                interpreter = Interpreter(model_content=content, num_threads=1,
-                                          experimental_op_resolver_type=resolver_type)
+                interpreter = _Loaded(Interpreter(model_content=content, num_threads=1,
+                                                  experimental_op_resolver_type=resolver_type))
                 interpreters[digest] = interpreter
                 while len(interpreters) > KEPT_INTERPRETERS:
                     interpreters.popitem(last=False)
@@ -91,23 +91,37 @@ def _check_budget(interpreter, budget_bytes: int) -> None:
         raise MemoryError(f"the outputs take {held} bytes, over the budget of {budget_bytes}")
 
 
+class _Loaded:
+    """An interpreter, and whether its tensors are allocated for the current input shapes.
+    Allocating again after a run would lose what LiteRT computed once and kept (a
+    DEQUANTIZE of a constant is evaluated on the first run only)."""
+
+    def __init__(self, interpreter) -> None:
+        self.interpreter = interpreter
+        self.allocated = False
+
+
 class _StageError(Exception):
     def __init__(self, stage: str, error: Exception) -> None:
         super().__init__(f"{type(error).__name__}: {error}")
         self.stage = stage
 
 
-def _invoke(interpreter, inputs: list, budget_bytes: int) -> list:
+def _invoke(loaded: _Loaded, inputs: list, budget_bytes: int) -> list:
     """The outputs of one run; a run whose outputs take more than ``budget_bytes`` fails
     (stage "budget") before they are copied out."""
+    interpreter = loaded.interpreter
     stage = "resize"
     try:
         details = interpreter.get_input_details()
         for detail, value in zip(details, inputs):
             if tuple(detail["shape"]) != value.shape:
                 interpreter.resize_tensor_input(detail["index"], list(value.shape), strict=False)
+                loaded.allocated = False
         stage = "allocate"
-        interpreter.allocate_tensors()
+        if not loaded.allocated:
+            interpreter.allocate_tensors()
+            loaded.allocated = True
         stage = "budget"        # what the shapes LiteRT knows before running already take
         _check_budget(interpreter, budget_bytes)
         stage = "set"
