@@ -25,9 +25,9 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as S
 
 from driver.executor.plan import ModelAnalysis
-from driver.hal.enums import OperandLifeTime, OperandType as T, OperationType
+from driver.hal.enums import OperandLifeTime, OperandType as T
 from driver.hal.structs import Model, Operation, Subgraph
-from driver.operands import subgraph_infos
+from driver.operands import operation_context, subgraph_infos
 from driver.operations.registry import OperandInfo, OperationContext
 
 #: The TFLite tensor type each HAL operand type is stored as.
@@ -284,7 +284,6 @@ class Lowering:
         return found
 
     def context(self, subgraph: Subgraph, op_index: int, infos) -> OperationContext:
-        from driver.operands import operation_context
         return operation_context(self.model, subgraph, op_index, infos)
 
     def buffer(self, data: bytes) -> int:

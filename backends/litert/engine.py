@@ -33,7 +33,7 @@ from driver.executor.shapes import matches_declared
 from driver.executor.steps import ExecutionContext
 from driver.fingerprint import ContentMemo, model_fingerprint
 from driver.hal.dtypes import STORAGE_DTYPE
-from driver.hal.enums import ErrorStatus, OperandType as T, OperationType
+from driver.hal.enums import ErrorStatus, OperationType
 from driver.hal.structs import Model
 
 from . import convert, table
