@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 from . import arguments, cache
 from .buffers import BufferTracker, DeviceBuffer
+from .engine import BUNDLED, Engine
 from .errors import DriverError, ValidationError, check
 from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
@@ -38,15 +39,19 @@ class SampleDriver:
     ``cache_payload_sealer(content, token, edit)``: the cache file ``content`` this driver
     wrote for ``token``, its payload replaced by ``edit(payload)`` and sealed again (see
     driver/cache.py): how a client tests that the driver survives a cache file that passes
-    its authentication but holds what the driver never writes."""
+    its authentication but holds what the driver never writes.
+
+    ``engine``: what computes (driver/engine.py): the bundled executor by default, or a
+    real runtime behind the same HAL surface."""
 
     cache_payload_sealer = staticmethod(cache.reseal)
 
     def __init__(self, name: str = "sample-python",
-                 memory_budget_bytes: int = MEMORY_BUDGET_BYTES) -> None:
+                 memory_budget_bytes: int = MEMORY_BUDGET_BYTES, engine: Engine = BUNDLED) -> None:
         self.name = name
         self.memory_budget_bytes = memory_budget_bytes
         self.buffers = BufferTracker()
+        self.engine = engine
 
     # --- queries -------------------------------------------------------------------------
 
@@ -94,7 +99,24 @@ class SampleDriver:
             analysis = self._analyse(model)
         except DriverError as error:
             return error.status, []
-        return ErrorStatus.NONE, list(analysis.supported[0])
+        return ErrorStatus.NONE, list(self._supported(model, analysis))
+
+    def _supported(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
+        """Per main operation: supported by this driver's validation and by its engine."""
+        if self.engine is BUNDLED:
+            return analysis.supported[0]
+        return [ours and theirs for ours, theirs in
+                zip(analysis.supported[0], self.engine.supports(model, analysis))]
+
+    def _check_engine_supports(self, model: Model, analysis: ModelAnalysis) -> None:
+        """A valid model with an operation the engine cannot compute fails to prepare with
+        GENERAL_FAILURE: the model is not at fault, as INVALID_ARGUMENT would say."""
+        if self.engine is BUNDLED:
+            return
+        engine_supported = list(self.engine.supports(model, analysis))
+        if not all(engine_supported):
+            raise DriverError(f"main subgraph, operation {engine_supported.index(False)} "
+                              f"is not supported by this driver's engine")
 
     def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
                          modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
@@ -132,12 +154,20 @@ class SampleDriver:
             if not all(main_supported):
                 raise ValidationError(f"main subgraph, operation {main_supported.index(False)} "
                                       f"is not supported by this driver")
+            self._check_engine_supports(model, analysis)
+            program = self._main_program(model, analysis)
         except DriverError as error:
             return error.status, None
         if arguments.deadline_passed(deadline_ns):
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
-        return ErrorStatus.NONE, SamplePreparedModel(_main_program(model, analysis), checked_priority,
-                                                     self)
+        return ErrorStatus.NONE, SamplePreparedModel(program, checked_priority, self)
+
+    def _main_program(self, model: Model, analysis: ModelAnalysis) -> MainProgram:
+        """What executions run: the bundled plan (made once per content), or what the engine
+        compiles (an engine keeps its own memo)."""
+        if self.engine is BUNDLED:
+            return _main_program(model, analysis)
+        return MainProgram.of(_model_for_requests(model), self.engine.compile(model, analysis))
 
     def _save_to_cache(self, model: Model, modelCache: list[int], dataCache: list[int],
                        token: bytes) -> None:

@@ -293,6 +293,7 @@ def main() -> None:
         with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
             from driver.operations.registry import supported_types
             from fuzz import harness
+            from fuzz import oracles as oracles_module
             from fuzz.drivers import make_device
             from hal_client.watchdog import WATCHDOG
             supported_types()            # operation modules load lazily: load them instrumented
@@ -306,6 +307,9 @@ def main() -> None:
     def print_stats() -> None:
         if harness.STATS.inputs:
             print(harness.STATS.summary(), file=sys.stderr, flush=True)
+            engine = oracles_module.engine_summary(device)
+            if engine:
+                print(engine, file=sys.stderr, flush=True)
             if stats_dir:
                 Path(stats_dir, f"{os.getpid()}.json").write_text(json.dumps(vars(harness.STATS)))
 

@@ -347,7 +347,11 @@ def run_case(case: FuzzCase, device: Any, enabled: Oracles = Oracles()) -> Outco
     """Run one case through ``device`` and apply every oracle (of the optional ones, those
     ``enabled``); raises OracleViolation."""
     try:
-        return _run_case(case, device, enabled)
+        try:
+            return _run_case(case, device, enabled)
+        finally:
+            # A crash of the runtime behind the driver is the finding, whatever followed it.
+            oracles.check_runtime_alive(device)
     except OracleViolation:
         STATS.violations += 1
         raise

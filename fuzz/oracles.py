@@ -98,6 +98,12 @@ class MemoryBudgetViolation(OracleViolation):
     rule = "memory-budget"
 
 
+class RuntimeCrashViolation(OracleViolation):
+    """The runtime behind the driver died (a native crash in its worker process), whatever
+    status the driver then gave."""
+    rule = "runtime-crash"
+
+
 # --- what the oracles judge ---------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -351,3 +357,25 @@ def check_peak_memory(peak_bytes: int, budget_bytes: int, slack_bytes: int, what
         raise MemoryBudgetViolation(
             f"{what} execution allocated up to {peak_bytes} bytes, over its budget of "
             f"{budget_bytes} bytes plus {slack_bytes} of scratch", key=what)
+
+
+# --- the runtime behind a driver ---------------------------------------------------------------
+
+def check_runtime_alive(device) -> None:
+    """A driver over a real runtime (``device.engine``, driver/engine.py) that hands out the
+    crashes of its runtime (``take_crashes()``) had none during the case."""
+    take_crashes = getattr(getattr(device, "engine", None), "take_crashes", None)
+    if take_crashes is None:
+        return
+    crashes = take_crashes()
+    if crashes:
+        raise RuntimeCrashViolation("; ".join(crashes))
+
+
+def engine_summary(device) -> str | None:
+    """The counts a driver's engine keeps of its outcomes (``device.engine.statistics``), as
+    one line, or None for a driver without them."""
+    statistics = getattr(getattr(device, "engine", None), "statistics", None)
+    if not statistics:
+        return None
+    return "engine: " + ", ".join(f"{what} {count}" for what, count in sorted(statistics.items()))

@@ -37,10 +37,18 @@ def package_files(root: Path, package: str) -> list[Path]:
                   if path.is_file() and "__pycache__" not in path.parts)
 
 
+#: Packages the frozen fuzzer leaves out: an engine over a real runtime runs that runtime
+#: in a worker process of a real Python (backends/litert/worker.py), which a one-file
+#: binary does not have.
+NOT_FROZEN = frozenset({"backends"})
+
+
 def hidden_imports(root: Path = REPO_ROOT) -> list[str]:
     """Every module and package of the project's packages, dotted."""
     names = []
     for package in project_packages(root):
+        if package in NOT_FROZEN:
+            continue
         for path in package_files(root, package):
             if path.suffix == ".py":
                 parts = path.relative_to(root).with_suffix("").parts
@@ -51,7 +59,8 @@ def hidden_imports(root: Path = REPO_ROOT) -> list[str]:
 def data_files(root: Path = REPO_ROOT) -> list[tuple[Path, str]]:
     """(file, folder in the bundle) of every file in the packages that is not Python."""
     return [(path, str(path.parent.relative_to(root)))
-            for package in project_packages(root) for path in package_files(root, package)
+            for package in project_packages(root) if package not in NOT_FROZEN
+            for path in package_files(root, package)
             if path.suffix not in (".py", ".pyc", ".so")]
 
 

@@ -32,7 +32,8 @@ def failure(error: DriverError) -> ExecutionResult:
 @dataclass(slots=True)    # not frozen: see InputLayout
 class MainProgram:
     """What executions of a prepared model run: the model requests are checked against,
-    the main subgraph's plan and the layout of its inputs. Never changed once made, and
+    the compiled model (the main subgraph's plan, or an engine's: driver/engine.py) and the
+    layout of its inputs. Never changed once made, and
     shared by every execution; each run has its own slots."""
     model: Model
     plan: SubgraphPlan

@@ -1,0 +1,42 @@
+"""LiteRT (the TFLite interpreter) as a driver under test: the bundled driver's HAL surface
+over LiteRT's kernels. One factory per kernel set, each usable as ``--driver
+backends.litert:FACTORY`` by the fuzzer, the conformance runner and triage:
+
+- ``auto``: OpResolverType AUTO, the builtin kernels with the XNNPACK delegate;
+- ``builtin``: BUILTIN_WITHOUT_DEFAULT_DELEGATES, the optimized kernels alone (LiteRT's
+  BUILTIN would apply the XNNPACK delegate too);
+- ``builtin_ref``: BUILTIN_REF, the reference kernels.
+
+Needs the ``litert`` extra (``pip install -e '.[litert]'``).
+"""
+from __future__ import annotations
+
+from driver import SampleDriver
+
+from .engine import LiteRTEngine
+
+
+#: How long a factory waits for its first worker to start.
+STARTUP_WAIT_S = 60
+
+
+def _device(resolver: str) -> SampleDriver:
+    """The device, once a worker is ready: starting one is not part of any execution."""
+    engine = LiteRTEngine(resolver)
+    engine.workers.wait_ready(STARTUP_WAIT_S)
+    return SampleDriver(name=f"litert-{resolver.lower().replace('_', '-')}", engine=engine)
+
+
+def auto() -> SampleDriver:
+    return _device("AUTO")
+
+
+def builtin() -> SampleDriver:
+    return _device("BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+
+
+def builtin_ref() -> SampleDriver:
+    return _device("BUILTIN_REF")
+
+
+__all__ = ["auto", "builtin", "builtin_ref", "LiteRTEngine"]

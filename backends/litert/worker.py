@@ -1,0 +1,254 @@
+"""The process LiteRT runs in, and the parent's side of talking to it.
+
+LiteRT cannot be interrupted from Python, and a native fault in it would end the process
+it runs in. So the interpreter runs in a worker process of its own (this file, run as a
+script: it imports nothing of the project), fed over its stdin/stdout pipes; the parent
+waits for an answer no longer than the execution may take, and kills the worker (then
+starts another) when a loop outlives its timeout or the deadline passes. A worker that
+dies on its own is reported as such (WorkerDied), with its exit signal and the tail of
+its stderr.
+
+Frames are an 8-byte little-endian length and a pickle. The parent sends
+``(digest, model_bytes, None, 0)`` to load a model (once per worker: it keeps the
+interpreters of the models it saw last) and ``(digest, None, inputs, budget_bytes)`` to run
+it; the
+worker answers ``("ok", outputs)``, ``("error", stage, message)`` or ``("unknown-model",)``.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+_LENGTH = struct.Struct("<Q")
+#: How long a worker may take to start.
+STARTUP_LIMIT_NS = 60_000_000_000
+#: Interpreters a worker keeps (the models it ran last).
+KEPT_INTERPRETERS = 16
+
+
+def encode_frame(message: object) -> bytes:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(payload)) + payload
+
+
+def _read_exactly(stream, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if data is not None and len(data) == size else None
+
+
+# --- the worker ------------------------------------------------------------------------
+
+def serve(resolver: str) -> None:
+    """Answer run requests on stdin until it closes."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    resolver_type = OpResolverType[resolver]
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdout.write(encode_frame(("ready",)))
+    stdout.flush()
+    interpreters: OrderedDict = OrderedDict()
+    while True:
+        header = _read_exactly(stdin, _LENGTH.size)
+        if header is None:
+            return
+        payload = _read_exactly(stdin, _LENGTH.unpack(header)[0])
+        if payload is None:
+            return
+        digest, content, inputs, budget_bytes = pickle.loads(payload)
+        stage = "load"
+        try:
+            interpreter = interpreters.get(digest)
+            if interpreter is None:
+                if content is None:
+                    stdout.write(encode_frame(("unknown-model",)))
+                    stdout.flush()
+                    continue
+                interpreter = _Loaded(Interpreter(model_content=content, num_threads=1,
+                                                  experimental_op_resolver_type=resolver_type))
+                interpreters[digest] = interpreter
+                while len(interpreters) > KEPT_INTERPRETERS:
+                    interpreters.popitem(last=False)
+            interpreters.move_to_end(digest)
+            answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs, budget_bytes))
+        except Exception as error:      # every LiteRT failure is an answer, not an exit
+            answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
+        stdout.write(encode_frame(answer))
+        stdout.flush()
+
+
+def _check_budget(interpreter, budget_bytes: int) -> None:
+    held = sum(int(np.prod(detail["shape"])) * np.dtype(detail["dtype"]).itemsize
+               for detail in interpreter.get_output_details())
+    if held > budget_bytes:
+        raise MemoryError(f"the outputs take {held} bytes, over the budget of {budget_bytes}")
+
+
+class _Loaded:
+    """An interpreter, and whether its tensors are allocated for the current input shapes.
+    Allocating again after a run would lose what LiteRT computed once and kept (a
+    DEQUANTIZE of a constant is evaluated on the first run only)."""
+
+    def __init__(self, interpreter) -> None:
+        self.interpreter = interpreter
+        self.allocated = False
+
+
+class _StageError(Exception):
+    def __init__(self, stage: str, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.stage = stage
+
+
+def _invoke(loaded: _Loaded, inputs: list, budget_bytes: int) -> list:
+    """The outputs of one run; a run whose outputs take more than ``budget_bytes`` fails
+    (stage "budget") before they are copied out."""
+    interpreter = loaded.interpreter
+    stage = "resize"
+    try:
+        details = interpreter.get_input_details()
+        for detail, value in zip(details, inputs):
+            if tuple(detail["shape"]) != value.shape:
+                interpreter.resize_tensor_input(detail["index"], list(value.shape), strict=False)
+                loaded.allocated = False
+        stage = "allocate"
+        if not loaded.allocated:
+            interpreter.allocate_tensors()
+            loaded.allocated = True
+        stage = "budget"        # what the shapes LiteRT knows before running already take
+        _check_budget(interpreter, budget_bytes)
+        stage = "set"
+        for detail, value in zip(details, inputs):
+            interpreter.set_tensor(detail["index"], value)
+        stage = "invoke"
+        interpreter.invoke()
+        stage = "budget"
+        _check_budget(interpreter, budget_bytes)
+        stage = "get"
+        return [interpreter.get_tensor(detail["index"]).copy()
+                for detail in interpreter.get_output_details()]
+    except Exception as error:
+        raise _StageError(stage, error) from error
+
+
+# --- the parent's side --------------------------------------------------------------------
+
+class WorkerTimeout(Exception):
+    """No answer before the time limit: the worker was killed."""
+
+
+class WorkerDied(Exception):
+    """The worker ended without answering (a native crash of LiteRT)."""
+
+
+class Worker:
+    """One worker process and the models it holds."""
+
+    def __init__(self, resolver: str) -> None:
+        self.stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), resolver], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.stderr, close_fds=True)
+        #: the models the worker holds, evicted as the worker evicts them
+        self.models: OrderedDict[bytes, None] = OrderedDict()
+        self._released = False
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.process.stdout, selectors.EVENT_READ)
+        # Starting (importing LiteRT) is not part of any execution's time.
+        try:
+            self._receive(time.monotonic_ns() + STARTUP_LIMIT_NS)
+        except WorkerTimeout:
+            raise WorkerDied("the LiteRT worker did not start") from None
+
+    def load(self, digest: bytes, content: bytes, limit_ns: int | None) -> tuple:
+        """Have the worker hold an interpreter of the model (its answer): loading is
+        preparation, not part of an execution's loop timeout."""
+        if digest in self.models:
+            self.models.move_to_end(digest)
+            return ("ok", [])
+        answer = self._exchange((digest, content, None, 0), limit_ns)
+        if answer[0] == "ok":
+            self.models[digest] = None
+            while len(self.models) > KEPT_INTERPRETERS:
+                self.models.popitem(last=False)
+        return answer
+
+    def run(self, digest: bytes, inputs: list, budget_bytes: int, limit_ns: int | None) -> tuple:
+        """The worker's answer for one run of a loaded model, within the monotonic-ns time
+        limit (None: no limit) and the memory budget of its outputs. Raises WorkerTimeout
+        (the worker is then dead) or WorkerDied."""
+        return self._exchange((digest, None, inputs, budget_bytes), limit_ns)
+
+    def _exchange(self, message: tuple, limit_ns: int | None) -> tuple:
+        try:
+            self.process.stdin.write(encode_frame(message))
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self._death()) from None
+        return self._receive(limit_ns)
+
+    def _receive(self, limit_ns: int | None) -> tuple:
+        header = self._read(_LENGTH.size, limit_ns)
+        return pickle.loads(self._read(_LENGTH.unpack(header)[0], limit_ns))
+
+    def _read(self, size: int, limit_ns: int | None) -> bytes:
+        chunks, fd = [], self.process.stdout.fileno()
+        while size:
+            wait_s = None if limit_ns is None else max(0.0, (limit_ns - time.monotonic_ns()) / 1e9)
+            if not self._selector.select(wait_s):
+                self.close()
+                raise WorkerTimeout()
+            chunk = os.read(fd, min(size, 1 << 20))
+            if not chunk:
+                raise WorkerDied(self._death())
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _death(self) -> str:
+        """How the worker ended, once it has."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.close()
+            code = self.process.returncode
+        self.stderr.seek(0, os.SEEK_END)
+        self.stderr.seek(max(0, self.stderr.tell() - 2000))
+        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-5:]
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        self._release()
+        return f"the LiteRT worker died ({how}): " + " | ".join(tail)
+
+    def close(self) -> None:
+        """Kill the worker and reap it."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._release()
+
+    def _release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._selector.close()
+        self.stderr.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,255 @@
+"""LiteRT as the engine of the bundled HAL surface (backends/litert): every operation the
+table maps computes what the bundled driver computes (alone, in IF branches, in a WHILE
+body), getSupportedOperations_1_3 follows the table, loops end at their timeout, and a
+crash of LiteRT's worker is a finding. Skipped without the ``litert`` extra."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ai_edge_litert")
+pytest.importorskip("flatbuffers")
+
+from backends.litert import auto, builtin, builtin_ref, table  # noqa: E402
+from driver import SampleDriver  # noqa: E402
+from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
+                        OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
+from driver.hal.enums import OperandType as T, OperationType  # noqa: E402
+from fuzz import oracles, seed_models  # noqa: E402
+from fuzz.harness import Oracles, run_case  # noqa: E402
+from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
+from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
+
+FACTORIES = {"auto": auto, "builtin": builtin, "builtin_ref": builtin_ref}
+
+
+@pytest.fixture(scope="module")
+def device():
+    device = builtin_ref()
+    yield device
+    device.engine.close()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return Oracles(reference=SampleDriver(), relations=False)
+
+
+SEEDS = seed_models.operation_seeds()
+MAPPED = {name: seed for name, seed in SEEDS.items() if seed.operation in table.TABLE}
+
+
+def _prepare(device, model):
+    callback = PreparedModelCallback()
+    device.prepareModel_1_3(model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+                            OptionalTimePoint(), [], [], bytes(32), callback)
+    return callback.wait()
+
+
+def _counter(device, n: int, loop_timeout_ns: int):
+    status, prepared = _prepare(device, counter_loop_model())
+    assert status == ErrorStatus.NONE
+    io = int32_request([np.array([0], np.int32), np.array([n], np.int32)], [[1]])
+    result = prepared.executeSynchronously_1_3(io.request, MeasureTiming.NO, OptionalTimePoint(),
+                                               OptionalTimeoutDuration(nanoseconds=loop_timeout_ns))
+    return result, io
+
+
+# --- what the table maps computes as the bundled driver does --------------------------------
+
+@pytest.mark.parametrize("name", sorted(MAPPED))
+def test_operation_matches_the_bundled_driver(name, device, reference):
+    """The harness's reference oracle compares LiteRT's outputs with the bundled driver's;
+    a seed LiteRT does not support is not run (the table said no)."""
+    case = MAPPED[name].case()
+    outcome = run_case(case, device, reference)
+    if all(device.getSupportedOperations_1_3(case.model)[1]):
+        assert outcome.prepare_status == ErrorStatus.NONE
+        assert outcome.first.status == ErrorStatus.NONE, outcome.first
+
+
+def test_most_mapped_seeds_are_supported(device):
+    supported = [all(device.getSupportedOperations_1_3(seed.case().model)[1]) for seed in MAPPED.values()]
+    assert sum(supported) >= 0.5 * len(supported)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(MAPPED) if n.endswith("_example_0")])
+def test_operation_in_if_and_while(name, device, reference):
+    """IF runs its branch and WHILE its body inside LiteRT, as its own IF and WHILE."""
+    seed = MAPPED[name]
+    for case in (seed.in_if(True), seed.in_if(False), seed.in_while(3)):
+        outcome = run_case(case, device, reference)
+        if outcome.prepare_status == ErrorStatus.NONE:
+            assert outcome.first.status == ErrorStatus.NONE, outcome.first
+
+
+def test_control_flow_lowers_to_litert_builtins(device):
+    from ai_edge_litert import schema_py_generated as S
+    from backends.litert import convert
+    model = counter_loop_model()
+    analysis = device._analyse(model)
+    tflite = S.ModelT.InitFromPackedBuf(convert.lower(model, analysis, table))
+    codes = [code.builtinCode for code in tflite.operatorCodes]
+    assert S.BuiltinOperator.WHILE in codes
+    assert len(tflite.subgraphs) == 3          # main, condition, body
+    body = tflite.subgraphs[tflite.subgraphs[0].operators[0].builtinOptions.bodySubgraphIndex]
+    assert len(body.outputs) == len(body.inputs)   # LiteRT's body returns every loop variable
+
+
+@pytest.mark.parametrize("seed", [seed_models.while_state_and_input_only, seed_models.nested_if_in_while,
+                                  seed_models.nested_while_in_if, seed_models.while_in_while,
+                                  seed_models.if_constant_condition])
+def test_control_flow_seeds(seed, device, reference):
+    outcome = run_case(seed(), device, reference)
+    assert outcome.prepare_status == ErrorStatus.NONE
+    assert outcome.first.status == ErrorStatus.NONE, outcome.first
+
+
+# --- getSupportedOperations_1_3 ------------------------------------------------------------------
+
+def test_supported_operations_follow_the_table(device):
+    """An operation is supported exactly when the table expresses it: never one without
+    an entry, and a mapped one whose types the entry lists."""
+    for name, seed in SEEDS.items():
+        case = seed.case()
+        status, supported = device.getSupportedOperations_1_3(case.model)
+        assert status == ErrorStatus.NONE, name
+        expected = table.supported_operations(case.model, device._analyse(case.model), "BUILTIN_REF")
+        assert supported == expected, name
+        if seed.operation not in table.TABLE:
+            assert supported == [False], name
+
+
+def test_unsupported_operation_is_not_prepared(device):
+    """A valid model LiteRT cannot compute is no fault of the model: GENERAL_FAILURE, never
+    INVALID_ARGUMENT (which the bundled driver would contradict)."""
+    seed = next(s for s in SEEDS.values() if s.operation == OperationType.LSH_PROJECTION)
+    model = seed.case().model
+    assert device.getSupportedOperations_1_3(model) == (ErrorStatus.NONE, [False])
+    status, prepared = _prepare(device, model)
+    assert status == ErrorStatus.GENERAL_FAILURE and prepared is None
+
+
+def _tiled(driver, multiples: list[int], declared: list[int], budget_bytes: int | None = None):
+    """The status of TILE of a [2, 3] float32 input by constant ``multiples`` into an output
+    the model declares ``declared``, executed on ``driver``."""
+    mb = ModelBuilder()
+    g = mb.main
+    data = g.input(T.TENSOR_FLOAT32, [2, 3])
+    (out,) = g.operation(OperationType.TILE, [data, g.constant(T.TENSOR_INT32, multiples, [2])],
+                         [(T.TENSOR_FLOAT32, declared)])
+    g.outputs(out)
+    io = make_request([np.ones((2, 3), np.float32)],
+                      [out_like(np.float32, [2 * multiples[0], 3 * multiples[1]])], one_pool=True)
+    if budget_bytes is not None:
+        driver.memory_budget_bytes = budget_bytes
+    status, prepared = _prepare(driver, mb.build())
+    assert status == ErrorStatus.NONE
+    return prepared.executeSynchronously_1_3(io.request, MeasureTiming.NO, OptionalTimePoint(),
+                                             OptionalTimeoutDuration())[0]
+
+
+def test_a_result_the_model_rules_out_fails_the_execution(device):
+    """TILE by a multiple of 0 makes a [0, 12] result, where the model says [4, ?]: LiteRT
+    computes it, the driver must not report it (as the bundled executor fails it too)."""
+    for driver in (device, SampleDriver()):
+        assert _tiled(driver, [0, 4], [4, 0]) == ErrorStatus.GENERAL_FAILURE, driver
+
+
+# --- time limits and crashes -------------------------------------------------------------------
+
+def _children() -> set[int]:
+    """The child processes of this process (of any of its threads)."""
+    pids = set()
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+            pids.update(int(pid) for pid in f.read().split())
+    return pids
+
+
+def _settled(device) -> int:
+    """The threads alive once the engine has a worker ready and started its spare."""
+    assert device.engine.workers.wait_ready(60)
+    for thread in threading.enumerate():
+        if thread.name == "litert-worker-start":
+            thread.join(60)
+    return threading.active_count()
+
+
+def _zombies() -> list[int]:
+    """Child processes that ended and were never reaped."""
+    def state(pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return ""
+    return [pid for pid in _children() if state(pid) == "Z"]
+
+
+def test_endless_loop_ends_at_its_timeout_and_leaks_nothing():
+    device = builtin_ref()
+    (status, _, _), io = _counter(device, 10, 1_000_000_000)
+    assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    settled = _settled(device)
+    for _ in range(2):
+        assert device.engine.workers.wait_ready(60)     # a spare replaces a killed worker
+        started = time.monotonic()
+        (status, _, _), _ = _counter(device, 2**31 - 1, 50_000_000)
+        took = time.monotonic() - started
+        assert status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+        assert took < 0.05 + 0.1 + 2.0      # the timeout, the kill, and a loaded machine
+    assert device.engine.statistics["worker killed at the time limit"] == 2
+    assert _settled(device) == settled          # no thread left behind
+    assert device.engine.workers.alive <= 2     # a worker ready and its spare
+    assert _zombies() == []                     # the killed workers were reaped
+    (status, _, _), io = _counter(device, 10, 1_000_000_000)      # a new worker runs it
+    assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    device.engine.close()
+    assert device.engine.workers.alive == 0
+
+
+def test_a_dead_worker_is_a_runtime_crash():
+    device = builtin_ref()
+    _counter(device, 1, 1_000_000_000)
+    killed = []
+
+    def kill_the_worker() -> None:
+        time.sleep(0.3)
+        for pid in _children():
+            os.kill(pid, signal.SIGSEGV)
+            killed.append(pid)
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    (status, _, _), _ = _counter(device, 2**31 - 1, 5_000_000_000)
+    killer.join()
+    assert killed
+    assert status == ErrorStatus.GENERAL_FAILURE
+    with pytest.raises(oracles.RuntimeCrashViolation, match="signal 11"):
+        oracles.check_runtime_alive(device)
+    oracles.check_runtime_alive(device)        # reported once
+    device.engine.close()
+
+
+@pytest.mark.parametrize("factory", sorted(FACTORIES))
+def test_every_kernel_set_runs_a_loop(factory):
+    device = FACTORIES[factory]()
+    (status, _, _), io = _counter(device, 7, 1_000_000_000)
+    assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 7
+    device.engine.close()
+
+
+def test_an_execution_keeps_to_the_memory_budget():
+    """A result larger than the device's budget ends the execution with
+    RESOURCE_EXHAUSTED_PERSISTENT before it reaches the driver's process, as on the
+    bundled driver."""
+    device = builtin_ref()
+    for driver in (device, SampleDriver()):
+        assert (_tiled(driver, [1000, 1000], [2000, 3000], budget_bytes=16 << 20)
+                == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT), driver
+    device.engine.close()
