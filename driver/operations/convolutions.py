@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..hal.structs import SymmPerChannelQuantParams
-from ..limits import MAX_TAP_PRODUCTS, check_cost, check_shape, checkpoint
+from ..limits import (MAX_TAP_PRODUCTS, MULTIPLY_ADDS_PER_CHUNK, check_cost, check_shape,
+                      checkpoint)
 from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product_scale,
                            quantize_multiplier, saturate_int32)
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
@@ -329,21 +330,23 @@ def accumulate_taps(ctx: OperationContext, x: np.ndarray, taps: np.ndarray, geom
     """The depthwise sums of products of every window of the NHWC ``x`` (padded with zeros)
     with its channel's filters (``depthwise_filter``): [batches, out_height, out_width,
     channels * multiplier] in x's dtype. Each window holds a single channel, so an im2col
-    matrix would feed a matmul of tiny matrices; instead each filter tap adds its slice of
-    the input (that tap's cell of every window) times its weights, a few whole-array
-    multiply-adds."""
+    matrix would feed a matmul of tiny matrices; instead each chunk of filter rows adds
+    its cells of every window times their weights (an einsum over the strided windows,
+    which copies nothing), with as many rows in a chunk as keep it to about
+    MULTIPLY_ADDS_PER_CHUNK products: a few chunks for a small filter, and a filter of many
+    taps over few outputs is not a Python loop over its taps."""
     padded = pad_input(ctx, x, geometry)
     (stride_width, stride_height), (dilation_width, dilation_height) = stride, dilation
     cells = windows(padded, filter_height, filter_width, stride_height, stride_width,
-                    dilation_height, dilation_width)[..., None]   # [b, oh, ow, c, fh, fw, 1]
+                    dilation_height, dilation_width)               # [b, oh, ow, c, fh, fw]
     sums = np.zeros((*cells.shape[:4], taps.shape[-1]), x.dtype)
     check_cost(filter_height * filter_width * sums.size, MAX_TAP_PRODUCTS,
                f"products of {filter_height * filter_width} filter taps", ctx.name)
-    product = np.empty_like(sums)
-    for i in range(filter_height):
-        for j in range(filter_width):
-            checkpoint()
-            sums += np.multiply(cells[:, :, :, :, i, j], taps[i, j], out=product)
+    rows_per_chunk = max(1, MULTIPLY_ADDS_PER_CHUNK // max(1, filter_width * sums.size))
+    for top in range(0, filter_height, rows_per_chunk):
+        checkpoint()
+        rows = slice(top, top + rows_per_chunk)
+        sums += np.einsum("bhwcrf,rfcm->bhwcm", cells[..., rows, :], taps[rows], dtype=x.dtype)
     # The channels counted, not -1: an empty sums has no size to divide.
     return sums.reshape(*sums.shape[:3], sums.shape[3] * sums.shape[4])
 
