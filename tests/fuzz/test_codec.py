@@ -542,13 +542,20 @@ def test_a_deadline_at_an_edge_of_the_clock_round_trips(edge):
         codec.encode(FuzzCase(choices=ExecutionChoices(deadline_ns=1000, deadline_edge=edge)))
 
 
+#: The reproducers in crashes/ that were found through those encodings (a pool handed over
+#: as a cache file, a rank of 100,000 dimensions, a deadline at the end of the clock, a
+#: forged cache), and so are written in them.
+FOUND_THROUGH_LATER_ENCODINGS = {"69842adf3dc17bd9", "738c10d690c89964", "88cdb16abdbe978c",
+                                 "bc231bb31fe4b5ac"}
+
+
 def test_the_encodings_added_later_are_codes_no_stored_input_uses():
     """Repeated ranks, deadline edges and the routes after CACHE_OTHER_TOKEN read codes that
     decoded otherwise before (as MAX_RANK, the deadline cap, CACHE_OTHER_TOKEN): no input of
-    corpus/ or crashes/ holds one, so each decodes as it did."""
+    corpus/ or crashes/ stored before them holds one, so each decodes as it did."""
     later = set(Relation) - set(Relation(r) for r in range(Relation.CACHE_OTHER_TOKEN + 1))
     for path in sorted(REPO_ROOT.glob("corpus/*")) + sorted(REPO_ROOT.glob("crashes/*")):
-        if path.suffix in (".json", ".md"):
+        if path.suffix in (".json", ".md") or path.name in FOUND_THROUGH_LATER_ENCODINGS:
             continue
         spec = codec.parse(path.read_bytes())
         assert spec.choices.deadline_edge == DeadlineEdge.NONE, path
