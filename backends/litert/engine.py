@@ -38,7 +38,7 @@ from driver.hal.structs import Model
 
 from . import convert, table
 from .convert import NUMPY_TYPE, TENSOR_TYPE
-from .worker import STARTUP_LIMIT_NS, Worker, WorkerDied, WorkerTimeout
+from .worker import STARTUP_LIMIT_NS, Worker, WorkerDied, WorkerTimeout, seconds_until
 
 #: Worker processes an engine runs at most (executions beyond wait for one).
 MAX_WORKERS = 4
@@ -73,8 +73,8 @@ class WorkerPool:
     def acquire(self, limit_ns: Optional[int]) -> Worker:
         with self._available:
             while not self._idle and (self._starting or self._count >= MAX_WORKERS):
-                wait_s = None if limit_ns is None else (limit_ns - time.monotonic_ns()) / 1e9
-                if wait_s is not None and wait_s <= 0:
+                wait_s = seconds_until(limit_ns)
+                if wait_s == 0:
                     raise WorkerTimeout()
                 self._available.wait(wait_s)
             worker = self._idle.pop() if self._idle else None

@@ -33,6 +33,17 @@ _LENGTH = struct.Struct("<Q")
 STARTUP_LIMIT_NS = 60_000_000_000
 #: Interpreters a worker keeps (the models it ran last).
 KEPT_INTERPRETERS = 16
+#: The longest single wait: a far time limit (a deadline at the end of the clock, say) is
+#: waited for in pieces, since select() and locks refuse timeouts past time_t.
+LONGEST_WAIT_S = 3600.0
+
+
+def seconds_until(limit_ns: int | None) -> float | None:
+    """How long to wait for a monotonic-ns time limit (None: no limit), at most
+    LONGEST_WAIT_S at once: 0 once it has passed."""
+    if limit_ns is None:
+        return None
+    return min(LONGEST_WAIT_S, max(0.0, (limit_ns - time.monotonic_ns()) / 1e9))
 
 
 def encode_frame(message: object) -> bytes:
@@ -201,8 +212,9 @@ class Worker:
     def _read(self, size: int, limit_ns: int | None) -> bytes:
         chunks, fd = [], self.process.stdout.fileno()
         while size:
-            wait_s = None if limit_ns is None else max(0.0, (limit_ns - time.monotonic_ns()) / 1e9)
-            if not self._selector.select(wait_s):
+            if not self._selector.select(seconds_until(limit_ns)):
+                if limit_ns is None or time.monotonic_ns() < limit_ns:
+                    continue        # a far limit, waited for in pieces
                 self.close()
                 raise WorkerTimeout()
             chunk = os.read(fd, min(size, 1 << 20))

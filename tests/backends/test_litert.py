@@ -24,6 +24,7 @@ from fuzz import oracles, seed_models  # noqa: E402
 from fuzz.harness import Oracles, run_case  # noqa: E402
 from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
 from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
+from hal_client.paths import END_OF_TIME_NS  # noqa: E402
 
 FACTORIES = {"auto": auto, "builtin": builtin, "builtin_ref": builtin_ref}
 
@@ -234,6 +235,19 @@ def test_a_dead_worker_is_a_runtime_crash():
         oracles.check_runtime_alive(device)
     oracles.check_runtime_alive(device)        # reported once
     device.engine.close()
+
+
+def test_a_deadline_at_the_end_of_the_clock_is_waited_for(device):
+    """A deadline of 2^64-1 ns: the wait for the worker is taken in pieces, not handed whole
+    to select(), which refuses a timeout past time_t (an OverflowError out of the driver)."""
+    status, prepared = _prepare(device, counter_loop_model())
+    assert status == ErrorStatus.NONE
+    for n in (3, 4):            # loading the model, then running it loaded
+        io = int32_request([np.array([0], np.int32), np.array([n], np.int32)], [[1]])
+        status, _, _ = prepared.executeSynchronously_1_3(
+            io.request, MeasureTiming.NO, OptionalTimePoint(nanosecondsSinceEpoch=END_OF_TIME_NS),
+            OptionalTimeoutDuration(nanoseconds=1_000_000_000))
+        assert status == ErrorStatus.NONE and io.output(0, [1])[0] == n
 
 
 @pytest.mark.parametrize("factory", sorted(FACTORIES))
