@@ -317,7 +317,7 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
         bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
         for artifact in reproduction_order(artifacts):
             try:
-                failure = worker.run(artifact.read_bytes())
+                failure = worker.reproduce(artifact.read_bytes())
             except triage.OutOfTime:
                 results.append(Finding(artifact.name, "not triaged"))
                 continue

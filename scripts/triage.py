@@ -91,6 +91,9 @@ STDERR_TAIL_BYTES = 4000
 #: busy; after running out of memory any thread of the process (the watchdog's too) may
 #: have lost an allocation half-way.
 WORKER_RESTARTED_AFTER = ("hang", "oom")
+#: Runs of an artifact before it is said not to reproduce: a failure that depends on timing
+#: (which of a driver's threads or worker processes is ready first) may miss one run.
+REPRODUCTION_ATTEMPTS = 3
 
 
 # --- what one run of an input gives ------------------------------------------------------------
@@ -321,6 +324,15 @@ class Worker:
             failure = replace(failure, operations=operation_types(data))
         return failure
 
+    def reproduce(self, data: bytes) -> Failure | None:
+        """The failure of an artifact, run up to REPRODUCTION_ATTEMPTS times (None: none
+        failed)."""
+        for _ in range(REPRODUCTION_ATTEMPTS):
+            failure = self.run(data)
+            if failure is not None:
+                return failure
+        return None
+
     def _died(self, process: subprocess.Popen, data: bytes) -> Failure:
         code = process.wait()
         self.process = None
@@ -430,7 +442,7 @@ def minimise_structure(artifact: Path, worker: Worker, *, structural_s: float,
     result's failure is None when the artifact does not reproduce. Past the worker's
     deadline the case found so far is the result (OutOfTime while reproducing it)."""
     data = artifact.read_bytes()
-    failure = worker.run(data)
+    failure = worker.reproduce(data)
     result = Triaged(str(artifact), failure, sizes=[len(data)])
     if failure is None:
         # libFuzzer's RSS limit is per process: memory a run of earlier inputs kept counts

@@ -293,13 +293,19 @@ def test_an_oom_without_frames_is_signed_by_the_model_operations():
 class ScriptedWorker(triage.Worker):
     """A stand-in worker process answering by the input: ``quiet`` passes after mentioning
     a MemoryError on stderr, ``dies`` exits 3, ``stalls`` answers after a minute,
-    ``starved`` exits 1 after a MemoryError."""
+    ``starved`` exits 1 after a MemoryError, ``second`` fails from its second run on."""
 
     SCRIPT = """
-import base64, sys, time
+import base64, json, sys, time
+runs = 0
 for line in sys.stdin:
     data = base64.b64decode(line)
-    if data == b"stalls":
+    if data == b"second":
+        runs += 1
+        failure = dict(kind="crash", rule="exception-from-hal", exception="OverflowError", key="",
+                       message="late", frames=[], operations=[], bucket="") if runs > 1 else None
+        print(json.dumps({"failure": failure}), flush=True)
+    elif data == b"stalls":
         time.sleep(60)
         print('{"failure": null}', flush=True)
     elif data == b"quiet":
@@ -325,6 +331,18 @@ def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
         assert (starved.kind, starved.exception) == ("oom", "exit 1")
         assert "out of memory: MemoryError" in starved.message
         assert starved.signature.startswith("oom | memory-limit | operations:")
+    finally:
+        worker.close()
+
+
+def test_an_artifact_failing_on_a_later_run_reproduces():
+    """A failure that hangs on timing (which worker is ready first) may miss one run: an
+    artifact is run again before it is said not to reproduce."""
+    worker = ScriptedWorker("unused")
+    try:
+        failure = worker.reproduce(b"second")
+        assert (failure.kind, failure.exception) == ("crash", "OverflowError")
+        assert worker.reproduce(b"quiet") is None
     finally:
         worker.close()
 
