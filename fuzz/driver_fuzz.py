@@ -307,11 +307,12 @@ def main() -> None:
     def print_stats() -> None:
         if harness.STATS.inputs:
             print(harness.STATS.summary(), file=sys.stderr, flush=True)
-            engine = oracles_module.engine_summary(device)
+            engine = oracles_module.engine_statistics(device)
             if engine:
-                print(engine, file=sys.stderr, flush=True)
+                print(oracles_module.engine_summary(engine), file=sys.stderr, flush=True)
             if stats_dir:
-                Path(stats_dir, f"{os.getpid()}.json").write_text(json.dumps(vars(harness.STATS)))
+                Path(stats_dir, f"{os.getpid()}.json").write_text(
+                    json.dumps(dict(vars(harness.STATS), engine=engine)))
 
     findings = findings_log(argv)
     coverage = CoverageCounting(atheris, load_native_counter())

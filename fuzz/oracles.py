@@ -372,10 +372,14 @@ def check_runtime_alive(device) -> None:
         raise RuntimeCrashViolation("; ".join(crashes))
 
 
-def engine_summary(device) -> str | None:
-    """The counts a driver's engine keeps of its outcomes (``device.engine.statistics``), as
-    one line, or None for a driver without them."""
-    statistics = getattr(getattr(device, "engine", None), "statistics", None)
+def engine_statistics(device) -> dict[str, int]:
+    """The counts a driver's engine keeps of its outcomes (``device.engine.statistics``;
+    empty for a driver without them)."""
+    return dict(getattr(getattr(device, "engine", None), "statistics", None) or {})
+
+
+def engine_summary(statistics: dict[str, int]) -> str | None:
+    """Engine counts as one line, or None when there are none."""
     if not statistics:
         return None
     return "engine: " + ", ".join(f"{what} {count}" for what, count in sorted(statistics.items()))

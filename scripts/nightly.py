@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -52,7 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 import show_case
 import triage
-from fuzz import codec, harness
+from fuzz import codec, harness, oracles
 from fuzz.driver_fuzz import STATS_DIR_ENV, findings_log
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_spec, make_device
 from fuzz.memory_limit import memory_budget
@@ -187,13 +188,15 @@ def last_progress(log_text: str) -> Progress:
 
 
 def harness_summary(stats_dir: Path) -> str:
-    """The harness statistics line, added up over every process that ran inputs."""
-    total = harness.HarnessStats()
+    """The harness statistics line, added up over every process that ran inputs, and the
+    line of the engine's counts (a LiteRT driver's, say) if it keeps any."""
+    total, engine = harness.HarnessStats(), Counter()
     for path in stats_dir.glob("*.json"):
         counts = json.loads(path.read_text())
         for field in fields(total):
             setattr(total, field.name, getattr(total, field.name) + counts.get(field.name, 0))
-    return total.summary()
+        engine.update(counts.get("engine", {}))
+    return "\n".join(line for line in (total.summary(), oracles.engine_summary(engine)) if line)
 
 
 def fuzz(args, spec: str, seconds: int, limit_s: float, artifacts: Path, stats_dir: Path,
@@ -542,7 +545,7 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
         f"| corpus | {len(inputs_in(args.seeds)):,} seeds; working corpus {corpus[0]:,} inputs restored, {corpus[1]:,} after fuzzing, {corpus[2]:,} after merge |",
         f"| line coverage (replay of the merged corpus) | {line_coverage} |",
         "",
-        f"`{harness_line}`",
+        *(f"`{line}`  " for line in harness_line.splitlines()),
         "",
         "### Findings",
         "",

@@ -289,3 +289,15 @@ def test_a_bucket_without_the_time_to_minimise_is_counted_unminimised(tmp_path):
     assert summary.startswith("4 findings in 1 buckets: 0 minimised, 0 known, 1 left unminimised;")
     [bucket_findings] = nightly.buckets_of(found)
     assert nightly.standing_for(bucket_findings).artifact == "crash-0"
+
+
+def test_the_statistics_of_every_process_are_added_up(tmp_path):
+    """-fork children each write their counts; the engine's (a LiteRT driver's) are added up
+    too, so that a gap of a converter shows over the whole campaign."""
+    (tmp_path / "1.json").write_text(json.dumps({"inputs": 3, "valid": 2, "engine": {"executed": 2}}))
+    (tmp_path / "2.json").write_text(json.dumps({"inputs": 5, "valid": 1,
+                                                 "engine": {"executed": 1, "load failed": 4}}))
+    (tmp_path / "3.json").write_text(json.dumps({"inputs": 1}))     # a driver without an engine
+    harness_line, engine_line = nightly.harness_summary(tmp_path).splitlines()
+    assert harness_line.startswith("harness: 9 inputs") and "valid 3 (33.3%)" in harness_line
+    assert engine_line == "engine: executed 3, load failed 4"
