@@ -249,10 +249,10 @@ def run_once(bug: Bug, configuration: Configuration, repetition: int, seconds: f
 
 
 def follow(process: subprocess.Popen, started: float, command: list[str],
-           log_path: Path) -> tuple[float | None, int | None]:
+           log_path: Path, on_start=None) -> tuple[float | None, int | None]:
     """Copy the run's output to ``log_path``, each line with its time since launch, until
     it ends; returns (start-up seconds, inputs run: libFuzzer's final count, else its
-    latest progress line's)."""
+    latest progress line's). ``on_start`` is called when libFuzzer starts."""
     startup = inputs = progress = None
     with open(log_path, "w") as log:
         log.write(" ".join(command) + "\n")
@@ -261,6 +261,8 @@ def follow(process: subprocess.Popen, started: float, command: list[str],
             log.write(f"{at:8.3f} {line}")
             if startup is None and FUZZING_STARTS.match(line):
                 startup = round(at, 3)
+                if on_start is not None:
+                    on_start()
             if m := PROGRESS.match(line):
                 progress = int(m[1])
             if m := EXECUTED.match(line):
