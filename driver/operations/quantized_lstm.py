@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
+from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, check_cost
 from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q16,
                            multiply_by_quantized_multiplier, quantize_multiplier,
                            rounding_divide_by_power_of_two, saturate_int16,
@@ -86,6 +87,16 @@ def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Seque
     return sizes
 
 
+def _check_products(ctx: OperationContext, sizes: dict, batch: str, weights: Sequence[tuple[str, str]]) -> None:
+    """The cell's matrix products held to MAX_PRODUCT_MULTIPLY_ADDS all together: each row of
+    the batch times each weights matrix, whose sizes ``weights`` names (0 while a size is
+    unknown; an omitted matrix counts too, an upper bound). A resource limit, not a rule of
+    validity: checked where shapes are inferred (by preparation, when they are known then,
+    and at run time), never by validation."""
+    per_row = sum(sizes.get(rows, 0) * sizes.get(columns, 0) for rows, columns in weights)
+    check_cost(sizes.get(batch, 0) * per_row, MAX_PRODUCT_MULTIPLY_ADDS, "multiply-adds", ctx.name)
+
+
 def _matmul(x: np.ndarray, weights: np.ndarray, what: str, weights_zero_point: int = 0) -> np.ndarray:
     """x @ (weights - zero point)' as int32 sums wrap around (x is int64). The products of
     8- and 16-bit values summed in double precision are exact (far below 2**53), and numpy
@@ -118,6 +129,7 @@ DIMS_16BIT = ((INPUT, ("numBatches", "inputSize")),
               *((i, ("outputSize",)) for i in BIASES_16),
               (PREVIOUS_CELL_STATE_16, ("numBatches", "outputSize")),
               (PREVIOUS_OUTPUT_16, ("numBatches", "outputSize")))
+WEIGHTS_16BIT = tuple(dims for i, dims in DIMS_16BIT if i in (*INPUT_WEIGHTS_16, *RECURRENT_WEIGHTS_16))
 
 
 def check_16bit(ctx: OperationContext) -> None:
@@ -148,11 +160,12 @@ def check_16bit(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], state, "output 0 (cell state)", "input 13")
     check_same_quantization(ctx, ctx.outputs[1], inputs[PREVIOUS_OUTPUT_16], "output 1 (output)", "input 14")
     _accumulator_multiplier(ctx)
-    infer_16bit(ctx, [_declared(o) for o in inputs])
+    _sizes(ctx, [_declared(o) for o in inputs], DIMS_16BIT, NAMES_16BIT)
 
 
 def infer_16bit(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     sizes = _sizes(ctx, shapes, DIMS_16BIT, NAMES_16BIT)
+    _check_products(ctx, sizes, "numBatches", WEIGHTS_16BIT)
     state = (sizes.get("numBatches", 0), sizes.get("outputSize", 0))
     return [state, state]
 
@@ -261,6 +274,9 @@ DIMS = ((0, ("batchSize", "inputSize")),
         (PROJECTION_WEIGHTS, ("outputSize", "numUnits")), (PROJECTION_BIAS, ("outputSize",)),
         (PREVIOUS_OUTPUT, ("batchSize", "outputSize")), (PREVIOUS_CELL_STATE, ("batchSize", "numUnits")),
         *((g.layer_norm, ("numUnits",)) for g in GATES))
+WEIGHTS = tuple(dims for i, dims in DIMS
+                if i in (*(g.input_weights for g in GATES), *(g.recurrent_weights for g in GATES),
+                         PROJECTION_WEIGHTS))
 
 
 def check_presence(ctx: OperationContext, present: Sequence[bool]) -> None:
@@ -301,6 +317,7 @@ def check_qlstm(ctx: OperationContext) -> None:
 
 def infer_qlstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     sizes = _sizes(ctx, shapes, DIMS, NAMES)
+    _check_products(ctx, sizes, "batchSize", WEIGHTS)
     batch, units, output_size = (sizes.get(name, 0) for name in ("batchSize", "numUnits", "outputSize"))
     return [(batch, output_size), (batch, units), (batch, output_size)]
 

@@ -8,11 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from driver import SampleDriver
 from driver.errors import ValidationError
-from driver.hal.enums import OperandType as T, OperationType as Op
+from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.operations import _fixed_point as fp
 from tests.operations.helpers import OMITTED, const, context, definition, omitted, output, rejects, run, tensor
-from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
+from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input,
+                                        one_operation_model, run_everywhere)
 
 Q8, S8, SYMM8, SYMM16, I32, F32 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                                    T.TENSOR_QUANT16_SYMM, T.TENSOR_INT32, T.FLOAT32)
@@ -313,3 +315,30 @@ def test_qlstm_on_device_every_path_with_omitted_inputs():
                                                        (S8, (1, 1), 1 / 128, 0)])
     assert_same_everywhere(results, [np.array([[h]], np.int8), np.array([[1024]], np.int16),
                                      np.array([[h]], np.int8)])
+
+
+# --- cost ---------------------------------------------------------------------------------------
+
+def lstm16_on_device(batches: int, input_size: int, output_size: int, seed: int = 0):
+    """QUANTIZED_16BIT_LSTM of these sizes, random constant weights and biases, the input and
+    the states fed: (args, outputs) for one_operation_model."""
+    rng = np.random.default_rng(seed)
+
+    def values(dtype, shape, low, high):
+        return rng.integers(low, high, shape, endpoint=True).astype(dtype)
+
+    args = [fed_input(Q8, values(np.uint8, (batches, input_size), 0, 255), 1 / 128, 128),
+            *(constant_input(Q8, values(np.uint8, (output_size, input_size if k < 4 else output_size), 0, 255),
+                             W_SCALE, W_ZERO) for k in range(8)),
+            *(constant_input(I32, values(np.int32, output_size, -5000, 5000), W_SCALE / 128) for _ in range(4)),
+            fed_input(SYMM16, values(np.int16, (batches, output_size), -4096, 4096), STATE_SCALE),
+            fed_input(Q8, values(np.uint8, (batches, output_size), 0, 255), 1 / 128, 128)]
+    return args, [(SYMM16, (batches, output_size), STATE_SCALE, 0), (Q8, (batches, output_size), 1 / 128, 128)]
+
+
+def test_16bit_gates_are_held_to_the_cost_bound_together():
+    """2,048 rows by 1,024 units over 1,024 inputs: each gate's product (2**32 multiply-adds)
+    is within MAX_PRODUCT_MULTIPLY_ADDS, the four gates' (2**34) are not. Refused ahead, as
+    the shapes are known (the execution took seconds)."""
+    model, _ = one_operation_model(Op.QUANTIZED_16BIT_LSTM, *lstm16_on_device(2048, 1024, 1024))
+    assert SampleDriver().getSupportedOperations_1_3(model) == (ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, [])
