@@ -87,7 +87,8 @@ def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Seque
     return sizes
 
 
-def _check_products(ctx: OperationContext, sizes: dict, batch: str, weights: Sequence[tuple[str, str]]) -> None:
+def _check_products(ctx: OperationContext, sizes: dict, batch: str,
+                    weights: Sequence[tuple[str, str]]) -> None:
     """The cell's matrix products held to MAX_PRODUCT_MULTIPLY_ADDS all together: each row of
     the batch times each weights matrix, whose sizes ``weights`` names (0 while a size is
     unknown; an omitted matrix counts too, an upper bound). A resource limit, not a rule of
@@ -149,7 +150,8 @@ DIMS_16BIT = ((INPUT, ("numBatches", "inputSize")),
               *((i, ("outputSize",)) for i in BIASES_16),
               (PREVIOUS_CELL_STATE_16, ("numBatches", "outputSize")),
               (PREVIOUS_OUTPUT_16, ("numBatches", "outputSize")))
-WEIGHTS_16BIT = tuple(dims for i, dims in DIMS_16BIT if i in (*INPUT_WEIGHTS_16, *RECURRENT_WEIGHTS_16))
+WEIGHTS_16BIT = tuple(dims for i, dims in DIMS_16BIT
+                      if i in (*INPUT_WEIGHTS_16, *RECURRENT_WEIGHTS_16))
 
 
 def check_16bit(ctx: OperationContext) -> None:
