@@ -128,7 +128,7 @@ def _open(kind: CacheKind, fd: int, token: bytes, driver_version: str) -> bytear
         payload_length = size - _HEADER.size - _SHA256_BYTES
         if payload_length < 0:
             raise CacheError(f"{what} is too short to be one")
-        header = _header(kind, payload_length, token, driver_version)
+        header = _header(kind, _version_digest(driver_version), token, payload_length)
         if _read_exactly(fd, _HEADER.size, 0) != header:
             raise CacheError(f"{what}'s header is not this driver's {kind.name.lower()} "
                              f"cache header for this token and length")
@@ -175,9 +175,19 @@ def _check_mac(what: str, expected: bytes, computed: bytes) -> None:
         raise CacheError(f"{what} was not written by this driver for this token")
 
 
-def _header(kind: CacheKind, payload_length: int, token: bytes, driver_version: str) -> bytes:
-    return _HEADER.pack(MAGIC, FORMAT_VERSION, kind, hashlib.sha256(driver_version.encode()).digest(),
-                        token, payload_length)
+def _version_digest(driver_version: str) -> bytes:
+    return hashlib.sha256(driver_version.encode()).digest()
+
+
+def _header(kind: int, version_digest: bytes, token: bytes, payload_length: int) -> bytes:
+    """The one writer of a file's header (``_HEADER``: its fields in this order, after the
+    magic and the format version)."""
+    return _HEADER.pack(MAGIC, FORMAT_VERSION, kind, version_digest, token, payload_length)
+
+
+def _sealed(kind: int, version_digest: bytes, token: bytes, payload: bytes) -> bytes:
+    content = _header(kind, version_digest, token, len(payload)) + payload
+    return content + hmac.new(token, content, hashlib.sha256).digest()
 
 
 def seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) -> bytes:
@@ -186,20 +196,18 @@ def seal(kind: CacheKind, payload: bytes, token: bytes, driver_version: str) -> 
     string (getVersionString). ``save`` writes its files with it; anyone holding a token
     can seal a payload of their own with it the same way (the payload of a model cache is
     ``serialize_model``'s structure followed by the SHA-256 of the data cache's payload)."""
-    content = _header(kind, len(payload), token, driver_version) + payload
-    return content + hmac.new(token, content, hashlib.sha256).digest()
+    return _sealed(kind, _version_digest(driver_version), token, payload)
 
 
 def reseal(sealed: bytes, token: bytes, edit: Callable[[bytes], bytes]) -> bytes:
-    """A file ``seal`` wrote for ``token``, its payload replaced by ``edit(payload)``: the
-    header's payload length follows, and the MAC is computed again. Nothing is checked."""
+    """A file ``seal`` wrote for ``token``, its payload replaced by ``edit(payload)``: what
+    ``seal`` writes for the new payload with the header's kind and driver version. Nothing
+    is checked."""
     if len(sealed) < _HEADER.size + _SHA256_BYTES:
         return sealed
     header, payload, _ = file_parts(sealed)
-    new_payload = edit(payload)
-    *fields, _ = _HEADER.unpack(header)
-    content = _HEADER.pack(*fields, len(new_payload)) + new_payload
-    return content + hmac.new(token, content, hashlib.sha256).digest()
+    _, _, kind, version_digest, _, _ = _HEADER.unpack(header)
+    return _sealed(kind, version_digest, token, edit(payload))
 
 
 def file_parts(sealed: bytes) -> tuple[bytes, bytes, bytes]:

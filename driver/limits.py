@@ -72,9 +72,10 @@ MAX_TAP_PRODUCTS = 1 << 28
 
 #: The multiply-adds of one matrix product (operations.common.matrix_product): a
 #: convolution's windows with its filters (CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D),
-#: FULLY_CONNECTED, SVDF's features, the quantized LSTMs' gates. Three factors of a product
-#: each within a value allow some 2**34; BLAS does about 15 billion a second in single
-#: precision and half that in the double precision that exact integer sums use.
+#: FULLY_CONNECTED, SVDF's features; and those of a quantized LSTM's cell, the products of
+#: its gates and projection together. Three factors of a product each within a value allow
+#: some 2**34; BLAS does about 15 billion a second in single precision and half that in the
+#: double precision that exact integer sums use.
 MAX_PRODUCT_MULTIPLY_ADDS = 1 << 33
 
 #: How many multiply-adds a kernel hands BLAS at once between checkpoints: some

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import tracemalloc
 from dataclasses import dataclass, fields, replace
-from math import prod
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, Sequence
 
@@ -34,6 +34,7 @@ from driver.hal import (CONTROL_FLOW_OPERATION_TYPES, DataLocation, ErrorStatus,
                         ExecutionPreference, LoopTimeoutDurationNs, MemoryPool, Model,
                         OperandLifeTime, OperationType, PreparedModelCallback, Priority, Request,
                         RequestArgument, Subgraph)
+from driver.hal.dtypes import bounded_product
 from driver.limits import MAX_VALUE_BYTES
 from driver.memory import Memory
 from driver.validation import validate_model, validate_request
@@ -259,20 +260,15 @@ def memory_budget(device: Any) -> int | None:
 
 def declared_elements(model: Model) -> int:
     """The elements the model's operands declare (an unknown dimension counts as none; map
-    and sum run in C: this is on every case's path). An operand of a rank past
-    COUNTED_RANK counts as MEASURED_CASE_ELEMENTS: the product of a hundred thousand
-    dimensions of 2^32-1 would take minutes."""
-    return sum(sum(map(_declared, map(_DIMENSIONS, subgraph.operands)))
+    and sum run in C: this is on every case's path), each operand's counted up to just
+    past MEASURED_CASE_ELEMENTS (bounded_product: a hundred thousand dimensions of 2^32-1
+    are not multiplied out, which would take minutes)."""
+    return sum(sum(map(bounded_product, map(_DIMENSIONS, subgraph.operands), _COUNTED_UP_TO))
                for subgraph in (model.main, *model.referenced))
 
 
-#: The highest rank whose elements declared_elements multiplies out.
-COUNTED_RANK = 256
 _DIMENSIONS = attrgetter("dimensions")
-
-
-def _declared(dims: list[int]) -> int:
-    return prod(dims) if len(dims) <= COUNTED_RANK else MEASURED_CASE_ELEMENTS
+_COUNTED_UP_TO = repeat(MEASURED_CASE_ELEMENTS)
 
 
 # --- one execution --------------------------------------------------------------------------

@@ -298,8 +298,8 @@ def other_token(files: domains.CacheFiles, place: int) -> bytes:
 #: payload replaced by ``edit(payload)``, sealed as the device seals its files; the bundled
 #: driver offers it. Without it, a forged file keeps its old seal (and should be refused).
 CACHE_SEALER = "cache_payload_sealer"
-#: The lengths a rewritten string takes: the same (with a NUL byte in it), none, longer
-#: than any file name (255 bytes), and the same length again.
+#: How a string is rewritten (forged_string): its own length with a NUL byte in it (None),
+#: no bytes, or longer than any file name (255 bytes).
 FORGED_LENGTHS = (None, 0, 300)
 _LENGTH_PREFIXES = ("<Q", "<I", "<H", "<B")
 

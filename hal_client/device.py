@@ -65,7 +65,6 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-
 def report_spec_error(error: DriverSpecError) -> int:
     """For command lines: print the error as a message (not a traceback) and return the
     exit status to end with."""

@@ -38,17 +38,18 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
+from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, SCRATCH_BYTES_PER_CHUNK, check_cost, checkpoint
 from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q16,
                            multiply_by_quantized_multiplier, quantize_multiplier,
                            rounding_divide_by_power_of_two, saturate_int16,
                            saturating_rounding_doubling_high_mul, tanh_q16, wrap_int16, wrap_int32)
-from .common import bind_size, check_same_quantization, matrix_product, round_half_away
+from .common import bind_size, check_same_quantization, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, scalar, tensor
 
@@ -86,12 +87,43 @@ def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Seque
     return sizes
 
 
-def _matmul(x: np.ndarray, weights: np.ndarray, what: str, weights_zero_point: int = 0) -> np.ndarray:
-    """x @ (weights - zero point)' as int32 sums wrap around (x is int64). The products of
-    8- and 16-bit values summed in double precision are exact (far below 2**53), and numpy
-    multiplies doubles with BLAS, integers some hundred times slower."""
-    shifted = weights.astype(np.float64) - weights_zero_point
-    return wrap_int32(matrix_product(x.astype(np.float64), shifted.T, what).astype(np.int64))
+def _check_products(ctx: OperationContext, sizes: dict, batch: str,
+                    weights: Sequence[tuple[str, str]]) -> None:
+    """The cell's matrix products held to MAX_PRODUCT_MULTIPLY_ADDS all together: each row of
+    the batch times each weights matrix, whose sizes ``weights`` names (0 while a size is
+    unknown; an omitted matrix counts too, an upper bound). A resource limit, not a rule of
+    validity: checked where shapes are inferred (by preparation, when they are known then,
+    and at run time), never by validation."""
+    per_row = sum(sizes.get(rows, 0) * sizes.get(columns, 0) for rows, columns in weights)
+    check_cost(sizes.get(batch, 0) * per_row, MAX_PRODUCT_MULTIPLY_ADDS, "multiply-adds", ctx.name)
+
+
+def _row_chunks(batches: int, row_elements: int) -> Iterator[slice]:
+    """The rows of the batch a chunk at a time. A cell computes each row apart from the
+    others, in values of 8 bytes: a chunk's rows of ``row_elements`` such values hold about
+    SCRATCH_BYTES_PER_CHUNK (one row at least), whatever the batch."""
+    rows = max(1, SCRATCH_BYTES_PER_CHUNK // (8 * max(1, row_elements)))
+    return (slice(start, start + rows) for start in range(0, batches, rows))
+
+
+def _matmul(x: np.ndarray, weights: np.ndarray, weights_zero_point: int = 0) -> np.ndarray:
+    """x @ (weights - zero point)' as int32 sums wrap around: x [rows, k] (int64), weights
+    [n, k] (8 bits). The products summed in double precision are exact (far below 2**53),
+    and numpy multiplies doubles with BLAS, integers some hundred times slower. Both are
+    widened to doubles a block of their k columns at a time, a block of either holding
+    about SCRATCH_BYTES_PER_CHUNK (the weights are never widened whole), with a checkpoint
+    between blocks."""
+    rows, inner = x.shape
+    units = len(weights)
+    columns = max(1, SCRATCH_BYTES_PER_CHUNK // (8 * max(1, rows, units)))
+    sums = np.zeros((rows, units))
+    for start in range(0, inner, columns):
+        checkpoint()
+        block = slice(start, start + columns)
+        shifted = weights[:, block].astype(np.float64)
+        shifted -= weights_zero_point
+        sums += x[:, block].astype(np.float64) @ shifted.T
+    return wrap_int32(sums.astype(np.int64))
 
 
 # --- QUANTIZED_16BIT_LSTM ----------------------------------------------------------------------
@@ -118,6 +150,8 @@ DIMS_16BIT = ((INPUT, ("numBatches", "inputSize")),
               *((i, ("outputSize",)) for i in BIASES_16),
               (PREVIOUS_CELL_STATE_16, ("numBatches", "outputSize")),
               (PREVIOUS_OUTPUT_16, ("numBatches", "outputSize")))
+WEIGHTS_16BIT = tuple(dims for i, dims in DIMS_16BIT
+                      if i in (*INPUT_WEIGHTS_16, *RECURRENT_WEIGHTS_16))
 
 
 def check_16bit(ctx: OperationContext) -> None:
@@ -148,11 +182,12 @@ def check_16bit(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], state, "output 0 (cell state)", "input 13")
     check_same_quantization(ctx, ctx.outputs[1], inputs[PREVIOUS_OUTPUT_16], "output 1 (output)", "input 14")
     _accumulator_multiplier(ctx)
-    infer_16bit(ctx, [_declared(o) for o in inputs])
+    _sizes(ctx, [_declared(o) for o in inputs], DIMS_16BIT, NAMES_16BIT)
 
 
 def infer_16bit(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     sizes = _sizes(ctx, shapes, DIMS_16BIT, NAMES_16BIT)
+    _check_products(ctx, sizes, "numBatches", WEIGHTS_16BIT)
     state = (sizes.get("numBatches", 0), sizes.get("outputSize", 0))
     return [state, state]
 
@@ -166,15 +201,17 @@ def build_16bit(ctx: OperationContext) -> Kernel:
     weights_zero_point = ctx.inputs[INPUT_WEIGHTS_16[0]].zeroPoint
     multiplier = _accumulator_multiplier(ctx)
 
-    def kernel(x, *args):
-        input_weights, recurrent_weights, biases = args[0:4], args[4:8], args[8:12]
-        cell_state, previous_output = args[12].astype(np.int64), args[13]
+    def cell(x, previous_cell_state, previous_output, input_weights, recurrent_weights, biases):
+        """The step of some rows of the batch: their cell state and output."""
         activations = np.concatenate([x, previous_output], axis=1).astype(np.int64) - ACTIVATION_ZERO_POINT
+        # [x, h_prev] meets [W_hg, W_xg]: its first output_size columns meet W_hg.
+        front, back = np.split(activations, [previous_output.shape[1]], axis=1)
         input_gate, forget_gate, cell_gate, output_gate = (
             saturate_int16(multiply_by_quantized_multiplier(
-                wrap_int32(_matmul(activations, np.concatenate([w_h, w_x], axis=1), ctx.name, weights_zero_point) + b),
+                wrap_int32(_matmul(front, w_h, weights_zero_point) + _matmul(back, w_x, weights_zero_point) + b),
                 *multiplier))
             for w_x, w_h, b in zip(input_weights, recurrent_weights, biases))
+        cell_state = previous_cell_state.astype(np.int64)
         # Q0.15 products; f * c keeps c's 4 integer bits, i * g is rescaled to them.
         cell_state = saturate_int16(
             rounding_divide_by_power_of_two(_mul_q15(logistic_q16(input_gate, 3), tanh_q16(cell_gate, 3)),
@@ -184,6 +221,16 @@ def build_16bit(ctx: OperationContext) -> Kernel:
         output = _mul_q15(logistic_q16(output_gate, 3), tanh_q16(saturate_int16(cell_state << 1), 3))
         output = np.clip(rounding_divide_by_power_of_two(output, 8), -128, 127) + ACTIVATION_ZERO_POINT
         return cell_state.astype(np.int16), output.astype(np.uint8)
+
+    def kernel(x, *args):
+        previous_cell_state, previous_output = args[12], args[13]
+        cell_state = np.empty(previous_cell_state.shape, np.int16)
+        output = np.empty(previous_output.shape, np.uint8)
+        # A row's activations, and its four gates.
+        for rows in _row_chunks(len(x), x.shape[1] + 5 * previous_output.shape[1]):
+            cell_state[rows], output[rows] = cell(x[rows], previous_cell_state[rows], previous_output[rows],
+                                                  args[0:4], args[4:8], args[8:12])
+        return cell_state, output
     return kernel
 
 
@@ -261,6 +308,9 @@ DIMS = ((0, ("batchSize", "inputSize")),
         (PROJECTION_WEIGHTS, ("outputSize", "numUnits")), (PROJECTION_BIAS, ("outputSize",)),
         (PREVIOUS_OUTPUT, ("batchSize", "outputSize")), (PREVIOUS_CELL_STATE, ("batchSize", "numUnits")),
         *((g.layer_norm, ("numUnits",)) for g in GATES))
+WEIGHTS = tuple(dims for i, dims in DIMS
+                if i in (*(g.input_weights for g in GATES), *(g.recurrent_weights for g in GATES),
+                         PROJECTION_WEIGHTS))
 
 
 def check_presence(ctx: OperationContext, present: Sequence[bool]) -> None:
@@ -301,6 +351,7 @@ def check_qlstm(ctx: OperationContext) -> None:
 
 def infer_qlstm(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     sizes = _sizes(ctx, shapes, DIMS, NAMES)
+    _check_products(ctx, sizes, "batchSize", WEIGHTS)
     batch, units, output_size = (sizes.get(name, 0) for name in ("batchSize", "numUnits", "outputSize"))
     return [(batch, output_size), (batch, units), (batch, output_size)]
 
@@ -458,13 +509,10 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
         if projection_weights is None:
             check_output_size(ctx, num_units, output_size)
         check(num_units or p.output.layer_norm is None, "{}: no layer normalization over 0 units", ctx.name)
-        x = args[0].astype(np.int64) - x_zero_point
-        h = args[PREVIOUS_OUTPUT].astype(np.int64) - h_zero_point
-        batches = x.shape[0]
         zeros = np.zeros(num_units, np.int16)
 
         def stacked(position: str, gates: tuple[int, ...]) -> np.ndarray:
-            """The inputs at ``position`` of the gates, stacked [gate, ...] (zeros for none)."""
+            """The vectors at ``position`` of the gates, stacked [gate, unit] (zeros for none)."""
             key = (position, gates)
             if key in constant_stacks:
                 return constant_stacks[key]
@@ -474,13 +522,14 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
                 constant_stacks[key] = stack
             return stack
 
-        def pre_activations(group: GateGroup, cell_state: np.ndarray) -> np.ndarray:
-            """The gates' int16 sums of their rescaled products, normalized: [batch, gate, unit]."""
-            shape = (batches, len(group.gates), num_units)
-            value = _accumulate(0, _matmul(x, np.concatenate(stacked("input_weights", group.gates)), ctx.name)
-                                .reshape(shape), group.input_multipliers)
-            value = _accumulate(value, _matmul(h, np.concatenate(stacked("recurrent_weights", group.gates)), ctx.name)
-                                .reshape(shape), group.recurrent_multipliers)
+        def products(x: np.ndarray, position: str, gates: tuple[int, ...]) -> np.ndarray:
+            """x times the weights at ``position`` of each of the gates: [row, gate, unit]."""
+            return np.stack([_matmul(x, args[getattr(GATES[k], position)]) for k in gates], axis=1)
+
+        def pre_activations(group: GateGroup, x: np.ndarray, h: np.ndarray, cell_state: np.ndarray) -> np.ndarray:
+            """The gates' int16 sums of their rescaled products, normalized: [row, gate, unit]."""
+            value = _accumulate(0, products(x, "input_weights", group.gates), group.input_multipliers)
+            value = _accumulate(value, products(h, "recurrent_weights", group.gates), group.recurrent_multipliers)
             if group.peephole_multipliers is not None:
                 value = _accumulate(value, stacked("peephole", group.gates) * cell_state[:, None],
                                     group.peephole_multipliers)
@@ -489,33 +538,46 @@ def build_qlstm(ctx: OperationContext) -> Kernel:
                                             stacked("bias", group.gates), *group.layer_norm)
             return value
 
-        previous_cell_state = args[PREVIOUS_CELL_STATE].astype(np.int64)
-        gates = dict(zip(p.before_cell.gates, np.moveaxis(pre_activations(p.before_cell, previous_cell_state), 1, 0)))
-        forget = logistic_q16(gates[FORGET_GATE], GATE_INTEGER_BITS)
-        input_gate = INT16_MAX - forget if p.cifg else logistic_q16(gates[INPUT_GATE], GATE_INTEGER_BITS)
-        # Q0.15 gates: f * c_prev keeps c's scale, i * g (Q0.30) is rescaled to it.
-        cell_state = saturate_int16(
-            wrap_int16(rounding_divide_by_power_of_two(forget * previous_cell_state, 15))
-            + wrap_int16(rounding_divide_by_power_of_two(
-                input_gate * tanh_q16(gates[CELL_GATE], GATE_INTEGER_BITS), 30 + p.cell_shift)))
-        if p.cell_clip > 0:
-            cell_state = np.clip(cell_state, -p.cell_clip, p.cell_clip)
-        output_gate = logistic_q16(pre_activations(p.output, cell_state)[:, 0], GATE_INTEGER_BITS)
-        hidden = np.clip(wrap_int32(multiply_by_quantized_multiplier(
-            output_gate * tanh_q16(cell_state, p.cell_shift + 15), *p.hidden_multiplier)
-            - p.hidden_zero_point), -128, 127)
-        if projection_weights is None:
-            output = hidden
-        else:
-            bias = args[PROJECTION_BIAS]
-            projected = wrap_int32(_matmul(hidden + p.hidden_zero_point, projection_weights, ctx.name)
-                                   + (0 if bias is None else bias))
-            output = np.clip(wrap_int32(multiply_by_quantized_multiplier(projected, *p.projection_multiplier)
-                                        + h_zero_point), -128, 127)
-            if p.projection_clip > 0:
-                output = np.clip(output, -p.projection_clip, p.projection_clip)
-        output = output.astype(np.int8)
-        return output, cell_state.astype(np.int16), output.copy()
+        def cell(x: np.ndarray, previous_output: np.ndarray, previous_cell_state: np.ndarray):
+            """The step of some rows of the batch: their output and cell state."""
+            x = x.astype(np.int64) - x_zero_point
+            h = previous_output.astype(np.int64) - h_zero_point
+            previous_cell_state = previous_cell_state.astype(np.int64)
+            gates = dict(zip(p.before_cell.gates,
+                             np.moveaxis(pre_activations(p.before_cell, x, h, previous_cell_state), 1, 0)))
+            forget = logistic_q16(gates[FORGET_GATE], GATE_INTEGER_BITS)
+            input_gate = INT16_MAX - forget if p.cifg else logistic_q16(gates[INPUT_GATE], GATE_INTEGER_BITS)
+            # Q0.15 gates: f * c_prev keeps c's scale, i * g (Q0.30) is rescaled to it.
+            cell_state = saturate_int16(
+                wrap_int16(rounding_divide_by_power_of_two(forget * previous_cell_state, 15))
+                + wrap_int16(rounding_divide_by_power_of_two(
+                    input_gate * tanh_q16(gates[CELL_GATE], GATE_INTEGER_BITS), 30 + p.cell_shift)))
+            if p.cell_clip > 0:
+                cell_state = np.clip(cell_state, -p.cell_clip, p.cell_clip)
+            output_gate = logistic_q16(pre_activations(p.output, x, h, cell_state)[:, 0], GATE_INTEGER_BITS)
+            hidden = np.clip(wrap_int32(multiply_by_quantized_multiplier(
+                output_gate * tanh_q16(cell_state, p.cell_shift + 15), *p.hidden_multiplier)
+                - p.hidden_zero_point), -128, 127)
+            if projection_weights is None:
+                output = hidden
+            else:
+                bias = args[PROJECTION_BIAS]
+                projected = wrap_int32(_matmul(hidden + p.hidden_zero_point, projection_weights)
+                                       + (0 if bias is None else bias))
+                output = np.clip(wrap_int32(multiply_by_quantized_multiplier(projected, *p.projection_multiplier)
+                                            + h_zero_point), -128, 127)
+                if p.projection_clip > 0:
+                    output = np.clip(output, -p.projection_clip, p.projection_clip)
+            return output.astype(np.int8), cell_state.astype(np.int16)
+
+        x, previous_output, previous_cell_state = args[0], args[PREVIOUS_OUTPUT], args[PREVIOUS_CELL_STATE]
+        batches = len(x)
+        output = np.empty((batches, output_size), np.int8)
+        cell_state = np.empty((batches, num_units), np.int16)
+        # A row's input, previous output and cell state, and its four gates.
+        for rows in _row_chunks(batches, x.shape[1] + output_size + 5 * num_units):
+            output[rows], cell_state[rows] = cell(x[rows], previous_output[rows], previous_cell_state[rows])
+        return output, cell_state, output.copy()
     return kernel
 
 

@@ -15,7 +15,7 @@ from typing import Sequence
 from ..device import DEFAULT_DRIVER, DriverSpecError, make_device, report_spec_error
 from ..paths import ExecutionPath
 from .loader import LoadError, find_model_files, load_examples
-from .runner import RunOptions, Variant, Verdict, run_files
+from .runner import MAX_CALL_TIMEOUT_S, RunOptions, Variant, Verdict, run_files
 
 
 def _choices(known: dict[str, enum.Enum], text: str) -> tuple:
@@ -25,6 +25,17 @@ def _choices(known: dict[str, enum.Enum], text: str) -> tuple:
         raise argparse.ArgumentTypeError(
             f"{','.join(unknown) or 'nothing'}: choose from {','.join(known)}")
     return tuple(known[name] for name in names)
+
+
+def _call_timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_CALL_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected seconds above 0 and at most {MAX_CALL_TIMEOUT_S:g} (a day)")
+    return seconds
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -45,8 +56,9 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="only the examples whose name contains SUBSTRING")
     parser.add_argument("-j", dest="jobs", type=int, default=1, metavar="N",
                         help="run files in N processes")
-    parser.add_argument("--timeout", type=float, default=RunOptions.call_timeout, metavar="S",
-                        help="seconds one HAL call may take before the driver counts as hung")
+    parser.add_argument("--timeout", type=_call_timeout, default=RunOptions.call_timeout, metavar="S",
+                        help="seconds one HAL call may take before the driver counts as hung "
+                             f"(at most {MAX_CALL_TIMEOUT_S:g})")
     parser.add_argument("--report", type=Path, metavar="FILE",
                         help="write a JSON list of {name, status, reason}")
     parser.add_argument("--list", action="store_true", help="list the examples, run nothing")

@@ -103,7 +103,13 @@ class RunOptions:
     variants: tuple[Variant, ...] = tuple(Variant)
     #: Seconds one HAL call (or the wait for its callback or fence) may take before the
     #: driver counts as hung. Far above any loop timeout, so it never decides a loop test.
+    #: At most MAX_CALL_TIMEOUT_S.
     call_timeout: float = 60.0
+
+
+#: The longest call_timeout. A call is waited for with a lock, which refuses a timeout past
+#: threading.TIMEOUT_MAX (about 292 years) with OverflowError; no call needs more than a day.
+MAX_CALL_TIMEOUT_S = 86_400.0
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,23 @@ def test_cli_rejects_bad_arguments(suite, capsys):
         main([str(suite), "--paths", "sync,teleport"])
 
 
+@pytest.mark.parametrize("timeout", ["1e10", "0", "-1", "nan", "inf", "soon"])
+def test_cli_refuses_a_call_timeout_that_no_wait_takes(suite, capsys, timeout):
+    """A timeout past threading.TIMEOUT_MAX raised OverflowError out of every call's wait
+    (each example failed with it); none at all, or a negative one, failed every call as a
+    hang. Refused when the arguments are read, with the limit in the message."""
+    with pytest.raises(SystemExit) as exited:
+        main([str(suite / "sub"), "--driver", FAKE_DRIVER, f"--timeout={timeout}"])
+    assert exited.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_cli_takes_a_call_timeout_up_to_a_day(suite, capsys):
+    assert main([str(suite / "sub"), "--driver", FAKE_DRIVER, "--paths", "sync", "--variants",
+                 "normal", "--timeout", "86400"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
+
+
 def count_to_three(inputs):
     return [inputs[0] + 3]
 

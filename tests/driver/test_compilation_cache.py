@@ -333,6 +333,16 @@ def forge(structure: bytes, data: bytes, token: bytes = TOKEN) -> tuple[list[int
     return handles[0], handles[1]
 
 
+@pytest.mark.parametrize("kind", list(cache.CacheKind), ids=lambda k: k.name)
+def test_resealing_a_file_is_sealing_its_new_payload(kind):
+    """The sealer a client forges with (SampleDriver.cache_payload_sealer) writes the file
+    ``seal`` writes for the edited payload: one header writer, one MAC."""
+    version = driver.device.VERSION
+    sealed = cache.seal(kind, b"a payload", TOKEN, version)
+    resealed = SampleDriver.cache_payload_sealer(sealed, TOKEN, lambda p: p.upper() + b"!")
+    assert resealed == cache.seal(kind, b"A PAYLOAD!", TOKEN, version)
+
+
 def prepare_forged(structure: bytes, data: bytes) -> tuple[ErrorStatus, object]:
     model_cache, data_cache = forge(structure, data)
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from driver import SampleDriver
-from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, OutputShape,
-                        Priority, Timing)
+from driver.hal import (NO_TIMING, ErrorStatus, LoopTimeoutDurationNs, MeasureTiming, Model, Operand,
+                        OperandType, OutputShape, Priority, Subgraph, Timing)
 from fuzz import harness, oracles
 from fuzz.case import ExecutionPath
 from hal_client import contract
@@ -457,3 +457,16 @@ def test_the_harness_budget_goes_to_a_device_that_takes_it_and_not_to_one_that_d
     monkeypatch.setattr(drivers.device, "make_device", lambda spec: _FixedBudget())
     fixed = drivers.make_device("any:Factory")
     assert fixed.memory_budget_bytes == 1 << 30 and harness.memory_budget(fixed) == 1 << 30
+
+
+def test_declared_elements_are_counted_to_the_measured_bound_whatever_the_rank():
+    """A shape past any rank limit is not multiplied out; it declares what its dimensions
+    do (a shape of a thousand ones had counted as MEASURED_CASE_ELEMENTS, measured as
+    though it held a million elements)."""
+    def model(*shapes):
+        return Model(main=Subgraph(operands=[Operand(OperandType.TENSOR_FLOAT32, list(s)) for s in shapes]))
+    measured = harness.MEASURED_CASE_ELEMENTS
+    assert harness.declared_elements(model([1] * 1000, [2, 3])) == 7
+    assert harness.declared_elements(model([0] + [2**32 - 1] * 100_000)) == 0
+    assert harness.declared_elements(model([2**32 - 1] * 100_000)) == measured + 1
+    assert harness.declared_elements(model([1024, 1024], [8])) == measured + 8

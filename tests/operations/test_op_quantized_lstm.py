@@ -8,11 +8,18 @@ import math
 import numpy as np
 import pytest
 
+from driver import SampleDriver
 from driver.errors import ValidationError
-from driver.hal.enums import OperandType as T, OperationType as Op
-from driver.operations import _fixed_point as fp
+from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.limits import SCRATCH_BYTES_PER_CHUNK
+from driver.operations import _fixed_point as fp, quantized_lstm
+from driver.operations.common import STORAGE_DTYPE
+from hal_client.builder import make_request, out_like
+from tests.driver.execution import Path, execute, prepare
+from tests.driver.test_execution_memory import traced_peak
 from tests.operations.helpers import OMITTED, const, context, definition, omitted, output, rejects, run, tensor
-from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
+from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input,
+                                        one_operation_model, run_everywhere)
 
 Q8, S8, SYMM8, SYMM16, I32, F32 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                                    T.TENSOR_QUANT16_SYMM, T.TENSOR_INT32, T.FLOAT32)
@@ -313,3 +320,94 @@ def test_qlstm_on_device_every_path_with_omitted_inputs():
                                                        (S8, (1, 1), 1 / 128, 0)])
     assert_same_everywhere(results, [np.array([[h]], np.int8), np.array([[1024]], np.int16),
                                      np.array([[h]], np.int8)])
+
+
+# --- cost ---------------------------------------------------------------------------------------
+
+def lstm16_on_device(batches: int, input_size: int, output_size: int, seed: int = 0):
+    """QUANTIZED_16BIT_LSTM of these sizes, random constant weights and biases, the input and
+    the states fed: (args, outputs) for one_operation_model."""
+    rng = np.random.default_rng(seed)
+
+    def values(dtype, shape, low, high):
+        return rng.integers(low, high, shape, endpoint=True).astype(dtype)
+
+    args = [fed_input(Q8, values(np.uint8, (batches, input_size), 0, 255), 1 / 128, 128),
+            *(constant_input(Q8, values(np.uint8, (output_size, input_size if k < 4 else output_size), 0, 255),
+                             W_SCALE, W_ZERO) for k in range(8)),
+            *(constant_input(I32, values(np.int32, output_size, -5000, 5000), W_SCALE / 128) for _ in range(4)),
+            fed_input(SYMM16, values(np.int16, (batches, output_size), -4096, 4096), STATE_SCALE),
+            fed_input(Q8, values(np.uint8, (batches, output_size), 0, 255), 1 / 128, 128)]
+    return args, [(SYMM16, (batches, output_size), STATE_SCALE, 0), (Q8, (batches, output_size), 1 / 128, 128)]
+
+
+def test_16bit_gates_are_held_to_the_cost_bound_together():
+    """2,048 rows by 1,024 units over 1,024 inputs: each gate's product (2**32 multiply-adds)
+    is within MAX_PRODUCT_MULTIPLY_ADDS, the four gates' (2**34) are not. Refused ahead, as
+    the shapes are known (the execution took seconds)."""
+    model, _ = one_operation_model(Op.QUANTIZED_16BIT_LSTM, *lstm16_on_device(2048, 1024, 1024))
+    assert SampleDriver().getSupportedOperations_1_3(model) == (ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, [])
+
+
+# --- scratch --------------------------------------------------------------------------------------
+
+def qlstm_on_device(batch: int, input_size: int, units: int, seed: int = 0):
+    """QUANTIZED_LSTM of these sizes (output_size = units), every optional input given and
+    random (as quantized_lstm's examples), the input and the states fed: (args, outputs)."""
+    rng = np.random.default_rng(seed)
+
+    def values(operand_type, shape):
+        high = {S8: 127, SYMM8: 127, SYMM16: 32767, I32: 400}[operand_type]
+        return rng.integers(-high, high, shape, endpoint=True).astype(STORAGE_DTYPE[operand_type])
+
+    def weights(operand_type, shape, scale):
+        return constant_input(operand_type, values(operand_type, shape), scale)
+
+    state_scale, output = 2.0 ** -11, (S8, (batch, units), 1 / 128, -2)
+    args = [fed_input(S8, values(S8, (batch, input_size)), 1 / 128, 5),
+            *(weights(SYMM8, (units, input_size), 0.0078) for _ in range(4)),
+            *(weights(SYMM8, (units, units), 0.0078) for _ in range(4)),
+            *(weights(SYMM16, units, 2.0 ** -12) for _ in range(3)),
+            *(weights(I32, units, 0.0) for _ in range(4)),
+            weights(SYMM8, (units, units), 0.004), weights(I32, units, 0.0),
+            fed_input(S8, values(S8, (batch, units)), 1 / 128, -2),
+            fed_input(SYMM16, values(SYMM16, (batch, units)), state_scale),
+            *(weights(SYMM16, units, 2.0 ** -15) for _ in range(4)),
+            *(constant_input(F32, v) for v in (0.5, 0.3, 0.007, 0.007, 0.007, 0.007)),
+            constant_input(T.INT32, 3), constant_input(F32, 0.007)]
+    return args, [output, (SYMM16, (batch, units), state_scale, 0), output]
+
+
+ON_DEVICE = {Op.QUANTIZED_16BIT_LSTM: lstm16_on_device, Op.QUANTIZED_LSTM: qlstm_on_device}
+
+
+def executed_with_peak(operation: int, batch: int, input_size: int, units: int) -> int:
+    """The most memory an execution of the operation of these sizes held (on the sync path)."""
+    args, outputs = ON_DEVICE[operation](batch, input_size, units)
+    model, fed = one_operation_model(operation, args, outputs)
+    prepared = prepare(model)
+    io = make_request(fed, [out_like(STORAGE_DTYPE[t], shape) for t, shape, *_ in outputs], state_input_dims=False)
+    outcome, peak = traced_peak(lambda: execute(prepared, io.request, Path.SYNC))
+    assert outcome.status == ErrorStatus.NONE, outcome
+    return peak
+
+
+@pytest.mark.parametrize("operation", sorted(ON_DEVICE), ids=lambda op: op.name)
+def test_the_weights_are_widened_a_block_at_a_time(operation):
+    """64 rows by 1,024 units over 4,096 inputs: 20 MiB of 8-bit weights, each matrix widened
+    to 8 bytes whole (the 16-bit LSTM held 53 MiB at once; QUANTIZED_LSTM, which kept its
+    weights widened, 295 MiB). Now a few chunks' worth (13 and 15 MiB): a block of the
+    weights, a chunk of rows and the temporaries of its fixed-point arithmetic. (A small
+    execution first, for what a first execution allocates whatever its operation.)"""
+    executed_with_peak(operation, 1, 1, 1)
+    assert executed_with_peak(operation, 64, 4096, 1024) < 6 * SCRATCH_BYTES_PER_CHUNK
+
+
+def test_chunks_of_rows_and_blocks_of_columns_compute_what_the_whole_does(monkeypatch):
+    """The same results one row and one column at a time as all at once."""
+    cases = {Op.QUANTIZED_16BIT_LSTM: lstm16_on_device(5, 3, 4, seed=1), Op.QUANTIZED_LSTM: qlstm_on_device(5, 3, 4)}
+    whole = {operation: run_everywhere(operation, *case) for operation, case in cases.items()}
+    monkeypatch.setattr(quantized_lstm, "SCRATCH_BYTES_PER_CHUNK", 8)
+    for operation, case in cases.items():
+        expected = whole[operation]["sync"][1]
+        assert_same_everywhere(run_everywhere(operation, *case), expected)
