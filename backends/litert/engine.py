@@ -361,8 +361,8 @@ class SpecialisedModel:
         self.kept = [k for k in range(len(main.inputIndexes)) if k not in positions]
         # A copy of its own (the client may change its Model after preparation), and the
         # content it stands for in the engine's memo.
-        self.stored = cache.serialize_model(model)
-        self.digest = hashlib.sha1(b"".join(self.stored)).digest()
+        self.stored = structure, data = cache.serialize_model(model)
+        self.digest = hashlib.sha1(len(structure).to_bytes(8, "little") + structure + data).digest()
 
     def run_outputs(self, inputs: list, ctx: ExecutionContext) -> list[np.ndarray]:
         scalars = [inputs[k] for k in self.positions]

@@ -234,7 +234,7 @@ def pad_v2(op: OpLowering, entry: Entry) -> None:
 
 def reducer(op: OpLowering, entry: Entry) -> None:
     op.emit(entry.builtin, [op.input(0), op.input(1)], [op.output()],
-            options(O.ReducerOptionsT, keepDims=bool(op.scalar(2))))
+            options(O.ReducerOptionsT, keepDims=op.scalar(2) > 0))    # MEAN's INT32: when positive
 
 
 def space_depth(op: OpLowering, entry: Entry) -> None:

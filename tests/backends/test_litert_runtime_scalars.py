@@ -121,6 +121,16 @@ def test_runtime_scalars_give_the_bundled_drivers_answers_on_every_path(litert, 
     assert all(status == ErrorStatus.NONE for status, _ in got.values()), got
 
 
+@pytest.mark.parametrize("keep_dims", [constant_input(I32, np.array(-1, np.int32)), int32(-1)],
+                         ids=["constant", "runtime"])
+def test_mean_keeps_the_reduced_dimensions_only_for_a_positive_keep_dims(litert, keep_dims):
+    """MEAN's keep_dims is an INT32, set when positive: -1 reduces [2, 2, 2] to [2, 2]."""
+    case = (Op.MEAN, [fed_input(F32, X.reshape(2, 2, 2)), constant_input(T.TENSOR_INT32, np.array([1], np.int32)),
+                      keep_dims], [(F32, (2, 2), 0.0, 0)])
+    got = assert_same_answers(litert, case)
+    assert all(status == ErrorStatus.NONE for status, _ in got.values()), got
+
+
 #: Values validation refuses, and values that contradict the model: (operation, inputs,
 #: outputs).
 REFUSED = {
