@@ -11,6 +11,11 @@ LiteRT does maps to the HAL's statuses as a driver would report them:
 - the worker dying on its own (a native crash of LiteRT): GENERAL_FAILURE, and the crash
   is kept for the harness (``take_crashes``), which reports it as a finding.
 
+A model whose operations read runtime scalars (main inputs, table.py) as parameters LiteRT
+takes as constants is specialised per request (SpecialisedModel): preparation finds those
+inputs; an execution makes them constants of their values, and runs that model, validated,
+compiled and lowered once per distinct values.
+
 ``statistics`` counts each kind of outcome, so that a gap of the converter or of LiteRT
 shows as a number.
 """
@@ -22,19 +27,22 @@ import threading
 import time
 import weakref
 from collections import Counter
-from typing import Optional, Sequence
+from typing import Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
+from driver import cache
 from driver.engine import CompiledModel
-from driver.errors import ExecutionError, ResourceError
-from driver.executor.plan import ModelAnalysis
+from driver.errors import ExecutionError, ResourceError, ValidationError
+from driver.executor.plan import ModelAnalysis, compile_model
 from driver.executor.shapes import matches_declared
 from driver.executor.steps import ExecutionContext
 from driver.fingerprint import ContentMemo, model_fingerprint
 from driver.hal.dtypes import STORAGE_DTYPE
-from driver.hal.enums import ErrorStatus, OperationType
-from driver.hal.structs import Model
+from driver.hal.enums import ErrorStatus, OperandLifeTime, OperationType
+from driver.hal.structs import DataLocation, Model
+from driver.limits import running
+from driver.validation.model import validate_fingerprinted_model
 
 from . import convert, table
 from .convert import NUMPY_TYPE, TENSOR_TYPE
@@ -50,6 +58,10 @@ UNBOUNDED_LIMIT_NS = 8_000_000_000
 #: would otherwise be killed on a busy machine for the time its values spent in pipes).
 #: Within the 100 ms past the timeout by which the HAL's answer must come.
 LOOP_GRACE_NS = 40_000_000
+
+#: Specialisations an engine keeps (the most recently used): models made of a model with
+#: runtime scalars and one request's values of them.
+SPECIALISATIONS = 32
 
 _MISSED = ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
@@ -173,6 +185,9 @@ class LiteRTEngine:
         self._crashes: list[str] = []
         self._lock = threading.Lock()
         self._compiled: ContentMemo = ContentMemo(64)
+        #: LiteRTModels by (the content of a model with runtime scalars, their values)
+        self._specialisations: ContentMemo = ContentMemo(SPECIALISATIONS)
+        self._specialising = threading.Lock()
 
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         try:
@@ -187,15 +202,32 @@ class LiteRTEngine:
             return self._compile(model, analysis)
         return self._compiled.remember(fingerprint, lambda: self._compile(model, analysis))
 
-    def _compile(self, model: Model, analysis: ModelAnalysis) -> "LiteRTModel":
+    def _compile(self, model: Model, analysis: ModelAnalysis) -> CompiledModel:
+        runtime = table.runtime_scalars(model)
+        if runtime:
+            return SpecialisedModel(self, model, analysis, runtime)
+        return self.lower(model, analysis, "compiled")
+
+    def lower(self, model: Model, analysis: ModelAnalysis, counted: str) -> "LiteRTModel":
+        """The model lowered to LiteRT, counted as ``counted``."""
         try:
             content = convert.lower(model, analysis, table)
         except Exception as error:
             self.count("conversion failed")
             raise ExecutionError(f"LiteRT: the model could not be converted: "
                                  f"{type(error).__name__}: {error}") from error
-        self.count("compiled")
+        self.count(counted)
         return LiteRTModel(self, content, model, analysis)
+
+    def specialisation(self, key: Hashable, make: Callable[[], "LiteRTModel"]) -> "LiteRTModel":
+        """The specialisation remembered by ``key``, or ``make()``'s: made once while it is
+        remembered (one is made at a time, so that two executions of new values alike do
+        not both make it)."""
+        found = self._specialisations.get(key)
+        if isinstance(found, LiteRTModel):
+            return found
+        with self._specialising:
+            return self._specialisations.remember(key, make)
 
     # --- what the harness reads ---------------------------------------------------------
 
@@ -307,3 +339,64 @@ class LiteRTModel:
         if ctx.deadline_ns is not None and ctx.deadline_ns <= limit:
             return ctx.deadline_ns, ExecutionError("LiteRT: the deadline passed while executing", _MISSED)
         return limit, late
+
+
+class SpecialisedModel:
+    """A model some of whose operations read main inputs (``positions``) as parameters
+    LiteRT takes as constants: an execution runs its specialisation to the request's values
+    of them, the model with those inputs made constants of those values, validated,
+    compiled and lowered as a prepared model is (driver/engine.py's CompiledModel).
+
+    The values are checked by that validation, as the bundled driver checks a runtime
+    scalar when its operation runs: a value it refuses (an activation code out of range,
+    an axis past the rank) fails the execution with GENERAL_FAILURE there too."""
+
+    def __init__(self, engine: LiteRTEngine, model: Model, analysis: ModelAnalysis,
+                 positions: Sequence[int]) -> None:
+        self.engine = engine
+        self.required_inputs = analysis.plans[0].required_inputs
+        main = model.main
+        self.operands = [main.inputIndexes[k] for k in positions]
+        self.positions = positions
+        self.kept = [k for k in range(len(main.inputIndexes)) if k not in positions]
+        # A copy of its own (the client may change its Model after preparation), and the
+        # content it stands for in the engine's memo.
+        self.stored = structure, data = cache.serialize_model(model)
+        self.digest = hashlib.sha1(len(structure).to_bytes(8, "little") + structure + data).digest()
+
+    def run_outputs(self, inputs: list, ctx: ExecutionContext) -> list[np.ndarray]:
+        scalars = [inputs[k] for k in self.positions]
+        if any(value is None for value in scalars):
+            raise ExecutionError("LiteRT: an omitted runtime scalar")   # required: refused before
+        values = tuple(np.asarray(value).tobytes() for value in scalars)
+        lowered = self.engine.specialisation((self.digest, values),
+                                             lambda: self._specialise(values, ctx))
+        return lowered.run_outputs([inputs[k] for k in self.kept], ctx)
+
+    def _specialise(self, values: tuple[bytes, ...], ctx: ExecutionContext) -> "LiteRTModel":
+        model = with_constants(cache.deserialize_model(*self.stored), dict(zip(self.operands, values)))
+        try:
+            with running(ctx):      # compiling may fold constants: within the deadline
+                analysis = compile_model(model, infos=validate_fingerprinted_model(model, None))
+        except ValidationError as error:
+            self.engine.count("runtime scalar refused")
+            raise ExecutionError(f"LiteRT: a runtime scalar's value: {error}") from None
+        if not all(table.supported_operations(model, analysis, self.engine.resolver)):
+            self.engine.count("specialisation not expressed")
+            raise ExecutionError("LiteRT: the table does not express the model specialised to "
+                                 "the request's runtime scalars")
+        return self.engine.lower(model, analysis, "specialised")
+
+
+def with_constants(model: Model, values: dict[int, bytes]) -> Model:
+    """``model`` (changed: a copy of its own) with main operands ``values`` (operand index:
+    stored bytes) constants of those values instead of inputs."""
+    main, data = model.main, bytearray(model.operandValues)
+    for index, raw in values.items():
+        operand = main.operands[index]
+        operand.lifetime = OperandLifeTime.CONSTANT_COPY
+        operand.location = DataLocation(poolIndex=0, offset=len(data), length=len(raw))
+        data += raw
+    main.inputIndexes = [index for index in main.inputIndexes if index not in values]
+    model.operandValues = bytes(data)
+    return model

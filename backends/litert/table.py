@@ -2,9 +2,18 @@
 
 An entry names the TFLite builtin, the types of input 0 it expresses, which HAL inputs
 become the operator's input tensors (in TFLite's order) and which are parameters read as
-constants into its options, and what else of the parameters it can express
-(``accepts``). An operation whose entry does not fit lowers as a custom ``lower`` says
-(several operators: NCHW layouts through transposes, explicit padding through PAD).
+constants into its options (these, and every scalar input), what else of the parameters it
+can express (``accepts``), and which parameters it expresses whatever value validation
+lets them take (``any_value``). An operation whose entry does not fit lowers as a custom
+``lower`` says (several operators: NCHW layouts through transposes, explicit padding
+through PAD).
+
+A parameter must be a constant, or else a *runtime scalar*: an input of the main subgraph
+at a position the entry's ``any_value`` names. The engine then specialises the model to
+each request's values (the inputs made constants, engine.py), so that the converter only
+ever reads constants; ``accepts`` reads None at such a position and must hold for any
+value there. A parameter computed by an operation, or an input of a referenced subgraph
+(an IF branch or WHILE body reading a value its caller passes), is never specialised.
 
 ``supports`` answers getSupportedOperations_1_3 from the table alone: an operation is
 supported exactly when its entry accepts its operand types and parameters, so the
@@ -15,14 +24,14 @@ of the subgraphs they run is.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as S
 
 from driver.executor.plan import ModelAnalysis
-from driver.hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperandType as T, \
-    OperationType as OP
+from driver.hal.enums import CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, OperandLifeTime, \
+    OperandType as T, OperationType as OP
 from driver.hal.structs import Model, SymmPerChannelQuantParams
 from driver.operands import operation_context, subgraph_infos
 from driver.operations import convolutions, pooling, transpose_conv
@@ -46,6 +55,19 @@ def always(ctx: OperationContext, shapes: Shapes) -> bool:
     return True
 
 
+Positions = Callable[[OperationContext], Collection[int]]
+
+
+def at(*positions: int) -> Positions:
+    """The inputs at ``positions`` (a negative one counts from the end)."""
+    return lambda ctx: frozenset(p if p >= 0 else len(ctx.inputs) + p for p in positions)
+
+
+def every_input(ctx: OperationContext) -> Collection[int]:
+    """Every input (of those, the parameters: an entry expressing any value of each)."""
+    return range(len(ctx.inputs))
+
+
 @dataclass(frozen=True)
 class Entry:
     builtin: int
@@ -60,6 +82,9 @@ class Entry:
     #: the kernel sets (OpResolverType names) that have the builtin
     kernel_sets: frozenset = frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
                                         "BUILTIN_REF"})
+    #: the parameters it expresses whatever value validation lets them take: these may be
+    #: runtime scalars (see the module docstring)
+    any_value: Positions = at()
 
 
 # --- parameters the converter can express ------------------------------------------------
@@ -78,7 +103,9 @@ def same_input_quantization(ctx: OperationContext, shapes: Shapes) -> bool:
 
 
 def no_activation_for_int(ctx: OperationContext, shapes: Shapes) -> bool:
-    return ctx.inputs[0].type != T.TENSOR_INT32 or ctx.scalar(2) == 0
+    """TENSOR_INT32 without activation (a runtime value, None, can only be NONE there:
+    validation refuses any other)."""
+    return ctx.inputs[0].type != T.TENSOR_INT32 or ctx.scalar(2) in (0, None)
 
 
 def symmetric_filter(ctx: OperationContext, shapes: Shapes) -> bool:
@@ -207,7 +234,7 @@ def pad_v2(op: OpLowering, entry: Entry) -> None:
 
 def reducer(op: OpLowering, entry: Entry) -> None:
     op.emit(entry.builtin, [op.input(0), op.input(1)], [op.output()],
-            options(O.ReducerOptionsT, keepDims=bool(op.scalar(2))))
+            options(O.ReducerOptionsT, keepDims=op.scalar(2) > 0))    # MEAN's INT32: when positive
 
 
 def space_depth(op: OpLowering, entry: Entry) -> None:
@@ -401,16 +428,9 @@ def _rows_of(info, rows: slice):
 
 
 def grouped_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
-    form = convolutions.form_of(ctx, convolutions.FORMS[OP.GROUPED_CONV_2D])
     data, weights = ctx.inputs[0], ctx.inputs[1]
-    return (convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
-            and weights.is_constant and ctx.inputs[2].is_constant
+    return (symmetric_filter(ctx, shapes) and weights.is_constant and ctx.inputs[2].is_constant
             and not (data.type == T.TENSOR_QUANT8_ASYMM and weights.channelQuant is not None))
-
-
-def convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
-    form = convolutions.form_of(ctx, convolutions.FORMS[ctx.type])
-    return convolutions.read_parameters(ctx, form) is not None and symmetric_filter(ctx, shapes)
 
 
 def pool(op: OpLowering, entry: Entry) -> None:
@@ -444,9 +464,21 @@ def _pool_padding(params: pooling.Parameters, shape) -> Optional[int]:
     return S.Padding.SAME if same == params.padding else None
 
 
+def implicit_pool_padding(ctx: OperationContext) -> bool:
+    return len(pooling.SCALARS[len(ctx.inputs)]) < len(pooling.EXPLICIT)
+
+
 def pool_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
+    """An implicit padding scheme is LiteRT's own, whatever the window; an explicit padding
+    only where it is VALID's or SAME's (so known only from constant parameters)."""
+    if implicit_pool_padding(ctx):
+        return True
     params = pooling.constant_parameters(ctx)
     return params is not None and _pool_padding(params, _nhwc(shapes[0], params.nchw)) is not None
+
+
+def pool_any_value(ctx: OperationContext) -> Collection[int]:
+    return every_input(ctx) if implicit_pool_padding(ctx) else ()
 
 
 def resize(op: OpLowering, entry: Entry) -> None:
@@ -461,21 +493,24 @@ def resize(op: OpLowering, entry: Entry) -> None:
     after()
 
 
-def _resize_size(ctx: OperationContext, shape, nchw: bool) -> Optional[tuple[int, int]]:
-    """(height, width) of the output: TFLite's order, where the HAL gives width first. A
-    scale needs the input's size known ahead."""
+def _resize_size(ctx: OperationContext, shape, nchw: bool) -> tuple[int, int]:
+    """(height, width) of the output: TFLite's order, where the HAL gives width first (a
+    scale, of an input whose size resize_accepts found known ahead)."""
     width, height = ctx.scalar(1), ctx.scalar(2)
     if ctx.inputs[1].type == T.INT32:
         return height, width
     shape = _nhwc(shape, nchw)
-    if shape is None or 0 in shape[1:3]:
-        return None
     return int(np.floor(shape[1] * np.float32(height))), int(np.floor(shape[2] * np.float32(width)))
 
 
 def resize_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
-    nchw = len(ctx.inputs) > 3 and bool(ctx.scalar(3))
-    return _resize_size(ctx, shapes[0], nchw) is not None
+    """Any size; a scale needs the input's height and width known ahead (its every
+    dimension but the batch, when the layout is a runtime value)."""
+    if ctx.inputs[1].type == T.INT32:
+        return True
+    nchw = ctx.scalar(3) if len(ctx.inputs) > 3 else False
+    spatial = (1, 2, 3) if nchw is None else (2, 3) if nchw else (1, 2)
+    return shapes[0] is not None and all(shapes[0][axis] for axis in spatial)
 
 
 # control flow -----------------------------------------------------------------------------
@@ -504,11 +539,12 @@ def while_(op: OpLowering, entry: Entry) -> None:
 # --- the table --------------------------------------------------------------------------------
 
 def _binary(builtin, cls, types):
-    return Entry(builtin, types, (0, 1), (2,), activation_at(2, cls), no_activation_for_int)
+    return Entry(builtin, types, (0, 1), (2,), activation_at(2, cls), no_activation_for_int,
+                 any_value=at(2))
 
 
 def _reducer(builtin, types):
-    return Entry(builtin, types, (0, 1), (2,), lower=reducer, rank_one=True)
+    return Entry(builtin, types, (0, 1), (2,), lower=reducer, rank_one=True, any_value=at(2))
 
 
 TABLE: dict[OP, Entry] = {
@@ -546,31 +582,34 @@ TABLE: dict[OP, Entry] = {
                   kernel_sets=frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"})),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
     OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2), accepts=axis_known(2), lower=on_last_axis(
-        B.SOFTMAX, 2, lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1)))),
+        B.SOFTMAX, 2, lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1))), any_value=at(1, 2)),
     OP.LOG_SOFTMAX: Entry(B.LOG_SOFTMAX, F, (0,), (1, 2), lower=on_last_axis(B.LOG_SOFTMAX, 2),
-                          accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and axis_known(2)(ctx, shapes)),
+                          accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0 and axis_known(2)(ctx, shapes),
+                          any_value=at(2)),
     OP.L2_NORMALIZATION: Entry(B.L2_NORMALIZATION, F | Q, (0,), (1,), accepts=axis_known(1),
-                               lower=on_last_axis(B.L2_NORMALIZATION, 1)),
-    OP.CHANNEL_SHUFFLE: Entry(B.TRANSPOSE, F | Q, params=(1, 2), accepts=known_shape, lower=channel_shuffle),
+                               lower=on_last_axis(B.L2_NORMALIZATION, 1), any_value=at(1)),
+    OP.CHANNEL_SHUFFLE: Entry(B.TRANSPOSE, F | Q, params=(1, 2), accepts=known_shape, lower=channel_shuffle,
+                              any_value=at(1, 2)),
     OP.QUANTIZE: Entry(B.QUANTIZE, F),
     OP.DEQUANTIZE: Entry(B.DEQUANTIZE, Q | frozenset({T.TENSOR_QUANT8_SYMM})),
     OP.RESHAPE: Entry(B.RESHAPE, ANY, (0, 1)),
-    OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation, accepts=concatenation_accepts),
+    OP.CONCATENATION: Entry(B.CONCATENATION, F | Q | I, lower=concatenation, accepts=concatenation_accepts,
+                            any_value=at(-1)),
     OP.SQUEEZE: Entry(B.SQUEEZE, F | Q | I, params=(1,), lower=squeeze, rank_one=True),
-    OP.EXPAND_DIMS: Entry(B.EXPAND_DIMS, ANY, params=(1,), lower=expand_dims),
+    OP.EXPAND_DIMS: Entry(B.EXPAND_DIMS, ANY, params=(1,), lower=expand_dims, any_value=at(1)),
     OP.TRANSPOSE: Entry(B.TRANSPOSE, F | Q | I, (0, 1), accepts=transpose_accepts, lower=transpose),
-    OP.GATHER: Entry(B.GATHER, F | Q | I, params=(1,), lower=gather),
+    OP.GATHER: Entry(B.GATHER, F | Q | I, params=(1,), lower=gather, any_value=at(1)),
     OP.PAD: Entry(B.PAD, F | Q, (0, 1)),
-    OP.PAD_V2: Entry(B.PADV2, F | Q, params=(2,), lower=pad_v2),
+    OP.PAD_V2: Entry(B.PADV2, F | Q, params=(2,), lower=pad_v2, any_value=at(2)),
     OP.SLICE: Entry(B.SLICE, F | Q | I, (0, 1, 2)),
     OP.STRIDED_SLICE: Entry(B.STRIDED_SLICE, F | Q, (0, 1, 2, 3), (4, 5, 6), lambda op: options(
         O.StridedSliceOptionsT, beginMask=op.scalar(4), endMask=op.scalar(5),
-        shrinkAxisMask=op.scalar(6)), rank_one=True),
-    OP.SPLIT: Entry(B.SPLIT, F | Q | I, params=(1, 2), lower=split),
+        shrinkAxisMask=op.scalar(6)), rank_one=True, any_value=at(4, 5, 6)),
+    OP.SPLIT: Entry(B.SPLIT, F | Q | I, params=(1, 2), lower=split, any_value=at(1, 2)),
     OP.TILE: Entry(B.TILE, F | Q | I, (0, 1)),
     OP.SELECT: Entry(B.SELECT, BOOL, (0, 1, 2), accepts=same_quantization),
-    OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
-    OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True),
+    OP.ARGMAX: Entry(B.ARG_MAX, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True, any_value=at(1)),
+    OP.ARGMIN: Entry(B.ARG_MIN, F | Q | I, params=(1,), lower=arg_reduce, rank_one=True, any_value=at(1)),
     OP.MEAN: _reducer(B.MEAN, F | Q),
     OP.REDUCE_SUM: _reducer(B.SUM, F),
     OP.REDUCE_MAX: _reducer(B.REDUCE_MAX, F | Q),
@@ -578,26 +617,29 @@ TABLE: dict[OP, Entry] = {
     OP.REDUCE_PROD: _reducer(B.REDUCE_PROD, F),
     OP.REDUCE_ANY: _reducer(B.REDUCE_ANY, BOOL),
     OP.REDUCE_ALL: _reducer(B.REDUCE_ALL, BOOL),
-    OP.SPACE_TO_DEPTH: Entry(B.SPACE_TO_DEPTH, F | Q, params=(1, 2), lower=space_depth),
-    OP.DEPTH_TO_SPACE: Entry(B.DEPTH_TO_SPACE, F | Q, params=(1, 2), lower=space_depth),
-    OP.BATCH_TO_SPACE_ND: Entry(B.BATCH_TO_SPACE_ND, F | Q, params=(2,), lower=batch_to_space),
-    OP.SPACE_TO_BATCH_ND: Entry(B.SPACE_TO_BATCH_ND, F | Q, params=(3,), lower=space_to_batch),
+    OP.SPACE_TO_DEPTH: Entry(B.SPACE_TO_DEPTH, F | Q, params=(1, 2), lower=space_depth, any_value=at(1, 2)),
+    OP.DEPTH_TO_SPACE: Entry(B.DEPTH_TO_SPACE, F | Q, params=(1, 2), lower=space_depth, any_value=at(1, 2)),
+    OP.BATCH_TO_SPACE_ND: Entry(B.BATCH_TO_SPACE_ND, F | Q, params=(2,), lower=batch_to_space,
+                                any_value=at(2)),
+    OP.SPACE_TO_BATCH_ND: Entry(B.SPACE_TO_BATCH_ND, F | Q, params=(3,), lower=space_to_batch,
+                                any_value=at(3)),
     OP.FULLY_CONNECTED: Entry(B.FULLY_CONNECTED, F | Q, (0, 1, 2), (3,),
-                              activation_at(3, O.FullyConnectedOptionsT), symmetric_filter),
-    OP.CONV_2D: Entry(B.CONV_2D, F | Q, accepts=convolution_accepts, lower=convolution),
-    OP.DEPTHWISE_CONV_2D: Entry(B.DEPTHWISE_CONV_2D, F | Q, accepts=convolution_accepts,
-                                lower=convolution),
+                              activation_at(3, O.FullyConnectedOptionsT), symmetric_filter, any_value=at(3)),
+    OP.CONV_2D: Entry(B.CONV_2D, F | Q, accepts=symmetric_filter, lower=convolution, any_value=every_input),
+    OP.DEPTHWISE_CONV_2D: Entry(B.DEPTHWISE_CONV_2D, F | Q, accepts=symmetric_filter,
+                                lower=convolution, any_value=every_input),
     OP.GROUPED_CONV_2D: Entry(B.CONV_2D, F | Q, accepts=grouped_convolution_accepts,
-                              lower=grouped_convolution),
+                              lower=grouped_convolution, any_value=every_input),
     OP.TRANSPOSE_CONV_2D: Entry(B.TRANSPOSE_CONV, F | Q, accepts=transpose_convolution_accepts,
                                 lower=transpose_convolution),
-    OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
-    OP.MAX_POOL_2D: Entry(B.MAX_POOL_2D, F | Q, accepts=pool_accepts, lower=pool),
-    OP.L2_POOL_2D: Entry(B.L2_POOL_2D, F, accepts=pool_accepts, lower=pool),
+    OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool,
+                              any_value=pool_any_value),
+    OP.MAX_POOL_2D: Entry(B.MAX_POOL_2D, F | Q, accepts=pool_accepts, lower=pool, any_value=pool_any_value),
+    OP.L2_POOL_2D: Entry(B.L2_POOL_2D, F, accepts=pool_accepts, lower=pool, any_value=pool_any_value),
     OP.RESIZE_BILINEAR: Entry(B.RESIZE_BILINEAR, F | Q, params=(1, 2, 3, 4, 5),
-                              accepts=resize_accepts, lower=resize),
+                              accepts=resize_accepts, lower=resize, any_value=at(1, 2, 3, 4, 5)),
     OP.RESIZE_NEAREST_NEIGHBOR: Entry(B.RESIZE_NEAREST_NEIGHBOR, F | Q, params=(1, 2, 3, 4, 5),
-                                      accepts=resize_accepts, lower=resize),
+                                      accepts=resize_accepts, lower=resize, any_value=at(1, 2, 3, 4, 5)),
     OP.IF: Entry(B.IF, BOOL, lower=if_),
     OP.WHILE: Entry(B.WHILE, frozenset({T.SUBGRAPH}), lower=while_),
 }
@@ -622,10 +664,19 @@ def _one_operator(op: OpLowering, entry: Entry) -> None:
             entry.options(op) if entry.options is not None else None)
 
 
-def expresses(ctx: OperationContext, shapes: Shapes, output_shapes: Shapes, kernel_set: str) -> bool:
+def parameters(ctx: OperationContext, entry: Entry) -> set[int]:
+    """The inputs the lowering reads as constants: the entry's parameters and every scalar
+    input, omitted ones aside."""
+    return {i for i, info in enumerate(ctx.inputs)
+            if (i in entry.params or info.type in SCALAR_OPERAND_TYPES) and not info.is_omitted}
+
+
+def expresses(ctx: OperationContext, shapes: Shapes, output_shapes: Shapes, kernel_set: str,
+              in_main: bool = False) -> bool:
     """Whether the table expresses this (non control-flow) operation with LiteRT's
     ``kernel_set``; ``shapes`` and ``output_shapes`` are what is known of its operands'
-    shapes ahead."""
+    shapes ahead; ``in_main``: the operation is one of the main subgraph's, whose inputs
+    may be runtime scalars."""
     entry = TABLE.get(ctx.type)
     if entry is None or kernel_set not in entry.kernel_sets or ctx.inputs[0].type not in entry.types:
         return False
@@ -634,9 +685,11 @@ def expresses(ctx: OperationContext, shapes: Shapes, output_shapes: Shapes, kern
     if any(i < len(ctx.inputs) and ctx.inputs[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT
            for i in lookup(ctx.type).optional_inputs):
         return False        # a request may omit it, and the lowered model takes a value
-    params = {i for i in entry.params if i < len(ctx.inputs) and not ctx.inputs[i].is_omitted}
-    if any(not ctx.inputs[i].is_constant for i in params):
-        return False
+    params = parameters(ctx, entry)
+    variable = {i for i in params if not ctx.inputs[i].is_constant}
+    if variable and not (in_main and variable <= set(entry.any_value(ctx)) and all(
+            ctx.inputs[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT for i in variable)):
+        return False        # computed, or a value the entry could not express at that position
     tensors = [info for i, info in enumerate(ctx.inputs) if i not in params] + list(ctx.outputs)
     if any(info.type not in TENSOR_TYPE for info in tensors):
         return False
@@ -668,10 +721,24 @@ def supported_operations(model: Model, analysis: ModelAnalysis, kernel_set: str)
                           and all(all(of(c, visiting | {index})) for c in callees))
                 else:
                     ok = expresses(ctx, [static[i] for i in operation.inputs],
-                                   [static[o] for o in operation.outputs], kernel_set)
+                                   [static[o] for o in operation.outputs], kernel_set, index == 0)
             except (Unsupported, ArithmeticError, LookupError, TypeError, ValueError):
                 ok = False
             result.append(ok)
         verdicts[index] = result
         return result
     return of(0, frozenset())
+
+
+def runtime_scalars(model: Model) -> tuple[int, ...]:
+    """The positions of the main inputs that main operations read as parameters: in a
+    supported model, the runtime scalars each request's specialisation makes constants."""
+    main = model.main
+    infos = subgraph_infos(model, main)
+    read = set()
+    for op_index, operation in enumerate(main.operations):
+        if operation.type not in CONTROL_FLOW_OPERATION_TYPES:
+            ctx = operation_context(model, main, op_index, infos)
+            read.update(ctx.inputs[i].index for i in parameters(ctx, TABLE[ctx.type])
+                        if not ctx.inputs[i].is_constant)
+    return tuple(k for k, operand in enumerate(main.inputIndexes) if operand in read)

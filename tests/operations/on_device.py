@@ -47,12 +47,12 @@ def one_operation_model(operation: int, args: Sequence[ExampleOperand], outputs:
     return mb.build(), [None if arg.value is NO_VALUE else value for arg, value in zip(fed_args, fed)]
 
 
-def run_everywhere(operation: int, args: Sequence[ExampleOperand], outputs: Sequence[tuple]
-                   ) -> dict[str, tuple[ErrorStatus, list[np.ndarray]]]:
-    """Run the operation on each path. Per path name: the status and, when it is NONE,
-    the outputs read back."""
+def run_everywhere(operation: int, args: Sequence[ExampleOperand], outputs: Sequence[tuple],
+                   device=None) -> dict[str, tuple[ErrorStatus, list[np.ndarray]]]:
+    """Run the operation on each path of ``device`` (a SampleDriver by default). Per path
+    name: the status and, when it is NONE, the outputs read back."""
     model, fed = one_operation_model(operation, args, outputs)
-    prepared = prepare(model)
+    prepared = prepare(model, device)
     results = {}
     for path in ALL_PATHS:
         io = make_request(fed, [out_like(STORAGE_DTYPE[t], shape) for t, shape, *_ in outputs],
