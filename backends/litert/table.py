@@ -343,7 +343,7 @@ def transpose_convolution(op: OpLowering, entry: Entry) -> None:
                 [io.out], options(O.TransposeConvOptionsT, padding=_TFLITE_PADDING[params.padding[0]], **fields))
     else:
         left, right, top, bottom = params.padding
-        full = _uncropped_shape(op.ctx, op.shape(0), op.shape(1), params)
+        full = _uncropped_shape(op.shape(0), op.shape(1), params)
         uncropped = op.temporary(io.result, full)
         op.emit(B.TRANSPOSE_CONV, [op.constant(np.array(full, np.int32)), weights, io.source, bias],
                 [uncropped], options(O.TransposeConvOptionsT, padding=S.Padding.VALID, **fields))
@@ -353,24 +353,33 @@ def transpose_convolution(op: OpLowering, entry: Entry) -> None:
     io.after()
 
 
-def _uncropped_shape(ctx: OperationContext, data_shape, filter_shape, params) -> Optional[tuple[int, ...]]:
-    """The NHWC output of a transposed convolution before its explicit padding is cropped,
-    when the input's and the filter's shapes are known ahead."""
+def _uncropped_shape(data_shape, filter_shape, params) -> tuple[int, ...]:
+    """The NHWC output of a transposed convolution before its explicit padding is cropped
+    (of an input and a filter whose shapes transpose_convolution_accepts found known)."""
     data = _nhwc(data_shape, params.nchw)
-    if data is None or filter_shape is None or 0 in data or 0 in filter_shape:
-        return None
     (stride_width, stride_height), (_, filter_height, filter_width, _) = params.stride, filter_shape
     return (data[0], (data[1] - 1) * stride_height + filter_height,
             (data[2] - 1) * stride_width + filter_width, filter_shape[0])
 
 
+def explicit_transpose_padding(ctx: OperationContext) -> bool:
+    return len(convolutions.form_of(ctx, transpose_conv.FORMS).padding) == 4
+
+
 def transpose_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
-    params = convolutions.read_parameters(ctx, convolutions.form_of(ctx, transpose_conv.FORMS))
-    if params is None or not symmetric_filter(ctx, shapes):
+    """Explicit padding: any parameters, the uncropped output sized from the input's and the
+    filter's shapes known ahead; implicit padding: an output shape that fits the input by
+    the scheme and strides, so known only from constant parameters."""
+    if not symmetric_filter(ctx, shapes):
         return False
-    if len(params.padding) == 1:
-        return _output_fits_input(ctx, shapes, params)
-    return _uncropped_shape(ctx, shapes[0], shapes[1], params) is not None
+    if explicit_transpose_padding(ctx):
+        return all(shape is not None and 0 not in shape for shape in shapes[:2])
+    params = convolutions.read_parameters(ctx, convolutions.form_of(ctx, transpose_conv.FORMS))
+    return params is not None and _output_fits_input(ctx, shapes, params)
+
+
+def transpose_convolution_any_value(ctx: OperationContext) -> Collection[int]:
+    return every_input(ctx) if explicit_transpose_padding(ctx) else ()
 
 
 def _output_fits_input(ctx: OperationContext, shapes: Shapes, params) -> bool:
@@ -631,7 +640,7 @@ TABLE: dict[OP, Entry] = {
     OP.GROUPED_CONV_2D: Entry(B.CONV_2D, F | Q, accepts=grouped_convolution_accepts,
                               lower=grouped_convolution, any_value=every_input),
     OP.TRANSPOSE_CONV_2D: Entry(B.TRANSPOSE_CONV, F | Q, accepts=transpose_convolution_accepts,
-                                lower=transpose_convolution),
+                                lower=transpose_convolution, any_value=transpose_convolution_any_value),
     OP.AVERAGE_POOL_2D: Entry(B.AVERAGE_POOL_2D, F | Q, accepts=pool_accepts, lower=pool,
                               any_value=pool_any_value),
     OP.MAX_POOL_2D: Entry(B.MAX_POOL_2D, F | Q, accepts=pool_accepts, lower=pool, any_value=pool_any_value),

@@ -50,6 +50,15 @@ def conv(padding: list, strides: tuple[int, int], activation: int, out_hw: tuple
     return Op.CONV_2D, args, [(F32, out, 0.0, 0)]
 
 
+def transpose_conv(padding: tuple[int, int, int, int], strides: tuple[int, int], activation: int,
+                   out_hw: tuple[int, int]) -> tuple:
+    """TRANSPOSE_CONV_2D of IMAGE by FILTER with explicit padding (left, right, top,
+    bottom), every scalar parameter fed by the request."""
+    args = [fed_input(F32, IMAGE), constant_input(F32, FILTER), constant_input(F32, np.array([0.5], np.float32)),
+            *map(int32, padding), *map(int32, strides), int32(activation), flag(False)]
+    return Op.TRANSPOSE_CONV_2D, args, [(F32, (1, *out_hw, 1), 0.0, 0)]
+
+
 #: One operation each, with runtime scalars: (operation, inputs, outputs).
 CASES = {
     **{f"add_activation_{a}": (Op.ADD, [fed_input(F32, X), fed_input(F32, X[::-1].copy()), int32(a)],
@@ -66,6 +75,7 @@ CASES = {
     "conv_same_stride_2": conv([SAME], (2, 2), 0, (3, 3)),
     "conv_valid_strides_1_2_relu": conv([VALID], (1, 2), 1, (2, 3)),
     "conv_explicit_padding_nchw": conv([1, 0, 2, 1], (2, 1), 3, (6, 2), nchw=True),
+    "transpose_conv_explicit_padding": transpose_conv((1, 0, 0, 2), (2, 1), 1, (5, 10)),
     "mean_keep_dims": (Op.MEAN, [fed_input(F32, X), constant_input(T.TENSOR_INT32, np.array([1], np.int32)),
                                  int32(1)], [(F32, (2, 1), 0.0, 0)]),
     "mean_no_keep_dims": (Op.MEAN, [fed_input(F32, X), constant_input(T.TENSOR_INT32, np.array([1], np.int32)),
@@ -148,6 +158,7 @@ REFUSED = {
         [(F32, (2, 1), 0.0, 0)]),
     "negative_axis": (Op.CONCATENATION, [fed_input(F32, X), fed_input(F32, X), int32(-1)],
                            [(F32, (2, 8), 0.0, 0)]),
+    "transpose_conv_padding_past_the_output": transpose_conv((0, 0, 4, 4), (1, 1), 0, (1, 7)),
     "zero_beta": (Op.SOFTMAX, [fed_input(F32, X), fed_input(T.FLOAT32, np.array(0.0, np.float32)), int32(-1)],
                   [(F32, (2, 4), 0.0, 0)]),
     "pool_filter_past_the_input": (Op.AVERAGE_POOL_2D, [fed_input(F32, IMAGE), int32(VALID), int32(1), int32(1),
@@ -292,7 +303,7 @@ UNSUPPORTED = {
         fed_input(F32, X), fed_input(T.FLOAT32, np.array(1.0, np.float32)), int32(-1)], [(F32, (2, 4), 0.0, 0)])[0],
     "pool_explicit_padding": lambda: one_operation_model(Op.MAX_POOL_2D, [
         fed_input(F32, IMAGE), *map(int32, (0, 0, 0, 0, 1, 1, 2, 2, 0))], [(F32, (1, 4, 4, 1), 0.0, 0)])[0],
-    "transpose_conv_stride": lambda: one_operation_model(Op.TRANSPOSE_CONV_2D, [
+    "transpose_conv_implicit_padding": lambda: one_operation_model(Op.TRANSPOSE_CONV_2D, [
         fed_input(F32, IMAGE), constant_input(F32, FILTER), constant_input(F32, np.array([0.5], np.float32)),
         constant_input(T.TENSOR_INT32, np.array([1, 5, 5, 1], np.int32)), constant_input(I32, np.array(SAME, np.int32)),
         int32(1), int32(1), constant_input(I32, np.array(0, np.int32)), constant_input(BOOL, np.array(False))],
