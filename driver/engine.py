@@ -31,6 +31,18 @@ class CompiledModel(Protocol):
         execution ends with; nothing else may escape."""
 
 
+class OperandValues(Protocol):
+    """What a compiled model may offer besides, for diagnosis only: the fuzz harness asks
+    for it (through SamplePreparedModel.operand_values) after a wrong answer, to find the
+    first operation that computed differently from a reference. A compiled model without
+    it is judged by its outputs alone."""
+
+    def operand_values(self, inputs: list, ctx: ExecutionContext) -> dict[int, np.ndarray]:
+        """The value of each main-subgraph operand a run on ``inputs`` computes, by operand
+        index, in the layout and storage dtype of the operand (those it does not keep left
+        out). Raises as run_outputs does."""
+
+
 class Engine(Protocol):
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         """Per operation of the main subgraph, whether this engine computes it, for a model

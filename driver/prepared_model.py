@@ -7,11 +7,13 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
+import numpy as np
+
 from . import arguments
 from .buffers import bind_device_memory, has_device_memory
 from .burst import ExecutionBurst
 from .errors import DriverError, ValidationError
-from .executor.io import LaunchedRequest
+from .executor.io import LaunchedRequest, read_inputs
 from .executor.run import MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
 from .executor.workers import Timer, WorkerPool
@@ -249,6 +251,25 @@ class SamplePreparedModel:
         timing_fenced = Timing(timeOnDevice=result.timing.timeOnDevice,
                                timeInDriver=(end - fenced) // 1000)
         return result.status, result.message, timing_launched, timing_fenced
+
+    # --- diagnosis (not HAL) ---------------------------------------------------------------
+
+    def operand_values(self, request: Request) -> Optional[dict[int, np.ndarray]]:
+        """The value of each main-subgraph operand an execution of ``request`` computes, by
+        operand index (driver/engine.py, OperandValues), or None: the engine keeps none, or
+        the execution fails. Not a HAL method: the fuzz harness calls it after a wrong
+        answer, to find the first operation that computed differently from a reference
+        (fuzz/divergence.py). It keeps every value to the end, so it runs under the
+        driver's own budget, not the one a client set."""
+        values_of = getattr(self._program.plan, "operand_values", None)
+        if values_of is None:
+            return None
+        try:
+            launched = self._launched(request)
+            inputs = read_inputs(self._program.inputs, launched.request, launched.buffers)
+            return values_of(inputs, ExecutionContext())
+        except DriverError:
+            return None
 
     # --- configureExecutionBurst ---------------------------------------------------------
 

@@ -24,10 +24,11 @@ runs it again another way through the HAL (driver-managed buffers, the compilati
 from __future__ import annotations
 
 import tracemalloc
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from driver.errors import ValidationError
 from driver.hal import (CONTROL_FLOW_OPERATION_TYPES, DataLocation, ErrorStatus,
@@ -39,12 +40,13 @@ from driver.limits import MAX_VALUE_BYTES
 from driver.memory import Memory
 from driver.validation import validate_model, validate_request
 from hal_client import contract
+from hal_client.builder import make_request, out_like
 from hal_client.contract import OracleViolation
 from hal_client.paths import (THREAD_FAILURES, DeadlineEdge, HalClient, deadline_point,
                               read_outputs)
 from hal_client.watchdog import WATCHDOG
 
-from . import oracles, relations, routes
+from . import divergence, oracles, relations, routes
 from .branch_counters import BranchCounters
 from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from .oracles import ExecutionResult
@@ -347,7 +349,7 @@ def run_case(case: FuzzCase, device: Any, enabled: Oracles = Oracles()) -> Outco
             return _run_case(case, device, enabled)
         finally:
             # A crash of the runtime behind the driver is the finding, whatever followed it.
-            oracles.check_runtime_alive(device)
+            oracles.check_runtime_alive(device, case.model)
     except OracleViolation:
         STATS.violations += 1
         raise
@@ -405,11 +407,11 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     # first path (fenced) reports none.
     expected = first if first.shapes is not None else replace(first, shapes=second.shapes)
     if reference is not None:
-        compare_with_reference(reference, case, expected, snapshot, limit_s)
+        compare_with_reference(reference, case, expected, snapshot, limit_s, device, prepared)
     if enabled.relations and choices.relation in routes.ROUTES:
         judge_route(device, case, prepared, expected, snapshot, limit_s)
     elif enabled.relations and choices.relation != Relation.NONE:
-        compare_with_relation(device, case, expected, snapshot, limit_s)
+        compare_with_relation(device, case, expected, snapshot, limit_s, reference)
     return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
                    prepare_callback)
 
@@ -445,36 +447,105 @@ def run_on_reference(reference: Any, case: FuzzCase, snapshot: Sequence[bytes | 
 
 
 def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionResult,
-                           snapshot: Sequence[bytes | None], limit_s: float) -> None:
-    """The driver's successful execution against the reference driver's."""
+                           snapshot: Sequence[bytes | None], limit_s: float, device: Any,
+                           prepared: Any) -> None:
+    """The driver's successful execution (``prepared``, of ``device``) against the
+    reference driver's; a wrong answer is bucketed by its first diverging operation."""
     if any(pool.hidlMemory is None for pool in case.request.pools):
         STATS.reference_skipped += 1    # the driver's own buffers: the reference has none
         return
     result = run_on_reference(reference, case, snapshot, limit_s, ErrorStatus.NONE)
-    if compared(result, expected, case, oracles.ReferenceMismatchViolation,
-                f"{expected.path.name} execution vs the reference's"):
-        STATS.reference_compared += 1
-    else:
-        STATS.reference_skipped += 1
+    with diverging(case, snapshot, limit_s, device, prepared, reference):
+        if compared(result, expected, case, oracles.ReferenceMismatchViolation,
+                    f"{expected.path.name} execution vs the reference's"):
+            STATS.reference_compared += 1
+        else:
+            STATS.reference_skipped += 1
 
 
 def compare_with_relation(device: Any, case: FuzzCase, expected: ExecutionResult,
-                          snapshot: Sequence[bytes | None], limit_s: float) -> None:
+                          snapshot: Sequence[bytes | None], limit_s: float,
+                          reference: Any = None) -> None:
     """The case rewritten by its metamorphic relation, on the same driver (synchronously),
-    against its successful execution."""
+    against its successful execution. With a reference, a wrong answer is bucketed by the
+    first operation of the rewritten case where the driver and the reference diverge."""
     rule = relations.RULES[case.choices.relation]
     derived = rule.derive(case.model, with_fresh_pools(case.request, snapshot))
-    result = None
+    result = related = prepared = None
     if derived is not None and reference_errors(*derived) == (None, None):
         related = FuzzCase(*derived, case.choices)
         status, prepared, _ = prepare(device, related.model, case.choices)
         if status == ErrorStatus.NONE:
             result = execute(prepared, related, related.request, ExecutionPath.SYNC, limit_s)
-    if compared(expected, result, case, rule.Violation,
-                f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)"):
-        STATS.related_compared += 1
-    else:
-        STATS.related_skipped += 1
+    with diverging(related, None, limit_s, device, prepared, reference if result is not None else None):
+        if compared(expected, result, case, rule.Violation,
+                    f"relation {case.choices.relation.name} ({expected.path.name} vs SYNC)"):
+            STATS.related_compared += 1
+        else:
+            STATS.related_skipped += 1
+
+
+@contextmanager
+def diverging(case: FuzzCase | None, snapshot: Sequence[bytes | None] | None, limit_s: float,
+              device: Any, prepared: Any, reference: Any) -> Iterator[None]:
+    """A wrong answer raised within, of ``case`` run on ``prepared`` (of ``device``), gets
+    as its bucket the first operation where the driver's values of the case's main
+    operands and the reference's diverge (fuzz/divergence.py), and that divergence as its
+    ``divergence``. Where either driver keeps no values (or their run fails), or none
+    diverges, its bucket stays the output's producer. ``snapshot``: the request's pools
+    before it ran (None: they still hold its inputs)."""
+    try:
+        yield
+    except OracleViolation as violation:
+        if reference is not None:
+            found = diagnose(case, snapshot, limit_s, device, prepared, reference)
+            if found is not None:
+                violation.bucket, violation.divergence = found.bucket(), found.as_dict()
+        raise
+
+
+def diagnose(case: FuzzCase, snapshot: Sequence[bytes | None] | None, limit_s: float,
+             device: Any, prepared: Any, reference: Any, depth: int = 0) -> divergence.Divergence | None:
+    """The case run once more on both drivers, keeping their operand values, and the first
+    operation where they diverge (None: see ``diverging``). Only after a wrong answer. At
+    an IF, the branch it took is diagnosed the same way, on the IF's inputs (IFs nested
+    up to divergence.MAX_BRANCHES deep)."""
+    try:
+        if snapshot is None:
+            snapshot = snapshot_pools(case.request)
+        status, reference_prepared, _ = prepare(reference, case.model, case.choices)
+        if status != ErrorStatus.NONE:
+            return None
+        expected = WATCHDOG.call(limit_s, "operand_values", divergence.operand_values,
+                                 reference_prepared, with_fresh_pools(case.request, snapshot))
+        actual = WATCHDOG.call(limit_s, "operand_values", divergence.operand_values,
+                               prepared, with_fresh_pools(case.request, snapshot))
+        if expected is None or actual is None:
+            return None
+        found = divergence.first_divergence(case.model, expected, actual, divergence.device_name(device),
+                                            divergence.device_name(reference))
+    except Exception:   # a diagnosis that fails (a hang included) leaves the finding as it is
+        return None
+    if found is None or depth >= divergence.MAX_BRANCHES:
+        return found
+    branch = divergence.taken_branch(case.model, found, expected)
+    inner = diagnose_branch(branch, case.choices, limit_s, device, reference, depth) if branch else None
+    return replace(found, inner=replace(inner, subgraph=branch.subgraph)) if inner else found
+
+
+def diagnose_branch(branch: divergence.Branch, choices: ExecutionChoices, limit_s: float,
+                    device: Any, reference: Any, depth: int) -> divergence.Divergence | None:
+    """The first diverging operation of an IF's branch run alone, on the IF's inputs
+    (None: none, or it cannot run)."""
+    try:
+        outputs = [out_like(value.dtype, value.shape, state_dims=True) for value in branch.outputs]
+        case = FuzzCase(branch.model, make_request(branch.inputs, outputs).request, choices)
+        status, prepared, _ = prepare(device, case.model, choices)
+    except Exception:   # as in diagnose
+        return None
+    if status != ErrorStatus.NONE:
+        return None
+    return diagnose(case, None, limit_s, device, prepared, reference, depth + 1)
 
 
 def compared(expected: ExecutionResult | None, actual: ExecutionResult | None, case: FuzzCase,

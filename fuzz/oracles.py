@@ -15,7 +15,7 @@ import numpy as np
 from driver.hal import ErrorStatus, Model, OperandType, OperationType, OutputShape, Request
 from driver.hal.dtypes import STORAGE_DTYPE
 from driver.hal.enums import SCALAR_OPERAND_TYPES
-from hal_client.accuracy import compare_values, tolerance_for
+from hal_client.accuracy import Mismatch, compare_values, tolerance_for
 from hal_client.contract import OracleViolation, main_output_operand, output_producer
 from hal_client.paths import ExecutionPath
 
@@ -334,18 +334,32 @@ def check_same_outputs(expected: ExecutionResult, actual: ExecutionResult, model
         if min(len(a), len(b)) < count * dtype.itemsize:
             continue
         want, got = np.frombuffer(a, dtype, count), np.frombuffer(b, dtype, count)
-        if dtype.kind == "f" and not np.isfinite(want).all():
+        if not judged(want):
             left_out += 1
             continue
-        tolerance = tolerance_for(operand.type, float16_criterion=float16)
-        mismatch = compare_values(want, got, tolerance)
+        mismatch = values_mismatch(operand.type, want, got, float16)
         if mismatch is not None:
             raise Violation(
                 f"{what}: output {i} ({operand.type.name}{dims}) differs at index {mismatch.index}: "
-                f"{mismatch.actual:.9g}, expected {mismatch.expected:.9g}, beyond {tolerance} "
+                f"{mismatch.actual:.9g}, expected {mismatch.expected:.9g}, beyond {mismatch.tolerance} "
                 f"({mismatch.count} of {mismatch.size} values)", key=f"{what}: output values",
                 bucket=wrong_output_bucket(model, i))
     return left_out
+
+
+def judged(expected: np.ndarray) -> bool:
+    """Whether values computed as ``expected`` are judged: not where the expected run
+    computed NaN or infinite anywhere (a driver may rightly overflow or not in other
+    places)."""
+    return expected.dtype.kind != "f" or bool(np.isfinite(expected).all())
+
+
+def values_mismatch(operand_type: OperandType, expected: np.ndarray, actual: np.ndarray,
+                    float16: bool) -> Mismatch | None:
+    """``actual`` against ``expected`` (values of one operand, in its storage dtype) by the
+    accuracy criteria of its type; ``float16``: the model computes in float16
+    (computes_in_float16)."""
+    return compare_values(expected, actual, tolerance_for(operand_type, float16_criterion=float16))
 
 
 # --- memory ---------------------------------------------------------------------------------
@@ -361,15 +375,23 @@ def check_peak_memory(peak_bytes: int, budget_bytes: int, slack_bytes: int, what
 
 # --- the runtime behind a driver ---------------------------------------------------------------
 
-def check_runtime_alive(device) -> None:
+def check_runtime_alive(device, model: Model) -> None:
     """A driver over a real runtime (``device.engine``, driver/engine.py) that hands out the
-    crashes of its runtime (``take_crashes()``) had none during the case."""
+    crashes of its runtime (``take_crashes()``) had none during the case. A crash has no
+    stack of the driver's to bucket it by: the model's operation types are its bucket."""
     take_crashes = getattr(getattr(device, "engine", None), "take_crashes", None)
     if take_crashes is None:
         return
     crashes = take_crashes()
     if crashes:
-        raise RuntimeCrashViolation("; ".join(crashes))
+        raise RuntimeCrashViolation("; ".join(crashes),
+                                    bucket="operations: " + ", ".join(operation_types(model)))
+
+
+def operation_types(model: Model) -> tuple[str, ...]:
+    """The operation types of a model, every subgraph's, sorted."""
+    return tuple(sorted({getattr(op.type, "name", str(op.type))
+                         for subgraph in (model.main, *model.referenced) for op in subgraph.operations}))
 
 
 def engine_statistics(device) -> dict[str, int]:

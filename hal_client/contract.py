@@ -23,16 +23,20 @@ class OracleViolation(AssertionError):
     broke; ``frames`` is where the driver was when it happened, when that is known;
     ``bucket``, where the oracle (or a driver's own check) knows more of where the failure
     lies than the rule and key say, a short stable text that triage adds to the failure's
-    bucket (scripts/triage.py, bucket_key): findings with other buckets are other bugs."""
+    bucket (scripts/triage.py, bucket_key): findings with other buckets are other bugs;
+    ``divergence``, for a wrong answer whose first diverging operation was found, that
+    operation and the difference as a JSON-able dict (fuzz/divergence.py, Divergence)."""
 
     rule = "oracle"
 
     def __init__(self, message: str, *, key: str = "",
-                 frames: Sequence[traceback.FrameSummary] | None = None, bucket: str = "") -> None:
+                 frames: Sequence[traceback.FrameSummary] | None = None, bucket: str = "",
+                 divergence: dict | None = None) -> None:
         super().__init__(f"[{self.rule}] {message}")
         self.key = key
         self.frames = list(frames) if frames is not None else None
         self.bucket = bucket
+        self.divergence = divergence
 
 
 class HalExceptionViolation(OracleViolation):

@@ -22,10 +22,13 @@ For each artifact:
    reads no larger;
 3. sign it (its bucket, bucket_key): kind + rule or exception + the project frames where
    it happened (for an out-of-memory with no such frames, the model's operation types) +
-   the violation's bucket refinement, if its oracle set one;
+   the violation's bucket refinement, if its oracle set one (for a wrong answer, its first
+   diverging operation);
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
-   OUT/<signature hash>.json (kind, signature, message, date, status open/fixed). An input
-   with a signature already stored is a duplicate: the smaller of the two is kept.
+   OUT/<signature hash>.json (kind, signature, message, date, status open/fixed; for a
+   wrong answer whose first diverging operation was found, ``divergence``: see
+   fuzz/divergence.py). An input with a signature already stored is a duplicate: the
+   smaller of the two is kept.
 
 The reproducing process is a worker that runs inputs sent to it one by one (no start-up
 cost per attempt); it is restarted after a hang, an out-of-memory or a death. Its address
@@ -57,7 +60,7 @@ from typing import IO, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from fuzz import harness
+from fuzz import harness, oracles
 from fuzz.codec import CodecLimitError, decode, encode
 from fuzz.driver_fuzz import FINDING_PREFIX
 from fuzz.drivers import (DRIVER_ENV, NO_REFERENCE, REFERENCE_ENV, configured_reference,
@@ -65,7 +68,7 @@ from fuzz.drivers import (DRIVER_ENV, NO_REFERENCE, REFERENCE_ENV, configured_re
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory
 from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation
 from hal_client.device import DriverSpecError, make_device, report_spec_error
-from fuzz.reduce import case_size, minimize, subgraphs
+from fuzz.reduce import case_size, minimize
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
@@ -119,11 +122,14 @@ def bucket_key(failure: Failure) -> str:
       share a bucket). An out-of-memory's rule is the limit, whatever type reported it;
       with no frames, the model's operation types stand in;
     - the violation's ``bucket`` refinement, when the oracle or driver set one: what it
-      knows of where the failure lies beyond its rule and key. A wrong answer (an output
-      differing from the reference, a relation or another route) names the type of the
-      operation that produced the output; a comparison of intermediate tensors would name
-      the first diverging operation (type, operand types, the parameters that matter, the
-      kernels run). A part added here changes the bucket of every failure that has it.
+      knows of where the failure lies beyond its rule and key. A wrong answer against the
+      reference (or a relation's, with a reference) names the first operation whose
+      values diverge from the reference's (fuzz/divergence.py: its type, tensor operand
+      types, fused activation, padding, layout, quantization class, and the driver's name,
+      which names its kernel set), where both drivers keep their operand values; otherwise
+      (and for another route's or another path's) the type of the operation that
+      produced the output. A crash of the runtime behind a driver names the model's
+      operation types. A part added here changes the bucket of every failure that has it.
     """
     frames = failure.frames[-SIGNATURE_FRAMES:] if failure.kind == "hang" else failure.frames[:SIGNATURE_FRAMES]
     where = " < ".join(f"{function} ({path})" for path, function in frames)
@@ -143,7 +149,9 @@ class Failure:
     """How an input failed: ``kind`` crash / assertion / hang / oom; ``rule`` the oracle rule
     or ``exception`` the exception type; ``frames`` (file, function) pairs, innermost first;
     ``operations`` the model's operation types, for an out-of-memory with no frames;
-    ``bucket`` the violation's refinement of its bucket (see bucket_key)."""
+    ``bucket`` the violation's refinement of its bucket (see bucket_key); ``divergence``
+    a wrong answer's first diverging operation, structured (fuzz/divergence.py), where it
+    was found."""
     kind: str
     rule: str
     exception: str
@@ -152,6 +160,7 @@ class Failure:
     frames: tuple[tuple[str, str], ...] = ()
     operations: tuple[str, ...] = ()
     bucket: str = ""
+    divergence: dict | None = None
 
     @property
     def signature(self) -> str:
@@ -166,7 +175,8 @@ class Failure:
         project function (for hangs only the kind and rule: where it spins may move; for
         an out-of-memory only the kind: whichever allocation crosses the limit fails). The
         bucket refinement may change: a wrong answer minimised may lose the operations
-        between the one computing it wrong and the output."""
+        between the one computing it wrong and the output; but a wrong answer whose first
+        diverging operation is known keeps it (that operation is the bug)."""
         if other is None or self.kind != other.kind:
             return False
         if self.kind == "oom":
@@ -174,7 +184,7 @@ class Failure:
         if (self.rule, self.exception) != (other.rule, other.exception):
             return False
         if self.kind == "assertion":
-            return self.key == other.key
+            return self.key == other.key and (self.divergence is None or self.bucket == other.bucket)
         if self.kind == "crash":
             return self.frames[:1] == other.frames[:1]
         return True
@@ -220,7 +230,8 @@ def describe(error: BaseException) -> Failure:
         return Failure(kind, rule or error.rule, raised_type_name(error), error.key, message,
                        project_frames(error.frames or ()), bucket=error.bucket)
     if isinstance(error, OracleViolation):
-        return Failure("assertion", error.rule, "", error.key, message, (), bucket=error.bucket)
+        return Failure("assertion", error.rule, "", error.key, message, (), bucket=error.bucket,
+                       divergence=error.divergence)
     frames = traceback.extract_tb(error.__traceback__)
     return Failure(kind, rule, type(error).__name__, "", message, project_frames(frames))
 
@@ -249,8 +260,7 @@ def worker_main(memory_limit_mb: int) -> None:
 
 def operation_types(data: bytes) -> tuple[str, ...]:
     """The operation types of an input's model, every subgraph's, sorted."""
-    graphs = subgraphs(decode(data))
-    return tuple(sorted({getattr(op.type, "name", str(op.type)) for g in graphs for op in g.operations}))
+    return oracles.operation_types(decode(data).model)
 
 
 def ran_out_of_memory(stderr_tail: str) -> bool:
@@ -547,6 +557,8 @@ def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, 
     }
     if failure.kind == "oom":
         sidecar["memory_limit_mb"] = memory_limit_mb
+    if failure.divergence is not None:
+        sidecar["divergence"] = failure.divergence
     sidecar_path.write_text(json.dumps(sidecar, indent=2) + "\n")
     return str(path), duplicate
 

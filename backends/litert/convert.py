@@ -18,7 +18,7 @@ bundled driver computes float16 in single precision and rounds once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import flatbuffers
 import numpy as np
@@ -206,6 +206,10 @@ class SubgraphLowering:
             self._tensors[operand_index] = found
         return found
 
+    def tensors(self) -> dict[int, int]:
+        """The tensor of each operand that has one, by operand index."""
+        return {operand: tensor for operand, tensor in self._tensors.items() if tensor >= 0}
+
     def add_tensor(self, like: OperandInfo, shape, name: str, buffer: int = 0) -> int:
         tensor = S.TensorT()
         tensor.type = TENSOR_TYPE[like.type]
@@ -272,6 +276,8 @@ class Lowering:
     _codes: list = field(default_factory=list)
     _graphs: list = field(default_factory=list)
     _infos: dict[int, list[OperandInfo]] = field(default_factory=dict)
+    #: The TFLite tensor of each main-subgraph operand that has one, in subgraph 0.
+    main_tensors: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.subgraphs = [self.model.main, *self.model.referenced]
@@ -312,7 +318,10 @@ class Lowering:
             raise Unsupported(f"the model takes more than {MAX_SUBGRAPHS} TFLite subgraphs")
         made = len(self._graphs)
         self._graphs.append(None)
-        self._graphs[made] = SubgraphLowering(self, index, passes_through).build(self.table)
+        lowering = SubgraphLowering(self, index, passes_through)
+        self._graphs[made] = lowering.build(self.table)
+        if made == 0:
+            self.main_tensors = lowering.tensors()
         return made
 
     def serialize(self) -> bytes:
@@ -326,6 +335,14 @@ class Lowering:
         return bytes(builder.Output())
 
 
-def lower(model: Model, analysis: ModelAnalysis, table) -> bytes:
-    """The .tflite flatbuffer of a model whose every operation the table supports."""
-    return Lowering(model, analysis, table).serialize()
+class Lowered(NamedTuple):
+    """A lowered model: the .tflite flatbuffer, and the tensor of each main-subgraph
+    operand in its subgraph 0 (to read the operands' values, fuzz/divergence.py)."""
+    content: bytes
+    main_tensors: dict[int, int]
+
+
+def lower(model: Model, analysis: ModelAnalysis, table) -> Lowered:
+    """The lowered model of a model whose every operation the table supports."""
+    lowering = Lowering(model, analysis, table)
+    return Lowered(lowering.serialize(), lowering.main_tensors)

@@ -211,13 +211,13 @@ class LiteRTEngine:
     def lower(self, model: Model, analysis: ModelAnalysis, counted: str) -> "LiteRTModel":
         """The model lowered to LiteRT, counted as ``counted``."""
         try:
-            content = convert.lower(model, analysis, table)
+            lowered = convert.lower(model, analysis, table)
         except Exception as error:
             self.count("conversion failed")
             raise ExecutionError(f"LiteRT: the model could not be converted: "
                                  f"{type(error).__name__}: {error}") from error
         self.count(counted)
-        return LiteRTModel(self, content, model, analysis)
+        return LiteRTModel(self, lowered, model, analysis)
 
     def specialisation(self, key: Hashable, make: Callable[[], "LiteRTModel"]) -> "LiteRTModel":
         """The specialisation remembered by ``key``, or ``make()``'s: made once while it is
@@ -254,11 +254,14 @@ class LiteRTModel:
     """A model lowered to LiteRT: what executions of it run (driver/engine.py's
     CompiledModel)."""
 
-    def __init__(self, engine: LiteRTEngine, content: bytes, model: Model,
+    def __init__(self, engine: LiteRTEngine, lowered: convert.Lowered, model: Model,
                  analysis: ModelAnalysis) -> None:
         self.engine = engine
-        self.content = content
-        self.digest = hashlib.sha1(content).digest()
+        self.content = lowered.content
+        self.digest = hashlib.sha1(self.content).digest()
+        #: the TFLite tensor of each main operand, and the dtype the HAL stores it in
+        self.tensors = lowered.main_tensors
+        self.storage_dtypes = {i: STORAGE_DTYPE.get(model.main.operands[i].type) for i in self.tensors}
         self.required_inputs = analysis.plans[0].required_inputs
         main = model.main
         self.input_dtypes = [NUMPY_TYPE[TENSOR_TYPE[main.operands[i].type]] for i in main.inputIndexes]
@@ -322,6 +325,31 @@ class LiteRTModel:
         with np.errstate(over="ignore"):        # float16 results past its range are inf
             return [np.asarray(value).astype(dtype, copy=False)
                     for value, dtype in zip(outputs, self.output_dtypes)]
+
+    def operand_values(self, inputs: list, ctx: ExecutionContext) -> dict[int, np.ndarray]:
+        """driver/engine.py's OperandValues: a diagnostic run, on an interpreter that keeps
+        every tensor, in a worker of this kernel set. Its failures, a death of the worker
+        included, fail the diagnosis only (ExecutionError): the case's own executions
+        already ran."""
+        if any(value is None for value in inputs):
+            raise ExecutionError("LiteRT: an omitted input is not supported")
+        values = [np.ascontiguousarray(value, dtype) for value, dtype in zip(inputs, self.input_dtypes)]
+        try:
+            worker = self.engine.workers.acquire(ctx.deadline_ns)
+            try:
+                answer = worker.kept_tensors(self.content, values, ctx.budget_bytes,
+                                             list(self.tensors.values()), self._limit(ctx)[0])
+            finally:
+                self.engine.workers.release(worker)
+        except (WorkerTimeout, WorkerDied) as error:
+            raise ExecutionError(f"LiteRT: the diagnostic run ended: {type(error).__name__}") from None
+        if answer[0] != "ok":
+            raise ExecutionError(f"LiteRT: the diagnostic run failed: {answer[1:]}")
+        kept = answer[1]
+        with np.errstate(over="ignore"):        # as run_outputs: float16 past its range is inf
+            return {operand: np.asarray(kept[tensor]).astype(dtype, copy=False)
+                    for operand, tensor in self.tensors.items()
+                    if (dtype := self.storage_dtypes[operand]) is not None}
 
     def _limit(self, ctx: ExecutionContext) -> tuple[int, ExecutionError]:
         """When the execution must end (time.monotonic_ns), and the error it ends with

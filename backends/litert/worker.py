@@ -13,6 +13,8 @@ Frames are an 8-byte little-endian length and a pickle. The parent sends
 interpreters of the models it saw last) and ``(digest, None, inputs, budget_bytes)`` to run
 it; the
 worker answers ``("ok", outputs)``, ``("error", stage, message)`` or ``("unknown-model",)``.
+A diagnostic run, ``(None, model_bytes, inputs, budget_bytes, tensors)``, is answered with
+``("ok", {tensor: value})``.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -73,9 +76,15 @@ def serve(resolver: str) -> None:
         payload = _read_exactly(stdin, _LENGTH.unpack(header)[0])
         if payload is None:
             return
-        digest, content, inputs, budget_bytes = pickle.loads(payload)
+        digest, content, inputs, budget_bytes, *kept = pickle.loads(payload)
         stage = "load"
         try:
+            if kept:
+                answer = ("ok", _kept_tensors(Interpreter, resolver_type, content, inputs,
+                                              budget_bytes, kept[0]))
+                stdout.write(encode_frame(answer))
+                stdout.flush()
+                continue
             interpreter = interpreters.get(digest)
             if interpreter is None:
                 if content is None:
@@ -93,6 +102,20 @@ def serve(resolver: str) -> None:
             answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
         stdout.write(encode_frame(answer))
         stdout.flush()
+
+
+def _kept_tensors(Interpreter, resolver_type, content: bytes, inputs: list, budget_bytes: int,
+                  tensors: list[int]) -> dict[int, np.ndarray]:
+    """A diagnostic run: the values of ``tensors`` (indexes in subgraph 0) after a run of
+    the model on an interpreter of its own that keeps every tensor (with a delegate, each
+    node becomes a partition of its own, its kernels unchanged)."""
+    with warnings.catch_warnings():     # the warning that keeping every tensor is for debugging
+        warnings.simplefilter("ignore")
+        loaded = _Loaded(Interpreter(model_content=content, num_threads=1,
+                                     experimental_op_resolver_type=resolver_type,
+                                     experimental_preserve_all_tensors=True))
+    _invoke(loaded, inputs, budget_bytes)
+    return {tensor: loaded.interpreter.get_tensor(tensor).copy() for tensor in tensors}
 
 
 def _check_budget(interpreter, budget_bytes: int) -> None:
@@ -196,6 +219,12 @@ class Worker:
         limit (None: no limit) and the memory budget of its outputs. Raises WorkerTimeout
         (the worker is then dead) or WorkerDied."""
         return self._exchange((digest, None, inputs, budget_bytes), limit_ns)
+
+    def kept_tensors(self, content: bytes, inputs: list, budget_bytes: int, tensors: list[int],
+                     limit_ns: int | None) -> tuple:
+        """The worker's answer for a diagnostic run of a model (not kept), ``("ok", {tensor:
+        value})`` for each of ``tensors`` in subgraph 0; raises as ``run``."""
+        return self._exchange((None, content, inputs, budget_bytes, tensors), limit_ns)
 
     def _exchange(self, message: tuple, limit_ns: int | None) -> tuple:
         try:

@@ -117,6 +117,21 @@ class SubgraphPlan:
             slots = self.run_slots(inputs, ctx)
         return [slots[i] for i in self.output_slots]
 
+    @np.errstate(all="ignore")
+    def operand_values(self, inputs: list, ctx) -> dict[int, np.ndarray]:
+        """The value of every operand a run on ``inputs`` holds at its end, by operand
+        index (omitted inputs have none): the steps of ``run_outputs``, with nothing
+        dropped after its last use and no byte counted but by the steps that count their
+        own. For diagnosis (which operation computed a wrong value), never an execution's
+        path. IF and WHILE are one step each: what the subgraphs they run hold is not
+        kept."""
+        slots = inputs + self.tail
+        with running(ctx):
+            for step in self.steps:
+                step(slots, ctx)
+        return {operand: slots[slot] for operand, slot in enumerate(self.slot_of)
+                if slots[slot] is not None}
+
     def input_checks(self, entering: list) -> list[InputCheck]:
         """The run-time shape checks needed when values of the given static shapes enter."""
         return make_input_checks(self.name, [self.declared[i] for i in self.input_operands],
