@@ -173,6 +173,9 @@ class LiteRTEngine:
         self._crashes: list[str] = []
         self._lock = threading.Lock()
         self._compiled: ContentMemo = ContentMemo(64)
+        #: When a list: each execution appends the .tflite it runs and its inputs as LiteRT
+        #: gets them (what a standalone reproducer needs: backends/litert/reproducer.py).
+        self.recording: Optional[list[tuple[bytes, list[np.ndarray]]]] = None
 
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         try:
@@ -241,6 +244,8 @@ class LiteRTModel:
             self.engine.count("omitted input")
             raise ExecutionError("LiteRT: an omitted input is not supported")
         values = [np.ascontiguousarray(value, dtype) for value, dtype in zip(inputs, self.input_dtypes)]
+        if self.engine.recording is not None:
+            self.engine.recording.append((self.content, values))
         held = sum(value.nbytes for value in values)
         if held > ctx.budget_bytes:
             raise ResourceError(f"LiteRT: the inputs take {held} bytes, over the execution's "
