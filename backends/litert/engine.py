@@ -164,10 +164,12 @@ def _close_pools() -> None:
 class LiteRTEngine:
     """One LiteRT kernel set (``resolver``: an OpResolverType name: AUTO, the builtin
     kernels with the XNNPACK delegate; BUILTIN_WITHOUT_DEFAULT_DELEGATES, the optimized
-    kernels alone; BUILTIN_REF, the reference kernels)."""
+    kernels alone; BUILTIN_REF, the reference kernels). ``mapping`` is the table the
+    converter lowers by (table.py; tests plant converter bugs with another)."""
 
-    def __init__(self, resolver: str) -> None:
+    def __init__(self, resolver: str, mapping=table) -> None:
         self.resolver = resolver
+        self.mapping = mapping
         self.workers = WorkerPool(resolver)
         self.statistics: Counter[str] = Counter()
         self._crashes: list[str] = []
@@ -179,7 +181,7 @@ class LiteRTEngine:
 
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         try:
-            return table.supported_operations(model, analysis, self.resolver)
+            return self.mapping.supported_operations(model, analysis, self.resolver)
         except Exception:           # a model the table's checks cannot judge
             self.count("supports failed")
             return [False] * len(model.main.operations)
@@ -192,7 +194,7 @@ class LiteRTEngine:
 
     def _compile(self, model: Model, analysis: ModelAnalysis) -> "LiteRTModel":
         try:
-            content = convert.lower(model, analysis, table)
+            content = convert.lower(model, analysis, self.mapping)
         except Exception as error:
             self.count("conversion failed")
             raise ExecutionError(f"LiteRT: the model could not be converted: "

@@ -194,12 +194,10 @@ class Specimen:
 def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optional[np.ndarray]],
              choices: ExecutionChoices, origin: str) -> Specimen | None:
     """The model run by LiteRT (recorded) and by the reference; None when LiteRT never ran
-    it, or the reference did not prepare it or failed it otherwise than at run time
-    (GENERAL_FAILURE: an operation's run-time conditions unmet, where NNAPI defines no
-    result)."""
+    it, or, but for a crash of LiteRT (never right), when the reference did not prepare it
+    or failed it otherwise than at run time (GENERAL_FAILURE: an operation's run-time
+    conditions unmet, where NNAPI defines no result)."""
     expected = execute(reference, model, inputs, choices)
-    if expected.status not in (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE):
-        return None
     engine = device.engine
     engine.take_crashes()
     engine.recording = []
@@ -207,15 +205,14 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
         got = execute(device, model, inputs, choices)
     finally:
         recorded, engine.recording = engine.recording, None
-    crashes = engine.take_crashes()
-    if not recorded:
+    crash = "; ".join(engine.take_crashes()) or None
+    if not recorded or (crash is None and expected.status not in (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE)):
         return None
     content, values = recorded[-1]
     compared = [k for k, value in enumerate(expected.outputs)
                 if value.dtype.kind != "f" or np.isfinite(value).all()]
-    return Specimen(model, engine.resolver, content, list(values), got.status, got.outputs,
-                    "; ".join(crashes) or None, expected.outputs, compared,
-                    reference_status=expected.status, origin=origin)
+    return Specimen(model, engine.resolver, content, list(values), got.status, got.outputs, crash,
+                    expected.outputs, compared, reference_status=expected.status, origin=origin)
 
 
 # --- the first diverging operation alone --------------------------------------------------------
