@@ -19,10 +19,14 @@ pytest.importorskip("ai_edge_litert")
 from backends.litert import builtin_ref, reproducer, standalone  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal.enums import OperandType as T, OperationType  # noqa: E402
+from fuzz import harness  # noqa: E402
 from fuzz.case import ExecutionChoices, FuzzCase  # noqa: E402
 from fuzz.codec import encode  # noqa: E402
+from fuzz.harness import Oracles, run_case  # noqa: E402
+from fuzz.oracles import ReferenceMismatchViolation  # noqa: E402
 from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
 from tests.backends.planted_litert import add_as_sub  # noqa: E402
+from tests.fuzz.test_spec import chain as float16_chain  # noqa: E402
 
 import litert_repro  # noqa: E402  (scripts/)
 
@@ -169,3 +173,24 @@ def test_a_native_crash_reproduces_in_a_child_process(reference, tmp_path):
     checked = run(bundle.script)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "REPRODUCED: the process running LiteRT died (signal 6)" in checked.stdout
+
+
+# --- the documented ambiguities, on LiteRT -----------------------------------------------------
+
+def test_a_float16_chain_is_the_documented_ambiguity_not_a_finding(reference):
+    """LiteRT's lowering computes (x + c) - x in float32: [3, 0.25] where the reference,
+    rounding x + c to float16, gives [0, 0]. The oracle filters it and counts it."""
+    device = builtin_ref()
+    try:
+        before = harness.STATS.ambiguous
+        run_case(float16_chain(), device, Oracles(reference, relations=False))
+        assert harness.STATS.ambiguous == before + 1
+    finally:
+        device.engine.close()
+
+
+def test_a_wrong_float16_chain_is_still_a_finding(planted, reference):
+    """The near miss: the planted SUB for ADD gives [-3, -0.25], which the chain computed in
+    float32 does not explain."""
+    with pytest.raises(ReferenceMismatchViolation):
+        run_case(float16_chain(), planted, Oracles(reference, relations=False))
