@@ -29,16 +29,15 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from driver.errors import ValidationError
-from driver.executor.io import input_layouts, read_inputs, request_pool_buffers
-from driver.hal import ErrorStatus, Model, Operand, Operation, OperationType, Subgraph
-from driver.hal.dtypes import STORAGE_DTYPE, byte_size
+from driver.hal import ErrorStatus, Model, Operand, Operation, Subgraph
+from driver.hal.dtypes import STORAGE_DTYPE
 from driver.hal.enums import SCALAR_OPERAND_TYPES, OperandLifeTime as L
 from driver.operands import subgraph_infos
 from fuzz import harness, relations, routes
-from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, Relation
+from fuzz.case import ExecutionChoices, FuzzCase, Relation
 from fuzz.oracles import computes_in_float16
 from hal_client.accuracy import tolerance_for
-from hal_client.builder import make_request, out_bytes, out_like
+from hal_client.builder import make_request
 
 from . import standalone
 
@@ -90,46 +89,6 @@ def divergence_of(failure: Any = None, sidecar: Optional[Mapping] = None) -> Div
     if raw is None and sidecar is not None:
         raw = sidecar.get("divergence")
     return Divergence.read(raw)
-
-
-# --- running a model through the HAL ------------------------------------------------------------
-
-@dataclass
-class Run:
-    """One execution (SYNC) of a model: its status and, on success, every output."""
-    status: ErrorStatus
-    outputs: list[np.ndarray] = field(default_factory=list)
-
-
-def request_inputs(case: FuzzCase) -> list[Optional[np.ndarray]]:
-    """The values of the case's request inputs (None: omitted), read as a driver reads them."""
-    model = case.model
-    return read_inputs(input_layouts(model, frozenset()), case.request,
-                       request_pool_buffers(case.request))
-
-
-def execute(device: Any, model: Model, inputs: Sequence[Optional[np.ndarray]],
-            choices: ExecutionChoices) -> Run:
-    """Prepare ``model`` and run it once on the inputs, every output requested (an output
-    of a shape not known ahead is asked again with the shape the first run reported)."""
-    status, prepared, _ = harness.prepare(device, model, choices)
-    if status != ErrorStatus.NONE:
-        return Run(status)
-    main = model.main
-    operands = [main.operands[i] for i in main.outputIndexes]
-    buffers = [out_bytes(STORAGE_DTYPE[o.type], byte_size(o.type, o.dimensions, unknown_dimension=1))
-               for o in operands]
-    limit_s = harness.execution_limit_s(FuzzCase(model, choices=choices))
-    for attempt in range(2):
-        io = make_request(list(inputs), buffers)
-        status, shapes = harness.CLIENT.execute(prepared, io.request, ExecutionPath.SYNC, choices, limit_s)
-        if status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE or attempt or not shapes:
-            break
-        buffers = [out_like(b.dtype, s.dimensions) for b, s in zip(buffers, shapes)]
-    if status != ErrorStatus.NONE:
-        return Run(status)
-    return Run(status, [io.output(k, [] if o.type in SCALAR_OPERAND_TYPES else s.dimensions)
-                        for k, (o, s) in enumerate(zip(operands, shapes))])
 
 
 # --- a specimen: one model run by LiteRT and by the reference ----------------------------------
@@ -197,12 +156,12 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
     it, or, but for a crash of LiteRT (never right), when the reference did not prepare it
     or failed it otherwise than at run time (GENERAL_FAILURE: an operation's run-time
     conditions unmet, where NNAPI defines no result)."""
-    expected = execute(reference, model, inputs, choices)
+    expected = harness.run_on_values(reference, model, inputs, choices)
     engine = device.engine
     engine.take_crashes()
     engine.recording = []
     try:
-        got = execute(device, model, inputs, choices)
+        got = harness.run_on_values(device, model, inputs, choices)
     finally:
         recorded, engine.recording = engine.recording, None
     crash = "; ".join(engine.take_crashes()) or None
@@ -211,8 +170,8 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
     content, values = recorded[-1]
     compared = [k for k, value in enumerate(expected.outputs)
                 if value.dtype.kind != "f" or np.isfinite(value).all()]
-    return Specimen(model, engine.resolver, content, list(values), got.status, got.outputs, crash,
-                    expected.outputs, compared, reference_status=expected.status, origin=origin)
+    return Specimen(model, engine.resolver, content, list(values), got.status, list(got.outputs), crash,
+                    list(expected.outputs), compared, reference_status=expected.status, origin=origin)
 
 
 # --- the first diverging operation alone --------------------------------------------------------
@@ -275,9 +234,9 @@ def isolated(device: Any, reference: Any, case: FuzzCase, inputs: list, divergen
     temporaries = [i for i in dict.fromkeys(operation.inputs)
                    if main.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)]
     if temporaries:
-        run = execute(reference, with_outputs(case.model, [i for i in temporaries
-                                                           if i not in main.outputIndexes]),
-                      inputs, choices)
+        run = harness.run_on_values(reference, with_outputs(case.model, [i for i in temporaries
+                                                                          if i not in main.outputIndexes]),
+                                    inputs, choices)
         if run.status != ErrorStatus.NONE:
             return None
         outputs = [*main.outputIndexes, *(i for i in temporaries if i not in main.outputIndexes)]
@@ -293,9 +252,9 @@ def reproduce(device: Any, reference: Any, case: FuzzCase,
               divergence: Divergence | None = None) -> Specimen | None:
     """The smallest specimen that shows the case's discrepancy (see the module's
     docstring), or None when none does."""
-    choices = ExecutionChoices(loopTimeoutDuration_ns=case.choices.loopTimeoutDuration_ns)
+    choices = harness.plain_choices(case)
     try:
-        inputs = request_inputs(case)
+        inputs = harness.request_values(case)
     except ValidationError:
         return None
     if divergence is not None:
@@ -311,7 +270,7 @@ def reproduce(device: Any, reference: Any, case: FuzzCase,
             candidates.append((FuzzCase(*derived, case.choices), f"relation {Relation(relation).name}"))
     for candidate, origin in candidates:
         try:
-            values = request_inputs(candidate)
+            values = harness.request_values(candidate)
         except ValidationError:
             continue
         found = specimen(device, reference, candidate.model, values, choices, origin)
