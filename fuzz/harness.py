@@ -358,7 +358,7 @@ def run_case(case: FuzzCase, device: Any, enabled: Oracles = Oracles()) -> Outco
             return _run_case(case, device, enabled)
         finally:
             # A crash of the runtime behind the driver is the finding, whatever followed it.
-            oracles.check_runtime_alive(device)
+            oracles.check_runtime_alive(device, case.model)
     except OracleViolation:
         STATS.violations += 1
         raise

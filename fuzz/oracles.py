@@ -363,15 +363,23 @@ def check_peak_memory(peak_bytes: int, budget_bytes: int, slack_bytes: int, what
 
 # --- the runtime behind a driver ---------------------------------------------------------------
 
-def check_runtime_alive(device) -> None:
+def operation_types(model: Model) -> tuple[str, ...]:
+    """The operation types of a model, every subgraph's, sorted."""
+    return tuple(sorted({getattr(op.type, "name", str(op.type))
+                         for subgraph in (model.main, *model.referenced) for op in subgraph.operations}))
+
+
+def check_runtime_alive(device, model: Model | None = None) -> None:
     """A driver over a real runtime (``device.engine``, driver/engine.py) that hands out the
-    crashes of its runtime (``take_crashes()``) had none during the case."""
+    crashes of its runtime (``take_crashes()``) had none during the case. A crash's bucket
+    is the model's operation types: a native crash has no frames of ours to tell two apart."""
     take_crashes = getattr(getattr(device, "engine", None), "take_crashes", None)
     if take_crashes is None:
         return
     crashes = take_crashes()
     if crashes:
-        raise RuntimeCrashViolation("; ".join(crashes))
+        bucket = "operations: " + ", ".join(operation_types(model)) if model is not None else ""
+        raise RuntimeCrashViolation("; ".join(crashes), bucket=bucket)
 
 
 def engine_statistics(device) -> dict[str, int]:

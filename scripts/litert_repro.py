@@ -3,6 +3,7 @@
 
     python scripts/litert_repro.py CASE_OR_REPRODUCER [--driver backends.litert:KERNELSET]
                                    [--reference MODULE:FACTORY] [--out DIR] [--name NAME]
+    python scripts/litert_repro.py crashes/<digest> --mark-upstream
 
 CASE_OR_REPRODUCER is a fuzz input: a libFuzzer artifact, or a reproducer of crashes/ (its
 sidecar gives the driver, the reference and the first diverging operation, when the
@@ -14,7 +15,9 @@ ai_edge_litert. The script is then run once, in a bare environment, to check tha
 reproduces (exit status 1).
 
 DIR defaults to litert/NAME beside the input (crashes/litert/<digest>/ for a reproducer
-of crashes/), NAME to the input's file name.
+of crashes/), NAME to the input's file name. --mark-upstream also marks the reproducer's
+sidecar as triage does for a LiteRT finding (status upstream, and what the findings
+report says): to write it again after an upgrade of LiteRT, say.
 
 Exit status: 0 when the reproducer is written and reproduces, 1 when the case shows no
 discrepancy on LiteRT (or the written script does not reproduce it), 2 on bad arguments.
@@ -23,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +40,19 @@ from hal_client.device import DriverSpecError, make_device, report_spec_error
 
 #: How long the written script may take to run.
 SCRIPT_LIMIT_S = 120
+#: What a finding may be found to be (the sidecar's litert.class, the report's column).
+#: Triage stores a LiteRT discrepancy as the first; a reviewer who finds it is the
+#: converter's or the reference's fixes it, and sets the class and the status "fixed".
+CLASSES = ("LiteRT bug", "converter bug (fixed)", "reference bug (fixed)", "spec ambiguity (documented)")
+#: The status of a reproducer of crashes/ that is LiteRT's, known and reported upstream.
+UPSTREAM = "upstream"
+#: Where a reproducer's standalone folder is, beside it.
+FOLDER = "litert"
+
+
+def is_litert_device(device: Any) -> bool:
+    """Whether a device computes with LiteRT (its engine records what it runs)."""
+    return hasattr(getattr(device, "engine", None), "recording")
 
 
 def sidecar_of(path: Path) -> dict:
@@ -77,6 +95,28 @@ def write_reproducer(case_path: Path, driver: object, reference: object, out: Pa
     return bundle
 
 
+def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None, log=print) -> bool:
+    """Write the standalone reproducer of the LiteRT finding stored at ``stored`` (a
+    reproducer and its sidecar, as scripts/triage.py stores them) in litert/<name>/ beside
+    it, and mark its sidecar: status upstream, and under "litert" what the findings report
+    says (the reproducer's folder relative to the sidecar). False, and the sidecar as it
+    was, when the case shows no discrepancy LiteRT alone reproduces."""
+    from backends.litert.reproducer import divergence_of
+    sidecar = sidecar_of(stored)
+    folder = stored.parent / FOLDER / stored.name
+    bundle = write_reproducer(stored, driver, reference, folder, stored.name,
+                              divergence_of(failure, sidecar), log)
+    if bundle is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return False
+    known = sidecar.get("litert") if isinstance(sidecar.get("litert"), dict) else {}
+    sidecar["status"] = UPSTREAM
+    sidecar["litert"] = {**bundle.facts(), "class": known.get("class", CLASSES[0]),
+                         "reproducer": f"{FOLDER}/{stored.name}/"}
+    stored.with_suffix(".json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("case", type=Path, help="a fuzz input or a reproducer of crashes/")
@@ -85,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", help="MODULE:FACTORY (default: the sidecar's, else the bundled driver)")
     parser.add_argument("--out", type=Path, help="the folder to write (default: litert/NAME beside the input)")
     parser.add_argument("--name", help="the files' name (default: the input's file name)")
+    parser.add_argument("--mark-upstream", action="store_true",
+                        help="mark the reproducer's sidecar upstream (into litert/NAME beside it)")
     args = parser.parse_args(argv)
     if not args.case.is_file():
         parser.error(f"{args.case} is not a file")
@@ -99,12 +141,18 @@ def main(argv: list[str] | None = None) -> int:
         driver, reference = make_device(spec), make_device(reference_spec)
     except DriverSpecError as error:
         return report_spec_error(error)
-    if not hasattr(getattr(driver, "engine", None), "recording"):
+    if not is_litert_device(driver):
         parser.error(f"{spec} is not a LiteRT driver (backends.litert:auto|builtin|builtin_ref)")
-    from backends.litert.reproducer import divergence_of
-    bundle = write_reproducer(args.case, driver, reference, out, name, divergence_of(sidecar=sidecar))
-    driver.engine.close()
-    return 0 if bundle is not None else 1
+    try:
+        if args.mark_upstream:
+            if not sidecar:
+                parser.error(f"{args.case} has no sidecar to mark")
+            return 0 if mark_upstream(args.case, driver, reference) else 1
+        from backends.litert.reproducer import divergence_of
+        bundle = write_reproducer(args.case, driver, reference, out, name, divergence_of(sidecar=sidecar))
+        return 0 if bundle is not None else 1
+    finally:
+        driver.engine.close()
 
 
 if __name__ == "__main__":

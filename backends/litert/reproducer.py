@@ -285,12 +285,15 @@ def reproduce(device: Any, reference: Any, case: FuzzCase,
 SHOWN_CONSTANT = 8
 
 
-def operand_text(model: Model, index: int, infos) -> str:
-    """An operand in a few words: type, dimensions, quantization, and a small constant's value."""
-    operand, value = model.main.operands[index], infos[index].value
+def operand_text(subgraph: Subgraph, index: int, infos) -> str:
+    """An operand in a few words: type, dimensions, quantization, a small constant's value,
+    the subgraph a SUBGRAPH operand names."""
+    operand, value = subgraph.operands[index], infos[index].value
     name = getattr(operand.type, "name", str(operand.type))
     if operand.lifetime == L.NO_VALUE:
         return f"{name} (omitted)"
+    if operand.lifetime == L.SUBGRAPH:
+        return f"subgraph {operand.location.offset + 1}"
     if value is not None and operand.type in SCALAR_OPERAND_TYPES:
         return f"{name} {value.reshape(-1)[0].item()!r}"
     quantized = f" scale {operand.scale:g} zp {operand.zeroPoint}" if operand.scale else ""
@@ -300,12 +303,30 @@ def operand_text(model: Model, index: int, infos) -> str:
     return f"{name}{list(operand.dimensions)}{quantized}{constant}"
 
 
-def describe_operation(model: Model, operation: Operation) -> str:
-    """``TYPE(operand, ...) -> operand, ...`` with scalar parameters' values."""
-    infos = subgraph_infos(model, model.main)
+def describe_operation(model: Model, operation: Operation, subgraph: Subgraph | None = None) -> str:
+    """``TYPE(operand, ...) -> operand, ...`` with scalar parameters' values (an operation
+    of ``subgraph``, by default the main one)."""
+    subgraph = subgraph or model.main
+    infos = subgraph_infos(model, subgraph)
     name = getattr(operation.type, "name", str(operation.type))
-    return (f"{name}({', '.join(operand_text(model, i, infos) for i in operation.inputs)}) -> "
-            f"{', '.join(operand_text(model, o, infos) for o in operation.outputs)}")
+    return (f"{name}({', '.join(operand_text(subgraph, i, infos) for i in operation.inputs)}) -> "
+            f"{', '.join(operand_text(subgraph, o, infos) for o in operation.outputs)}")
+
+
+#: A reproducer's docstring lists up to this many operations of each subgraph.
+LISTED_OPERATIONS = 8
+
+
+def describe_model(model: Model) -> list[str]:
+    """A line per operation, LISTED_OPERATIONS at most per subgraph; the subgraphs IF and
+    WHILE run (1 on) under their own heading."""
+    lines = []
+    for index, subgraph in enumerate([model.main, *model.referenced]):
+        if index:
+            lines.append(f"  subgraph {index}:")
+        lines += [f"    {describe_operation(model, op, subgraph)}" for op in subgraph.operations[:LISTED_OPERATIONS]]
+        lines += ["    ..."] if len(subgraph.operations) > LISTED_OPERATIONS else []
+    return lines
 
 
 def culprit(found: Specimen) -> Operation | None:
@@ -324,7 +345,7 @@ def culprit(found: Specimen) -> Operation | None:
 def magnitude(found: Specimen) -> str:
     """The size of the discrepancy in words: the worst element, or the crash or status."""
     if found.kind == "crash":
-        return f"crash: {found.crash.splitlines()[0][:200]}"
+        return "crash: " + found.crash.splitlines()[0].split(" (model sha1")[0].rstrip(": ")[:200]
     if found.kind == "error":
         return f"LiteRT fails it ({found.status.name}); the reference runs it"
     if found.kind == "accepts":
@@ -372,25 +393,17 @@ def standalone_source(name: str, found: Specimen) -> str:
     return head + '"""' + docstring(name, found) + '"""' + code
 
 
-#: A whole model's operations are listed in a reproducer's docstring up to this many.
-LISTED_OPERATIONS = 8
-
-
 def docstring(name: str, found: Specimen) -> str:
-    operations = found.model.main.operations
-    if len(operations) == 1:
-        what = f"The model is one NNAPI operation, lowered to TFLite builtins:\n    {describe_operation(found.model, operations[0])}"
-    else:
-        listed = [f"    {describe_operation(found.model, op)}" for op in operations[:LISTED_OPERATIONS]]
-        more = ["    ..."] if len(operations) > LISTED_OPERATIONS else []
-        what = "\n".join([f"The model is {len(operations)} NNAPI operations, lowered to TFLite builtins:",
-                          *listed, *more])
+    count = len(found.model.main.operations)
+    what = "\n".join([f"The model is {'one NNAPI operation' if count == 1 else f'{count} NNAPI operations'}, "
+                      f"lowered to TFLite builtins:", *describe_model(found.model)])
+    expected = ("(input_<i>) and the\noutputs NNAPI's semantics give for them (expected_<k>), as a "
+                "reference driver\ncomputes them." if found.compared else "(input_<i>).")
     if found.kind == "accepts":
-        expected = (f"(input_<i>).\nNNAPI's reference driver fails the execution ({found.reference_status.name}): "
-                    f"NNAPI defines no\nresult for these inputs, yet LiteRT returns some.")
-    else:
-        expected = ("(input_<i>) and the\noutputs NNAPI's semantics give for them (expected_<k>), as a "
-                    "reference driver\ncomputes them.")
+        expected += (f"\nNNAPI's reference driver fails the execution ({found.reference_status.name}): "
+                     f"NNAPI defines no\nresult for these inputs, yet LiteRT returns some.")
+    elif found.kind == "crash":
+        expected += "\nThe process running LiteRT dies: the script runs it in a child process."
     return f"""{headline(found)}
 
 LiteRT {litert_version()}, kernel set {found.kernel_set} (OpResolverType.{found.kernel_set}).

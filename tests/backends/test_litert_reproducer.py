@@ -155,7 +155,7 @@ def endless_quantized_loop() -> FuzzCase:
     one = main.constant(T.TENSOR_QUANT8_ASYMM, [128], [1], **quant)
     main.outputs(*main.while_(cond, body, [one, main.input(T.TENSOR_QUANT8_ASYMM, [1], **quant)]))
     io = make_request([np.array([127], np.uint8)], [out_like(np.uint8, [1])])
-    return FuzzCase(mb.build(), io.request, ExecutionChoices(loopTimeoutDuration_ns=500_000_000))
+    return FuzzCase(mb.build(), io.request, ExecutionChoices(loopTimeoutDuration_ns=100_000_000))
 
 
 def test_a_native_crash_reproduces_in_a_child_process(reference, tmp_path):
