@@ -5,6 +5,9 @@ reproducer, shows the discrepancy. Usable as ``--driver tests.backends.planted_l
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
 from ai_edge_litert import schema_py_generated as S
 
 from backends.litert import device, table
@@ -28,3 +31,13 @@ class AddLoweredAsSub:
 
 def add_as_sub() -> SampleDriver:
     return device("BUILTIN_REF", AddLoweredAsSub)
+
+
+@contextmanager
+def running(factory: Callable[[], SampleDriver]) -> Iterator[SampleDriver]:
+    """A LiteRT device of ``factory``, its workers stopped at the end."""
+    device = factory()
+    try:
+        yield device
+    finally:
+        device.engine.close()

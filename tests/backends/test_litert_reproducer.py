@@ -25,7 +25,7 @@ from fuzz.codec import encode  # noqa: E402
 from fuzz.harness import Oracles, run_case  # noqa: E402
 from fuzz.oracles import ReferenceMismatchViolation  # noqa: E402
 from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
-from tests.backends.planted_litert import add_as_sub  # noqa: E402
+from tests.backends.planted_litert import add_as_sub, running  # noqa: E402
 from tests.fuzz.test_spec import chain as float16_chain  # noqa: E402
 
 import litert_repro  # noqa: E402  (scripts/)
@@ -49,9 +49,15 @@ def chain_case() -> FuzzCase:
 
 @pytest.fixture(scope="module")
 def planted():
-    device = add_as_sub()
-    yield device
-    device.engine.close()
+    with running(add_as_sub) as device:
+        yield device
+
+
+@pytest.fixture(scope="module")
+def litert():
+    """LiteRT as it is (the reference kernels)."""
+    with running(builtin_ref) as device:
+        yield device
 
 
 @pytest.fixture(scope="module")
@@ -114,27 +120,19 @@ def test_a_malformed_divergence_reads_as_none():
         assert reproducer.Divergence.read(raw) is None, raw
 
 
-def test_a_case_litert_computes_right_has_no_reproducer(reference, tmp_path):
-    device = builtin_ref()
-    try:
-        assert reproducer.reproduce(device, reference, chain_case(), reproducer.Divergence(1)) is None
-        artifact = tmp_path / "agreed"
-        artifact.write_bytes(encode(chain_case()))
-        assert litert_repro.main([str(artifact), "--driver", "backends.litert:builtin_ref"]) == 1
-    finally:
-        device.engine.close()
+def test_a_case_litert_computes_right_has_no_reproducer(litert, reference, tmp_path):
+    assert reproducer.reproduce(litert, reference, chain_case(), reproducer.Divergence(1)) is None
+    artifact = tmp_path / "agreed"
+    artifact.write_bytes(encode(chain_case()))
+    assert litert_repro.main([str(artifact), "--driver", "backends.litert:builtin_ref"]) == 1
 
 
-def test_the_script_says_when_litert_agrees(planted, reference, tmp_path):
+def test_the_script_says_when_litert_agrees(planted, litert, reference, tmp_path):
     """A written script run against a .tflite LiteRT computes right (an upgrade that fixed
     it, here the correct lowering put in its place) exits 0."""
     found = reproducer.reproduce(planted, reference, chain_case(), reproducer.Divergence(1))
     bundle = reproducer.write(found, tmp_path, "add")
-    fixed = builtin_ref()
-    try:
-        right = reproducer.specimen(fixed, reference, found.model, found.inputs, ExecutionChoices(), "model")
-    finally:
-        fixed.engine.close()
+    right = reproducer.specimen(litert, reference, found.model, found.inputs, ExecutionChoices(), "model")
     (tmp_path / "add.tflite").write_bytes(right.content)
     checked = run(bundle.script)
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -158,14 +156,10 @@ def endless_quantized_loop() -> FuzzCase:
     return FuzzCase(mb.build(), io.request, ExecutionChoices(loopTimeoutDuration_ns=100_000_000))
 
 
-def test_a_native_crash_reproduces_in_a_child_process(reference, tmp_path):
+def test_a_native_crash_reproduces_in_a_child_process(litert, reference, tmp_path):
     """LiteRT's worker dies on the endless quantized loop: the reproducer is a crash, and
     its script runs LiteRT in a child process, reports how it died and exits 1."""
-    device = builtin_ref()
-    try:
-        found = reproducer.reproduce(device, reference, endless_quantized_loop())
-    finally:
-        device.engine.close()
+    found = reproducer.reproduce(litert, reference, endless_quantized_loop())
     assert found is not None and found.kind == "crash", found and found.kind
     bundle = reproducer.write(found, tmp_path, "loop")
     assert bundle.operation == "WHILE" and bundle.magnitude.startswith("crash: the LiteRT worker died")
@@ -177,16 +171,12 @@ def test_a_native_crash_reproduces_in_a_child_process(reference, tmp_path):
 
 # --- the documented ambiguities, on LiteRT -----------------------------------------------------
 
-def test_a_float16_chain_is_the_documented_ambiguity_not_a_finding(reference):
+def test_a_float16_chain_is_the_documented_ambiguity_not_a_finding(litert, reference):
     """LiteRT's lowering computes (x + c) - x in float32: [3, 0.25] where the reference,
     rounding x + c to float16, gives [0, 0]. The oracle filters it and counts it."""
-    device = builtin_ref()
-    try:
-        before = harness.STATS.ambiguous
-        run_case(float16_chain(), device, Oracles(reference, relations=False))
-        assert harness.STATS.ambiguous == before + 1
-    finally:
-        device.engine.close()
+    before = harness.STATS.ambiguous
+    run_case(float16_chain(), litert, Oracles(reference, relations=False))
+    assert harness.STATS.ambiguous == before + 1
 
 
 def test_a_wrong_float16_chain_is_still_a_finding(planted, reference):
