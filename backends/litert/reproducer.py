@@ -53,29 +53,34 @@ def litert_version() -> str:
 
 @dataclass(frozen=True)
 class Divergence:
-    """The first operation whose outputs differ from the reference's, as a finding reports
-    it (a mapping: its sidecar's or its failure's ``divergence``). Only ``operation`` is
-    needed: its index among the operations of ``subgraph`` (0, the main one); the rest
-    describes it. Anything missing or malformed reads as no divergence: the whole model."""
+    """The first operation whose results differ from the reference's, as a finding reports it
+    (a mapping: its failure's or its sidecar's ``divergence``, fuzz/divergence.py's
+    ``as_dict``). Only ``operation`` is needed: its index among the main subgraph's
+    operations (``subgraph`` None; an index of Model.referenced otherwise, which the whole
+    model stands for); the rest describes it. Anything missing or malformed reads as no
+    divergence: the whole model."""
     operation: int
-    subgraph: int = 0
+    subgraph: Optional[int] = None
     type: str = ""
     operand_types: tuple[str, ...] = ()
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    kernels: str = ""
-    max_difference: Optional[float] = None
-    element: Optional[int] = None
+    parameters: tuple[str, ...] = ()
+    driver: str = ""
+    max_abs: Optional[float] = None
+    index: Optional[int] = None
 
     @classmethod
     def read(cls, raw: Any) -> "Divergence | None":
         if not isinstance(raw, Mapping) or type(raw.get("operation")) is not int:
             return None
+        subgraph = raw.get("subgraph")
+        if subgraph is not None and type(subgraph) is not int:
+            return None
         try:
-            return cls(raw["operation"], int(raw.get("subgraph", 0)), str(raw.get("type", "")),
-                       tuple(str(t) for t in raw.get("operand_types", ())),
-                       dict(raw.get("parameters") or {}), str(raw.get("kernels", "")),
-                       _number(raw.get("max_difference")), _number(raw.get("element")))
-        except (TypeError, ValueError):
+            return cls(raw["operation"], subgraph, str(raw.get("type", "")),
+                       tuple(str(t) for t in (*raw.get("inputs", ()), *raw.get("outputs", ()))),
+                       tuple(str(p) for p in raw.get("parameters", ())), str(raw.get("driver", "")),
+                       _number(raw.get("max_abs")), _number(raw.get("index")))
+        except TypeError:
             return None
 
 
@@ -227,7 +232,7 @@ def isolated(device: Any, reference: Any, case: FuzzCase, inputs: list, divergen
     """The specimen of the first diverging operation alone (None: it cannot be isolated,
     or alone it does not diverge)."""
     main = case.model.main
-    if divergence.subgraph != 0 or not 0 <= divergence.operation < len(main.operations):
+    if divergence.subgraph is not None or not 0 <= divergence.operation < len(main.operations):
         return None
     operation = main.operations[divergence.operation]
     values: dict[int, Optional[np.ndarray]] = dict(zip(main.inputIndexes, inputs))

@@ -114,9 +114,20 @@ def test_without_a_divergence_the_whole_model_is_the_reproducer(planted, referen
     assert checked.returncode == 1, checked.stdout + checked.stderr
 
 
+def test_a_divergence_is_read_from_what_the_oracle_reports():
+    raw = {"operation": 2, "type": "ADD", "inputs": ["TENSOR_FLOAT32", "TENSOR_FLOAT32"],
+           "outputs": ["TENSOR_FLOAT32"], "parameters": ["activation RELU"], "quantization": "float",
+           "driver": "litert-auto", "max_abs": 3.0, "index": 4, "subgraph": None, "bucket": "..."}
+    found = reproducer.Divergence.read(raw)
+    assert (found.operation, found.subgraph, found.type, found.max_abs, found.index) == (2, None, "ADD", 3.0, 4)
+    assert found.operand_types == ("TENSOR_FLOAT32",) * 3 and found.parameters == ("activation RELU",)
+    assert reproducer.divergence_of(sidecar={"divergence": raw}) == found
+    assert reproducer.divergence_of(sidecar={}) is None
+
+
 def test_a_malformed_divergence_reads_as_none():
-    assert reproducer.Divergence.read({"operation": 2, "type": "ADD"}).operation == 2
-    for raw in (None, {}, {"operation": "2"}, {"operation": True}, [1], {"operation": 1, "operand_types": 5}):
+    for raw in (None, {}, {"operation": "2"}, {"operation": True}, [1], {"operation": 1, "inputs": 5},
+                {"operation": 1, "subgraph": "0"}):
         assert reproducer.Divergence.read(raw) is None, raw
 
 
