@@ -16,7 +16,8 @@ HAL, and keeps the first of these that still shows the discrepancy:
 3. for a finding of a metamorphic relation (LiteRT against itself), the rewritten model.
 
 A discrepancy is a wrong value (beyond the accuracy criteria, hal_client/accuracy.py),
-LiteRT failing what the reference runs, or LiteRT's worker dying (a native crash).
+LiteRT failing what the reference runs, LiteRT giving outputs where the reference fails the
+execution (NNAPI defines none), or LiteRT's worker dying (a native crash).
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from fuzz import harness, relations, routes
 from fuzz.case import ExecutionChoices, FuzzCase, Relation
 from fuzz.oracles import computes_in_float16
 from hal_client.accuracy import tolerance_for
-from hal_client.builder import make_request
 
 from . import standalone
 
@@ -53,9 +53,10 @@ def litert_version() -> str:
 
 @dataclass(frozen=True)
 class Divergence:
-    """The first operation whose results differ from the reference's, as a finding reports it
-    (a mapping: its failure's or its sidecar's ``divergence``, fuzz/divergence.py's
-    ``as_dict``). Only ``operation`` is needed: its index among the main subgraph's
+    """The first operation whose results differ from the reference's, as the reference
+    oracle reports it: a mapping, its failure's or its sidecar's ``divergence``, with the keys
+    operation, subgraph, type, inputs and outputs (operand types), parameters, driver,
+    max_abs and index. Only ``operation`` is needed: its index among the main subgraph's
     operations (``subgraph`` None; an index of Model.referenced otherwise, which the whole
     model stands for); the rest describes it. Anything missing or malformed reads as no
     divergence: the whole model."""
@@ -101,12 +102,12 @@ def divergence_of(failure: Any = None, sidecar: Optional[Mapping] = None) -> Div
 @dataclass
 class Specimen:
     """A model and its inputs, run by LiteRT and by the reference: what a standalone
-    reproducer is made of. ``content`` and ``inputs`` are what LiteRT ran (None: it never
-    ran, the model was not prepared); ``expected`` the reference's outputs, ``compared``
-    the positions of those judged (NaN or infinite ones are not, as in the oracle)."""
+    reproducer is made of. ``content`` and ``inputs`` are what LiteRT ran; ``expected`` the
+    reference's outputs, ``compared`` the positions of those judged (NaN or infinite ones
+    are not, as in the oracle)."""
     model: Model
     kernel_set: str
-    content: Optional[bytes]
+    content: bytes
     inputs: list[np.ndarray]
     status: ErrorStatus                  # LiteRT's
     got: list[np.ndarray]
@@ -247,8 +248,6 @@ def isolated(device: Any, reference: Any, case: FuzzCase, inputs: list, divergen
         outputs = [*main.outputIndexes, *(i for i in temporaries if i not in main.outputIndexes)]
         values.update(zip(outputs, run.outputs))
     model, one_inputs = one_operation_model(case.model, operation, values)
-    if harness.reference_errors(model, make_request(one_inputs, []).request)[0] is not None:
-        return None
     found = specimen(device, reference, model, one_inputs, choices, f"operation {divergence.operation}")
     return found if found is not None and found.kind != "none" else None
 
@@ -266,19 +265,19 @@ def reproduce(device: Any, reference: Any, case: FuzzCase,
         found = isolated(device, reference, case, inputs, divergence, choices)
         if found is not None:
             return found
-    candidates = [(case, "model")]
+    candidates = [(case.model, inputs, "model")]
     relation = case.choices.relation
     if relation in relations.RULES and relation not in routes.ROUTES:
         derived = relations.RULES[relation].derive(case.model, harness.with_fresh_pools(
             case.request, harness.snapshot_pools(case.request)))
-        if derived is not None:
-            candidates.append((FuzzCase(*derived, case.choices), f"relation {Relation(relation).name}"))
-    for candidate, origin in candidates:
         try:
-            values = harness.request_values(candidate)
+            if derived is not None:
+                candidates.append((derived[0], harness.request_values(FuzzCase(*derived)),
+                                   f"relation {Relation(relation).name}"))
         except ValidationError:
-            continue
-        found = specimen(device, reference, candidate.model, values, choices, origin)
+            pass
+    for model, values, origin in candidates:
+        found = specimen(device, reference, model, values, choices, origin)
         if found is not None and found.kind != "none":
             return found
     return None
