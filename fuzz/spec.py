@@ -20,6 +20,12 @@ from hal_client.accuracy import FLOAT16_TOLERANCE, compare_values
 
 from .case import FuzzCase
 
+#: What a driver's discrepancy with the reference is found to be (a LiteRT finding's class,
+#: scripts/litert_repro.py): first taken for the runtime's bug; a reviewer who finds it is
+#: the converter's or the reference's fixes it, one NNAPI leaves open joins AMBIGUITIES.
+FINDING_CLASSES = ("LiteRT bug", "converter bug (fixed)", "reference bug (fixed)",
+                   "spec ambiguity (documented)")
+
 TYPES_HAL = ("types.hal (NN HAL 1.3)",
              "https://android.googlesource.com/platform/hardware/interfaces/+/refs/heads/main/neuralnetworks/1.3/types.hal")
 NEURAL_NETWORKS_H = ("NeuralNetworks.h", "https://developer.android.com/ndk/reference/group/neural-networks")

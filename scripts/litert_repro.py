@@ -35,15 +35,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 from fuzz.codec import decode
+from fuzz.spec import FINDING_CLASSES
 from fuzz.drivers import configured_reference, configured_spec
 from hal_client.device import DriverSpecError, make_device, report_spec_error
 
 #: How long the written script may take to run.
 SCRIPT_LIMIT_S = 120
-#: What a finding may be found to be (the sidecar's litert.class, the report's column).
-#: Triage stores a LiteRT discrepancy as the first; a reviewer who finds it is the
-#: converter's or the reference's fixes it, and sets the class and the status "fixed".
-CLASSES = ("LiteRT bug", "converter bug (fixed)", "reference bug (fixed)", "spec ambiguity (documented)")
 #: The status of a reproducer of crashes/ that is LiteRT's, known and reported upstream.
 UPSTREAM = "upstream"
 #: Where a reproducer's standalone folder is, beside it.
@@ -99,7 +96,8 @@ def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None
     """Write the standalone reproducer of the LiteRT finding stored at ``stored`` (a
     reproducer and its sidecar, as scripts/triage.py stores them) in litert/<name>/ beside
     it, and mark its sidecar: status upstream, and under "litert" what the findings report
-    says (the reproducer's folder relative to the sidecar). False, and the sidecar as it
+    says (the reproducer's folder relative to the sidecar; the class a reviewer gave it
+    kept, else the first of FINDING_CLASSES). False, and the sidecar as it
     was, when the case shows no discrepancy LiteRT alone reproduces."""
     from backends.litert.reproducer import divergence_of
     sidecar = sidecar_of(stored)
@@ -111,7 +109,7 @@ def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None
         return False
     known = sidecar.get("litert") if isinstance(sidecar.get("litert"), dict) else {}
     sidecar["status"] = UPSTREAM
-    sidecar["litert"] = {**bundle.facts(), "class": known.get("class", CLASSES[0]),
+    sidecar["litert"] = {**bundle.facts(), "class": known.get("class", FINDING_CLASSES[0]),
                          "reproducer": f"{FOLDER}/{stored.name}/"}
     stored.with_suffix(".json").write_text(json.dumps(sidecar, indent=2) + "\n")
     return True
@@ -136,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if not reference_spec:
         parser.error("a reference driver is needed (--reference)")
     name = args.name or args.case.name
-    out = args.out or args.case.parent / "litert" / name
+    out = args.out or args.case.parent / FOLDER / name
     try:
         driver, reference = make_device(spec), make_device(reference_spec)
     except DriverSpecError as error:

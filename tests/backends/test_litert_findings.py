@@ -14,13 +14,14 @@ import pytest
 pytest.importorskip("ai_edge_litert")
 
 import litert_report  # noqa: E402  (scripts/)
+from litert_repro import run_script  # noqa: E402
 import nightly  # noqa: E402
 import triage  # noqa: E402
 from fuzz.codec import encode  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV  # noqa: E402
 from hal_client.device import DEFAULT_DRIVER  # noqa: E402
 from tests.backends.test_litert_reproducer import chain_case  # noqa: E402
-from tests.fuzz.test_replay import replay_upstream, run_standalone  # noqa: E402
+from tests.fuzz.test_replay import replay_upstream  # noqa: E402
 
 PLANTED = "tests.backends.planted_litert:add_as_sub"
 
@@ -52,7 +53,7 @@ def test_triage_stores_it_upstream_with_its_standalone_reproducer(triaged):
     assert litert["operation"] == "ADD", litert     # the minimised model: the ADD alone
     assert "max abs diff" in litert["magnitude"]
     script = out / litert["reproducer"] / f"{stored.name}.py"
-    result = run_standalone(script)
+    result = run_script(script)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "REPRODUCED" in result.stdout
 

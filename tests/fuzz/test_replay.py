@@ -32,6 +32,7 @@ import pytest
 from driver import SampleDriver
 from fuzz import harness
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
+from fuzz.spec import FINDING_CLASSES
 from hal_client.device import DEFAULT_DRIVER, DriverSpecError, make_device
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,8 @@ def read_sidecar(path: Path) -> dict:
         assert isinstance(litert, dict) and all(isinstance(litert.get(k), str) for k in UPSTREAM_FIELDS), (
             f"{sidecar.name}: an upstream reproducer needs \"litert\" with the text field(s) "
             f"{', '.join(UPSTREAM_FIELDS)}")
+        assert litert["class"] in FINDING_CLASSES, (
+            f"{sidecar.name}: class {litert['class']!r} is not one of {', '.join(FINDING_CLASSES)}")
     budget = info.get("memory_limit_mb", DEFAULT_BUDGET_MB)
     assert isinstance(budget, int) and not isinstance(budget, bool) and budget > 0, (
         f"{sidecar.name}: memory_limit_mb {budget!r} is not a positive whole number")
@@ -189,17 +192,11 @@ def standalone_scripts(folder: Path) -> list:
             sorted((folder / "litert").glob("*/*.py"))]
 
 
-def run_standalone(script: Path) -> subprocess.CompletedProcess:
-    """A standalone reproducer run as its reader would: in its folder, nothing of this
-    project on the path (-I: PYTHONPATH and the script's folder are not)."""
-    return subprocess.run([sys.executable, "-I", script.name], cwd=script.parent,
-                          capture_output=True, text=True, timeout=300)
-
-
 @pytest.mark.parametrize("script", standalone_scripts(REPO_ROOT / "crashes"))
 def test_standalone_reproducer_still_reproduces(script):
     pytest.importorskip("ai_edge_litert")
-    result = run_standalone(script)
+    from litert_repro import run_script     # scripts/: on the tests' path, not a child's
+    result = run_script(script)
     assert result.returncode == 1, (
         f"{script.name} exits with {result.returncode}: LiteRT no longer shows the discrepancy "
         f"(set the status of {script.parent.name}.json to fixed):\n{result.stdout[-2000:]}{result.stderr[-1000:]}")
@@ -246,6 +243,9 @@ def test_an_open_reproducer_that_passes_fails_the_suite(tmp_path):
     ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream"}', "needs \"litert\""),
     ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream", '
      '"litert": {"version": "2.3.0"}}', "kernel_set, kind, reproducer, class"),
+    ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream", "litert": '
+     '{"version": "2", "kernel_set": "AUTO", "kind": "crash", "reproducer": "r", "class": "bug"}}',
+     "class 'bug' is not one of"),
 ])
 def test_a_bad_sidecar_fails_its_own_case_with_a_reason(tmp_path, sidecar, complaint):
     reproducer = tmp_path / "0123456789abcdef"
