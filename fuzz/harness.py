@@ -28,25 +28,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from driver.errors import ValidationError
 from driver.hal import (CONTROL_FLOW_OPERATION_TYPES, DataLocation, ErrorStatus,
                         ExecutionPreference, LoopTimeoutDurationNs, MemoryPool, Model,
                         OperandLifeTime, OperationType, PreparedModelCallback, Priority, Request,
                         RequestArgument, Subgraph)
-from driver.hal.dtypes import bounded_product
+from driver.executor.io import input_layouts, read_inputs, request_pool_buffers
+from driver.hal.dtypes import STORAGE_DTYPE, bounded_product, byte_size
+from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.limits import MAX_VALUE_BYTES
 from driver.memory import Memory
 from driver.validation import validate_model, validate_request
 from hal_client import contract
-from hal_client.builder import make_request, out_like
+from hal_client.builder import make_request, out_bytes, out_like
 from hal_client.contract import OracleViolation
 from hal_client.paths import (THREAD_FAILURES, DeadlineEdge, HalClient, deadline_point,
                               read_outputs)
 from hal_client.watchdog import WATCHDOG
 
-from . import divergence, oracles, relations, routes
+from . import divergence, oracles, relations, routes, spec
 from .branch_counters import BranchCounters
 from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from .oracles import ExecutionResult
@@ -89,6 +93,7 @@ class HarnessStats:
     routed_cache: int = 0         # ran by a route through the compilation cache (or refused it)
     routes_skipped: int = 0       # a route the driver does not offer (no buffers, no caching)
     outputs_not_compared: int = 0  # NaN or infinite in the expected outputs, or random ones
+    ambiguous: int = 0       # outputs differing from the reference's as a documented ambiguity allows
     violations: int = 0      # oracle failures
 
     def summary(self) -> str:
@@ -455,9 +460,20 @@ def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionRe
         STATS.reference_skipped += 1    # the driver's own buffers: the reference has none
         return
     result = run_on_reference(reference, case, snapshot, limit_s, ErrorStatus.NONE)
+
+    def run(model: Model, inputs: Sequence[np.ndarray | None]) -> Sequence[np.ndarray] | None:
+        ran = run_on_values(reference, model, inputs, plain_choices(case))
+        return ran.outputs if ran.status == ErrorStatus.NONE else None
+
+    def excused(output: int) -> bool:
+        """A difference NNAPI leaves open (fuzz/spec.py, AMBIGUITIES) is no finding."""
+        if spec.documented_ambiguity(case, output, expected.outputs, lambda: request_values(case), run) is None:
+            return False
+        STATS.ambiguous += 1
+        return True
     with diverging(case, snapshot, limit_s, device, prepared, reference):
         if compared(result, expected, case, oracles.ReferenceMismatchViolation,
-                    f"{expected.path.name} execution vs the reference's"):
+                    f"{expected.path.name} execution vs the reference's", excused):
             STATS.reference_compared += 1
         else:
             STATS.reference_skipped += 1
@@ -549,13 +565,14 @@ def diagnose_branch(branch: divergence.Branch, choices: ExecutionChoices, limit_
 
 
 def compared(expected: ExecutionResult | None, actual: ExecutionResult | None, case: FuzzCase,
-             Violation: type[OracleViolation], what: str) -> bool:
+             Violation: type[OracleViolation], what: str,
+             excused: Callable[[int], bool] | None = None) -> bool:
     """``actual``'s outputs against ``expected``'s (check_same_outputs), where both
     executions ran successfully (else False: nothing was compared)."""
     if any(result is None or result.status != ErrorStatus.NONE for result in (expected, actual)):
         return False
     STATS.outputs_not_compared += oracles.check_same_outputs(expected, actual, case.model,
-                                                             case.request, Violation, what)
+                                                             case.request, Violation, what, excused)
     return True
 
 
@@ -577,6 +594,52 @@ def judge_route(device: Any, case: FuzzCase, prepared: Any, expected: ExecutionR
     else:
         STATS.routed_buffers += 1
     STATS.outputs_not_compared += left_out
+
+
+# --- a model run on values ---------------------------------------------------------------------
+
+def request_values(case: FuzzCase) -> list[np.ndarray | None]:
+    """The values of the case's request inputs (None: omitted), read as a driver reads them
+    (ValidationError for a request that does not give them)."""
+    request = case.request
+    return read_inputs(input_layouts(case.model, frozenset()), request, request_pool_buffers(request))
+
+
+def plain_choices(case: FuzzCase) -> ExecutionChoices:
+    """The case's loop timeout, nothing else: how a model is run for its values alone."""
+    return ExecutionChoices(loopTimeoutDuration_ns=case.choices.loopTimeoutDuration_ns)
+
+
+@dataclass(frozen=True)
+class ValuesRun:
+    """A model run on values: the status and, on success, every output's value."""
+    status: ErrorStatus
+    outputs: tuple[np.ndarray, ...] = ()
+
+
+def run_on_values(device: Any, model: Model, inputs: Sequence[np.ndarray | None],
+                  choices: ExecutionChoices) -> ValuesRun:
+    """Prepare ``model`` on ``device`` and run it once (SYNC) on the input values, every
+    output requested; an output of a shape not known ahead is asked again with the shape
+    the first run reported."""
+    status, prepared, _ = prepare(device, model, choices)
+    if status != ErrorStatus.NONE:
+        return ValuesRun(status)
+    main = model.main
+    operands = [main.operands[i] for i in main.outputIndexes]
+    buffers = [out_bytes(STORAGE_DTYPE[o.type], byte_size(o.type, o.dimensions, unknown_dimension=1))
+               for o in operands]
+    limit_s = execution_limit_s(FuzzCase(model, choices=choices))
+    for attempt in range(2):
+        io = make_request(list(inputs), buffers)
+        status, shapes = CLIENT.execute(prepared, io.request, ExecutionPath.SYNC, choices, limit_s)
+        if status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE or attempt or not shapes:
+            break
+        buffers = [out_like(b.dtype, s.dimensions) for b, s in zip(buffers, shapes)]
+    if status != ErrorStatus.NONE:
+        return ValuesRun(status)
+    return ValuesRun(status, tuple(io.output(k, [] if o.type in SCALAR_OPERAND_TYPES else s.dimensions)
+                                   for k, (o, s) in enumerate(zip(operands, shapes))))
 
 
 def _finish(outcome: Outcome, prepare_callback: PreparedModelCallback) -> Outcome:

@@ -20,7 +20,10 @@
    inputs that add coverage;
 4. replay the seeds and the merged working corpus under coverage.py: HTML report of
    driver/ and fuzz/ in OUT/coverage/;
-5. write OUT/summary.md (Markdown, for $GITHUB_STEP_SUMMARY).
+5. write OUT/summary.md (Markdown, for $GITHUB_STEP_SUMMARY). For a LiteRT driver, each new
+   finding also gets its standalone reproducer (OUT/findings/litert/<digest>/, its sidecar
+   marked upstream: scripts/litert_repro.py), and the night's LiteRT buckets their report,
+   OUT/litert/findings.md and .html (scripts/litert_report.py), linked from the summary.
 
 --minutes (or --seconds) is the time of the whole job, shared out by Budget: fuzzing gets
 what the other phases' shares leave; each phase stops at its end and the summary says what
@@ -51,11 +54,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+import litert_report
+import litert_repro
 import show_case
 import triage
 from fuzz import codec, harness, oracles
 from fuzz.driver_fuzz import STATS_DIR_ENV, findings_log
-from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_spec, make_device
+from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV, configured_reference, configured_spec, make_device
 from fuzz.memory_limit import memory_budget
 
 KNOWN = REPO_ROOT / "crashes"
@@ -86,6 +91,9 @@ REPRODUCTION_SHARE = 0.5
 MIN_MINIMISATION_S = 5.0
 #: libFuzzer's minimiser starts a process per step: with less time it may make none.
 MIN_LIBFUZZER_S = 10
+#: How long past the triage phase's end the standalone reproducers of LiteRT's new findings
+#: may take (from the merge's share): each runs the case on LiteRT and the reference.
+LITERT_REPRODUCERS_S = 60.0
 #: The packages the coverage report covers.
 COVERED = ("driver", "fuzz")
 #: libFuzzer's progress line, in -fork mode (exec/s without a colon) and out of it.
@@ -413,6 +421,36 @@ def store_finding(data: bytes, result: triage.Triaged, spec: str, findings: Path
     return Finding(source, "duplicate" if duplicate else "recurred" if fixed else "new", failure, Path(stored))
 
 
+def litert_findings(results: list[Finding], spec: str, out: Path, deadline: float) -> Path | None:
+    """For a LiteRT driver: the standalone reproducers of the night's new findings (their
+    sidecars marked upstream), written by ``deadline`` (time.monotonic()), and the report of
+    the night's LiteRT buckets, OUT/litert/findings.md and .html; its Markdown's path (None
+    for another driver, or a night without findings)."""
+    if not any(finding.stored is not None for finding in results):
+        return None
+    reference_spec = configured_reference(spec)
+    driver = make_device(spec)
+    if reference_spec is None or not litert_repro.is_litert_device(driver):
+        return None
+    reference = make_device(reference_spec)
+    try:
+        for finding in results:
+            if finding.status not in ("new", "recurred") or finding.stored is None:
+                continue
+            if left_s(deadline) < 1:
+                log(f"no time left for the standalone reproducer of {finding.stored.name}")
+                break
+            litert_repro.mark_upstream(finding.stored, driver, reference, finding.failure, log)
+    finally:
+        driver.engine.close()
+    buckets = [(standing_for(bucket), len(bucket)) for bucket in buckets_of(results)]
+    found = [litert_report.finding_of(standing.stored, count) for standing, count in buckets
+             if standing.stored is not None]
+    markdown, _ = litert_report.write_report([f for f in found if f is not None], out / "litert",
+                                             "LiteRT findings of the night")
+    return markdown
+
+
 # --- 3. corpus merge ------------------------------------------------------------------------------
 
 def merge_corpus(args, spec: str, log_path: Path, end: float) -> tuple[int, int]:
@@ -528,7 +566,7 @@ def findings_headline(findings: list[Finding]) -> str:
 
 def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_line: str,
                      corpus: tuple[int, int, int], percents: dict[str, float], findings: list[Finding],
-                     timing: tuple[int, dict[str, float]]) -> str:
+                     timing: tuple[int, dict[str, float]], litert: Path | None = None) -> str:
     rate = progress.executions / max(progress.seconds or seconds, 1)
     covered = ", ".join(f"{name}/ {value:.1f} %" for name, value in percents.items() if name != "total")
     line_coverage = f"{percents['total']:.1f} % ({covered})" if percents else "not measured"
@@ -568,6 +606,10 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
                       "copy them into `crashes/` and the test suite replays them. Every raw "
                       "finding is in `artifacts/`: an unminimised one may be minimised with "
                       "`scripts/triage.py`."]
+    if litert is not None:
+        lines += ["", f"LiteRT's findings, by bucket, with their standalone reproducers (in "
+                      f"`findings/litert/`): [litert/findings.md](litert/findings.md) "
+                      f"([HTML](litert/findings.html))."]
     return "\n".join(lines) + "\n"
 
 
@@ -633,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(stats_dir)
     log(harness_line)
     results = triage_findings(triage.new_artifacts(artifacts), spec, findings, args, deadline=budget.triage)
+    litert = litert_findings(results, spec, out, min(budget.merge, max(budget.triage, time.monotonic())
+                                                     + LITERT_REPRODUCERS_S))
     ends["triage"] = time.monotonic()
     corpus = (restored, *merge_corpus(args, spec, out / "merge.log", budget.merge))
     ends["merge"] = time.monotonic()
@@ -641,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     times = [start, *ends.values()]
     phases = {phase: end - begin for phase, begin, end in zip(ends, times, times[1:])}
     summary = summary_markdown(spec, args, seconds, progress, harness_line, corpus, percents, results,
-                               (total_s, phases))
+                               (total_s, phases), litert)
     (out / "summary.md").write_text(summary)
     log(summary)
     return 1 if any(finding.status in NEWS for finding in results) else 0

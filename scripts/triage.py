@@ -28,7 +28,9 @@ For each artifact:
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed; for a
    wrong answer whose first diverging operation was found, ``divergence``: see
    fuzz/divergence.py). An input with a signature already stored is a duplicate: the
-   smaller of the two is kept.
+   smaller of the two is kept;
+5. for a LiteRT driver (backends/litert), write each new reproducer's standalone reproducer
+   in OUT/litert/<signature hash>/ and mark its sidecar upstream (scripts/litert_repro.py).
 
 The reproducing process is a worker that runs inputs sent to it one by one (no start-up
 cost per attempt); it is restarted after a hang, an out-of-memory or a death. Its address
@@ -69,6 +71,8 @@ from fuzz.memory_limit import DEFAULT_BUDGET_MB, limit_memory
 from hal_client.contract import HalExceptionViolation, HangViolation, OracleViolation
 from hal_client.device import DriverSpecError, make_device, report_spec_error
 from fuzz.reduce import case_size, minimize
+
+import litert_repro
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
@@ -563,6 +567,18 @@ def store(data: bytes, failure: Failure, out_dir: Path, spec: str, source: str, 
     return str(path), duplicate
 
 
+def mark_litert_findings(results: list[Triaged], driver, reference, log: Callable[[str], None]) -> int:
+    """Each reproducer of a LiteRT driver stored without a standalone reproducer gets one,
+    and the status upstream (scripts/litert_repro.py); how many did."""
+    marked = 0
+    for stored in dict.fromkeys(Path(r.stored) for r in results if r.stored):
+        sidecar = litert_repro.sidecar_of(stored)
+        if "litert" not in sidecar:
+            failure = next(r.failure for r in results if r.stored and Path(r.stored) == stored)
+            marked += litert_repro.mark_upstream(stored, driver, reference, failure, log)
+    return marked
+
+
 def finding_twin(artifact: Path) -> Path:
     """The harness's copy of a libFuzzer artifact's input (both are named by its SHA-1)."""
     return artifact.with_name(FINDING_PREFIX + artifact.name.split("-", 1)[-1])
@@ -626,9 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     # A spec that gives no device would have every artifact "reproduce" as the worker's
     # death: refuse it here, with a message.
     try:
-        make_device(spec)
-        if reference:
-            make_device(reference)
+        driver = make_device(spec)
+        reference_device = make_device(reference) if reference else None
     except DriverSpecError as error:
         return report_spec_error(error)
     os.environ.update(environment(spec, reference))  # the worker and libFuzzer's minimiser inherit it
@@ -659,8 +674,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         worker.close()
     stored = {r.stored for r in results if r.stored}
+    upstream = 0
+    if reference_device is not None and litert_repro.is_litert_device(driver):
+        upstream = mark_litert_findings(results, driver, reference_device, lambda line: print(line, flush=True))
+        driver.engine.close()
     print(f"{len(artifacts)} artifacts, {len(stored)} distinct reproducers, "
           f"{sum(r.failure is None for r in results)} not reproduced"
+          + (f", {upstream} LiteRT discrepancies reproduced standalone" if upstream else "")
           + (f", {errors} could not be triaged" if errors else ""))
     return 1 if errors else 0
 

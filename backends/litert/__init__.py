@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from driver import SampleDriver
 
+from . import table
 from .engine import LiteRTEngine
 
 
@@ -20,23 +21,24 @@ from .engine import LiteRTEngine
 STARTUP_WAIT_S = 60
 
 
-def _device(resolver: str) -> SampleDriver:
-    """The device, once a worker is ready: starting one is not part of any execution."""
-    engine = LiteRTEngine(resolver)
+def device(resolver: str, mapping=table) -> SampleDriver:
+    """The device of a kernel set (an OpResolverType name), lowering by ``mapping`` (the
+    table), once a worker is ready: starting one is not part of any execution."""
+    engine = LiteRTEngine(resolver, mapping)
     engine.workers.wait_ready(STARTUP_WAIT_S)
     return SampleDriver(name=f"litert-{resolver.lower().replace('_', '-')}", engine=engine)
 
 
 def auto() -> SampleDriver:
-    return _device("AUTO")
+    return device("AUTO")
 
 
 def builtin() -> SampleDriver:
-    return _device("BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    return device("BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 
 
 def builtin_ref() -> SampleDriver:
-    return _device("BUILTIN_REF")
+    return device("BUILTIN_REF")
 
 
-__all__ = ["auto", "builtin", "builtin_ref", "LiteRTEngine"]
+__all__ = ["auto", "builtin", "builtin_ref", "device", "LiteRTEngine"]

@@ -176,10 +176,12 @@ def _close_pools() -> None:
 class LiteRTEngine:
     """One LiteRT kernel set (``resolver``: an OpResolverType name: AUTO, the builtin
     kernels with the XNNPACK delegate; BUILTIN_WITHOUT_DEFAULT_DELEGATES, the optimized
-    kernels alone; BUILTIN_REF, the reference kernels)."""
+    kernels alone; BUILTIN_REF, the reference kernels). ``mapping`` is the table the
+    converter lowers by (table.py; tests plant converter bugs with another)."""
 
-    def __init__(self, resolver: str) -> None:
+    def __init__(self, resolver: str, mapping=table) -> None:
         self.resolver = resolver
+        self.mapping = mapping
         self.workers = WorkerPool(resolver)
         self.statistics: Counter[str] = Counter()
         self._crashes: list[str] = []
@@ -188,10 +190,13 @@ class LiteRTEngine:
         #: LiteRTModels by (the content of a model with runtime scalars, their values)
         self._specialisations: ContentMemo = ContentMemo(SPECIALISATIONS)
         self._specialising = threading.Lock()
+        #: When a list: each execution appends the .tflite it runs and its inputs as LiteRT
+        #: gets them (what a standalone reproducer needs: backends/litert/reproducer.py).
+        self.recording: Optional[list[tuple[bytes, list[np.ndarray]]]] = None
 
     def supports(self, model: Model, analysis: ModelAnalysis) -> Sequence[bool]:
         try:
-            return table.supported_operations(model, analysis, self.resolver)
+            return self.mapping.supported_operations(model, analysis, self.resolver)
         except Exception:           # a model the table's checks cannot judge
             self.count("supports failed")
             return [False] * len(model.main.operations)
@@ -211,7 +216,7 @@ class LiteRTEngine:
     def lower(self, model: Model, analysis: ModelAnalysis, counted: str) -> "LiteRTModel":
         """The model lowered to LiteRT, counted as ``counted``."""
         try:
-            lowered = convert.lower(model, analysis, table)
+            lowered = convert.lower(model, analysis, self.mapping)
         except Exception as error:
             self.count("conversion failed")
             raise ExecutionError(f"LiteRT: the model could not be converted: "
@@ -276,6 +281,8 @@ class LiteRTModel:
             self.engine.count("omitted input")
             raise ExecutionError("LiteRT: an omitted input is not supported")
         values = [np.ascontiguousarray(value, dtype) for value, dtype in zip(inputs, self.input_dtypes)]
+        if self.engine.recording is not None:
+            self.engine.recording.append((self.content, values))
         held = sum(value.nbytes for value in values)
         if held > ctx.budget_bytes:
             raise ResourceError(f"LiteRT: the inputs take {held} bytes, over the execution's "

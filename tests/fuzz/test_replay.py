@@ -1,13 +1,21 @@
-"""Replay every committed fuzz input through the harness, in-process, against the bundled
-driver: the seed corpus must pass, and so must every reproducer in crashes/ that its
-sidecar marks "fixed". Each reproducer is its own case: a missing or malformed sidecar
-fails that case, saying what is wrong, and nothing else.
+"""Replay every committed fuzz input through the harness, in-process, against the driver it
+was found on (its sidecar's, the bundled driver for the corpus): the seed corpus must pass,
+and so must every reproducer in crashes/ that its sidecar marks "fixed". Each reproducer is
+its own case: a missing or malformed sidecar fails that case, saying what is wrong, and
+nothing else. A reproducer of a driver that cannot be made here (LiteRT's, without the
+``litert`` extra) is skipped.
 
 A reproducer whose sidecar says "open" is a known, not yet fixed failure: it is expected to
 fail (a strict xfail, with the sidecar's message as the reason), so the suite stays green
 while the bug is open, and fails with XPASS(strict) once a fix lands, saying to mark it
 fixed. One whose failure killed the process (the sidecar's message says the worker died: a
 SIGBUS, say) is replayed in a child process, so that it cannot take the suite down.
+
+A reproducer whose sidecar says "upstream" is a discrepancy of LiteRT, known and reported
+upstream with the standalone reproducer in crashes/litert/<name>/: LiteRT must still
+disagree with the reference on it, so that an upgrade of LiteRT that fixes it is noticed
+(the case then fails, saying to mark it fixed); and each standalone reproducer, run on its
+own, must still exit with status 1.
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ import pytest
 from driver import SampleDriver
 from fuzz import harness
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
+from fuzz.spec import FINDING_CLASSES
+from hal_client.device import DEFAULT_DRIVER, DriverSpecError, make_device
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: A replay is bounded by the harness's hang detection already; this catches inputs that
@@ -48,7 +58,9 @@ def replay_params(folder: Path) -> list:
 
 #: What every sidecar says, and the statuses a reproducer can have.
 SIDECAR_FIELDS = ("kind", "signature", "message", "status")
-STATUSES = ("open", "fixed")
+STATUSES = ("open", "fixed", "upstream")
+#: What an upstream sidecar says of LiteRT (under "litert"; scripts/litert_repro.py).
+UPSTREAM_FIELDS = ("version", "kernel_set", "kind", "reproducer", "class")
 
 
 def read_sidecar(path: Path) -> dict:
@@ -65,6 +77,13 @@ def read_sidecar(path: Path) -> dict:
     assert not missing, f"{sidecar.name} lacks the text field(s) {', '.join(missing)}"
     assert info["status"] in STATUSES, (f"{sidecar.name}: status {info['status']!r} is not "
                                         f"one of {', '.join(STATUSES)}")
+    if info["status"] == "upstream":
+        litert = info.get("litert")
+        assert isinstance(litert, dict) and all(isinstance(litert.get(k), str) for k in UPSTREAM_FIELDS), (
+            f"{sidecar.name}: an upstream reproducer needs \"litert\" with the text field(s) "
+            f"{', '.join(UPSTREAM_FIELDS)}")
+        assert litert["class"] in FINDING_CLASSES, (
+            f"{sidecar.name}: class {litert['class']!r} is not one of {', '.join(FINDING_CLASSES)}")
     budget = info.get("memory_limit_mb", DEFAULT_BUDGET_MB)
     assert isinstance(budget, int) and not isinstance(budget, bool) and budget > 0, (
         f"{sidecar.name}: memory_limit_mb {budget!r} is not a positive whole number")
@@ -109,9 +128,48 @@ def test_corpus_input_passes(path, device):
     replay(path, device)
 
 
+_DEVICES: dict[str, object] = {}
+
+
+def device_of(spec: str):
+    """The device of a --driver spec, made once; the test is skipped when it cannot be
+    made here (an extra not installed)."""
+    if spec not in _DEVICES:
+        try:
+            _DEVICES[spec] = make_device(spec)
+        except DriverSpecError as error:
+            pytest.skip(f"{spec} cannot be made here: {error}")
+    return _DEVICES[spec]
+
+
+def replay_upstream(path: Path, info: dict) -> None:
+    """An upstream reproducer still shows its discrepancy of the same kind (a wrong value, a
+    failure, a crash, outputs where the reference fails) between its driver and its
+    reference, as backends/litert/reproducer.py finds it: judged on values, not by an
+    oracle's rule, so that outputs LiteRT reads out of bounds, which two runs may give
+    alike, still count. Else LiteRT was fixed: the failure says to mark it so."""
+    from backends.litert import reproducer
+    from fuzz.codec import decode
+    driver = device_of(info.get("driver", DEFAULT_DRIVER))
+    reference = device_of(info.get("reference", DEFAULT_DRIVER))
+    litert = info["litert"]
+    found = reproducer.reproduce(driver, reference, decode(path.read_bytes()),
+                                 reproducer.divergence_of(sidecar=info))
+    if found is None or found.kind != litert.get("kind", found.kind):
+        pytest.fail(f"{path.name}: LiteRT {reproducer.litert_version()} no longer reproduces this "
+                    f"discrepancy ({litert.get('kind')}; found with LiteRT {litert['version']}, kernel "
+                    f"set {litert['kernel_set']}; now {found.kind if found else 'none'}): it is fixed "
+                    f"upstream: set the status in {path.with_suffix('.json').name} to fixed")
+
+
 def replay_reproducer(path: Path, device, request) -> None:
     """Replay a reproducer of crashes/ as its sidecar says: one still open must fail."""
     info = read_sidecar(path)
+    if info["status"] == "upstream":
+        replay_upstream(path, info)
+        return
+    if info.get("driver", DEFAULT_DRIVER) != DEFAULT_DRIVER:
+        device = device_of(info["driver"])
     if info["status"] == "open":
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             f"open: {info['message'][:200]} (if it passes, the bug is fixed: set the status "
@@ -126,6 +184,30 @@ def replay_reproducer(path: Path, device, request) -> None:
 @pytest.mark.parametrize("path", replay_params(REPO_ROOT / "crashes"))
 def test_crash_reproducer_passes(path, device, request):
     replay_reproducer(path, device, request)
+
+
+def standalone_scripts(folder: Path) -> list:
+    """The standalone reproducers of LiteRT's discrepancies: <folder>/litert/<name>/<name>.py."""
+    return [pytest.param(script, id=f"{script.parent.name}") for script in
+            sorted((folder / "litert").glob("*/*.py"))]
+
+
+@pytest.mark.parametrize("script", standalone_scripts(REPO_ROOT / "crashes"))
+def test_standalone_reproducer_still_reproduces(script):
+    pytest.importorskip("ai_edge_litert")
+    from litert_repro import run_script     # scripts/: on the tests' path, not a child's
+    result = run_script(script)
+    assert result.returncode == 1, (
+        f"{script.name} exits with {result.returncode}: LiteRT no longer shows the discrepancy "
+        f"(set the status of {script.parent.name}.json to fixed):\n{result.stdout[-2000:]}{result.stderr[-1000:]}")
+
+
+def test_every_upstream_reproducer_has_its_standalone_folder():
+    for path in inputs_in(REPO_ROOT / "crashes"):
+        info = read_sidecar(path)
+        if info["status"] == "upstream":
+            folder = path.parent / info["litert"]["reproducer"]
+            assert (folder / f"{path.name}.py").exists() and (folder / f"{path.name}.tflite").exists(), folder
 
 
 def test_an_open_reproducer_that_passes_fails_the_suite(tmp_path):
@@ -158,6 +240,12 @@ def test_an_open_reproducer_that_passes_fails_the_suite(tmp_path):
     ('{"kind": "crash", "signature": "s", "message": "m", "status": "gone"}', "is not one of"),
     ('{"kind": "oom", "signature": "s", "message": "m", "status": "fixed", '
      '"memory_limit_mb": "lots"}', "is not a positive whole number"),
+    ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream"}', "needs \"litert\""),
+    ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream", '
+     '"litert": {"version": "2.3.0"}}', "kernel_set, kind, reproducer, class"),
+    ('{"kind": "crash", "signature": "s", "message": "m", "status": "upstream", "litert": '
+     '{"version": "2", "kernel_set": "AUTO", "kind": "crash", "reproducer": "r", "class": "bug"}}',
+     "class 'bug' is not one of"),
 ])
 def test_a_bad_sidecar_fails_its_own_case_with_a_reason(tmp_path, sidecar, complaint):
     reproducer = tmp_path / "0123456789abcdef"
@@ -167,6 +255,30 @@ def test_a_bad_sidecar_fails_its_own_case_with_a_reason(tmp_path, sidecar, compl
     assert [param.values[0] for param in replay_params(tmp_path)] == [reproducer]
     with pytest.raises(AssertionError, match=re.escape(complaint)):
         read_sidecar(reproducer)
+
+
+def test_an_upstream_reproducer_litert_agrees_on_fails_saying_to_mark_it_fixed(tmp_path):
+    """An upgrade of LiteRT that fixed a discrepancy (here: a case it always computed right,
+    stored as if it were one) makes its upstream reproducer fail, saying what to do."""
+    pytest.importorskip("ai_edge_litert")
+    import numpy as np
+    from driver.hal.enums import OperandType
+    from fuzz.case import FuzzCase
+    from fuzz.codec import encode
+    from hal_client.builder import ModelBuilder, make_request, out_like
+    mb = ModelBuilder()
+    g = mb.main
+    g.outputs(g.add(g.input(OperandType.TENSOR_FLOAT32, [2]), g.input(OperandType.TENSOR_FLOAT32, [2])))
+    io = make_request([np.ones(2, np.float32), np.ones(2, np.float32)], [out_like(np.float32, [2])])
+    reproducer = tmp_path / "0123456789abcdef"
+    reproducer.write_bytes(encode(FuzzCase(mb.build(), io.request)))
+    info = {"kind": "assertion", "signature": "s", "message": "m", "status": "upstream", "rule": "reference-mismatch",
+            "driver": "backends.litert:builtin_ref", "reference": DEFAULT_DRIVER,
+            "litert": {"version": "2.2.0", "kernel_set": "BUILTIN_REF", "kind": "values",
+                       "reproducer": "litert/0123456789abcdef/", "class": "LiteRT bug"}}
+    with pytest.raises(pytest.fail.Exception, match="no longer reproduces .* set the status in "
+                                                    "0123456789abcdef.json to fixed"):
+        replay_upstream(reproducer, info)
 
 
 def test_a_good_sidecar_is_read():

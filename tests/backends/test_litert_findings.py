@@ -1,0 +1,112 @@
+"""End to end: a discrepancy planted in LiteRT's converter (tests/backends/planted_litert.py,
+ADD lowered to SUB) goes from a fuzz artifact through triage to a reproducer stored with
+the status upstream and its standalone reproducer; the script exits 1, the replay finds the
+discrepancy still there, the findings report lists its bucket, and the nightly job does the
+same for a night's finding. Skipped without the ``litert`` extra."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ai_edge_litert")
+
+import litert_report  # noqa: E402  (scripts/)
+from litert_repro import run_script  # noqa: E402
+import nightly  # noqa: E402
+import triage  # noqa: E402
+from fuzz.codec import encode  # noqa: E402
+from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV  # noqa: E402
+from hal_client.device import DEFAULT_DRIVER  # noqa: E402
+from tests.backends.test_litert_reproducer import chain_case  # noqa: E402
+from tests.fuzz.test_replay import replay_upstream  # noqa: E402
+
+PLANTED = "tests.backends.planted_litert:add_as_sub"
+
+
+@pytest.fixture(scope="module")
+def triaged(tmp_path_factory):
+    """The planted discrepancy's artifact triaged into a crashes/-like folder: that folder,
+    and the stored reproducer."""
+    folder = tmp_path_factory.mktemp("triage")
+    artifact = folder / "crash-planted"
+    artifact.write_bytes(encode(chain_case()))
+    out = folder / "crashes"
+    with pytest.MonkeyPatch.context() as patch:
+        for variable in (DRIVER_ENV, REFERENCE_ENV):    # main sets them for its worker
+            patch.setenv(variable, "")
+        assert triage.main([str(artifact), "--driver", PLANTED, "--reference", DEFAULT_DRIVER,
+                            "--out", str(out), "--libfuzzer-seconds", "0", "--structural-seconds", "30"]) == 0
+    (stored,) = [p for p in out.iterdir() if p.is_file() and not p.suffix]
+    return out, stored
+
+
+def test_triage_stores_it_upstream_with_its_standalone_reproducer(triaged):
+    out, stored = triaged
+    sidecar = json.loads(stored.with_suffix(".json").read_text())
+    assert sidecar["status"] == "upstream" and sidecar["rule"] == "reference-mismatch"
+    litert = sidecar["litert"]
+    assert litert["kernel_set"] == "BUILTIN_REF" and litert["kind"] == "values"
+    assert litert["class"] == "LiteRT bug" and litert["reproducer"] == f"litert/{stored.name}/"
+    assert litert["operation"] == "ADD", litert     # the minimised model: the ADD alone
+    assert "max abs diff" in litert["magnitude"]
+    script = out / litert["reproducer"] / f"{stored.name}.py"
+    result = run_script(script)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "REPRODUCED" in result.stdout
+
+
+def test_the_replay_finds_it_still_there(triaged):
+    _, stored = triaged
+    replay_upstream(stored, json.loads(stored.with_suffix(".json").read_text()))
+
+
+def test_the_report_lists_its_bucket(triaged, tmp_path):
+    out, stored = triaged
+    findings = litert_report.findings_in(out)
+    assert [f.name for f in findings] == [stored.name]
+    markdown, page = litert_report.write_report(findings, tmp_path / "report")
+    text = markdown.read_text()
+    row = next(line for line in text.splitlines() if line.startswith(f"| {stored.name} "))
+    cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+    assert cells[1].startswith("ADD(TENSOR_FLOAT32[") and "max abs diff" in cells[2]
+    assert "OperationType::ADD" in cells[3] and "tfl.add" in cells[3]
+    assert cells[4] == "LiteRT bug" and cells[6] == "1"
+    assert f"{stored.name}.py](" in cells[5]
+    link = cells[5].split("](")[1].split(")")[0]
+    assert (markdown.parent / link).resolve() == (out / "litert" / stored.name / f"{stored.name}.py").resolve()
+    assert "## Spec ambiguities (filtered from findings)" in text and "TENSOR_FLOAT16" in text
+    assert f'href="{link}"' in page.read_text()
+
+
+def test_the_nightly_writes_a_new_findings_reproducer_and_the_nights_report(triaged, tmp_path, monkeypatch):
+    out, stored = triaged
+    findings = tmp_path / "findings"
+    findings.mkdir()
+    night = findings / stored.name
+    shutil.copy(stored, night)
+    sidecar = json.loads(stored.with_suffix(".json").read_text())
+    sidecar.pop("litert")
+    sidecar["status"] = "open"
+    night.with_suffix(".json").write_text(json.dumps(sidecar))
+    monkeypatch.setenv(REFERENCE_ENV, DEFAULT_DRIVER)
+    results = [nightly.Finding("crash-a", "new", None, night, "b"), nightly.Finding("crash-b", "duplicate", bucket="b")]
+    report = nightly.litert_findings(results, PLANTED, tmp_path, deadline=float("inf"))
+    assert report == tmp_path / "litert" / "findings.md"
+    assert json.loads(night.with_suffix(".json").read_text())["status"] == "upstream"
+    assert (findings / "litert" / stored.name / f"{stored.name}.py").exists()
+    assert f"| {stored.name} |" in report.read_text() and "| 2 |" in report.read_text()
+    assert "[litert/findings.md](litert/findings.md)" in nightly_summary(report)
+
+
+def nightly_summary(report: Path) -> str:
+    args = nightly.parse_args(["--seconds", "60"])
+    return nightly.summary_markdown(DEFAULT_DRIVER, args, 60, nightly.Progress(), "harness: 0 inputs",
+                                    (0, 0, 0), {}, [], (60, {}), report)
+
+
+def test_another_drivers_nightly_has_no_litert_report(tmp_path):
+    assert nightly.litert_findings([nightly.Finding("crash-a", "new", None, tmp_path / "x", "b")],
+                                   DEFAULT_DRIVER, tmp_path, deadline=float("inf")) is None
