@@ -23,8 +23,8 @@ gets --seconds of fuzzing from libFuzzer's start, the replay of the corpus inclu
 not the start-up before it (instrumenting the driver: 10 to 30 s on a loaded machine, and
 much the same for every mutant), and ends at its first finding. The harness's own
 validator is the copy's, the mutant's (as a changed driver's is under --reference-rev):
-a stricter validation is seen by no rule, the reference being asked only about models
-that validator finds valid. A run that dies before
+a stricter validation is seen by the reference alone, which is asked about every model
+and request that validator rejects (fuzz/harness.py). A run that dies before
 libFuzzer starts (the mutant does not import, or breaks the harness's own start-up) is
 killed by start-up, counted apart: such mutants say nothing about the fuzzer. Before the
 mutants, the unmutated copy runs the same way (the control): a finding there means a

@@ -15,8 +15,12 @@ through the HAL surface, by hal_client.
 Two oracles know the right answer (``Oracles``). A reference driver runs each case the
 driver under test ran successfully (prepared like it, on its first path, over fresh pools):
 its outputs must match within the accuracy criteria, and it must not reject what the driver
-accepted; where the driver rejects a model or request with INVALID_ARGUMENT that the
-reference validator finds valid, the reference must reject it too. A metamorphic relation
+accepted. It is also asked about every model and request that the reference validator or
+the driver rejects: where the driver rejects with INVALID_ARGUMENT what the reference
+accepts, a violation; where the reference accepts what the validator rejects, the
+reference's verdict is the one the harness holds the driver to (``judged_error``). The
+validator may be the driver's own: a changed bundled driver fuzzed against its pristine
+copy shares it, and a stricter rule there rejects valid models on both. A metamorphic relation
 (``choices.relation``, fuzz/relations.py) rewrites a case that ran successfully into one
 that must give the same outputs, which runs on the same driver; a route (fuzz/routes.py)
 runs it again another way through the HAL (driver-managed buffers, the compilation cache).
@@ -87,6 +91,7 @@ class HarnessStats:
     control_flow: int = 0    # executions of a model with IF/WHILE in its main subgraph
     reference_compared: int = 0   # outputs compared with the reference driver's
     reference_skipped: int = 0    # ran on the driver, but the reference did not run it successfully
+    validator_overruled: int = 0  # the reference driver accepted a model or request the validator rejects
     related_compared: int = 0     # outputs compared with those of a metamorphic relation
     related_skipped: int = 0      # a relation that did not apply, or whose case did not run
     routed_buffers: int = 0       # ran by a route through driver-managed buffers
@@ -336,6 +341,47 @@ def fenced_request_error(model: Model, request: Request, path: ExecutionPath) ->
     return None
 
 
+def judged_error(validator_error: str | None, reference_status: ErrorStatus | None) -> str | None:
+    """The verdict on a model or request that the harness holds the driver to: the
+    reference validator's (``validator_error``; None: valid), unless the reference driver,
+    asked the same call, accepted it (``reference_status`` NONE; None: not asked). The
+    reference knows the right answer, and the validator may be the code under test (a
+    changed bundled driver shares it). A rejection by the reference overrules nothing: its
+    INVALID_ARGUMENT may be about the call's other arguments (preference, priority, timing),
+    which the validator does not judge, and any other status says nothing of validity."""
+    if validator_error is None or reference_status != ErrorStatus.NONE:
+        return validator_error
+    STATS.validator_overruled += 1
+    return None
+
+
+@dataclass(frozen=True)
+class Validity:
+    """What the harness holds the driver to about a case's model and request (None: valid).
+    ``request_by_validator``: whether the reference validator judged the request; not where
+    the reference driver accepted a model the validator rejects, since the validator judges
+    no request past an invalid model: the reference driver alone judges it then."""
+    model_error: str | None
+    request_error: str | None
+    request_by_validator: bool = True
+
+    def request_error_on(self, model: Model, request: Request, path: ExecutionPath) -> str | None:
+        """The request's error as ``path`` takes it (fenced_request_error)."""
+        if self.request_error is not None or not self.request_by_validator:
+            return self.request_error
+        return fenced_request_error(model, request, path)
+
+
+def judged_validity(validator_errors: tuple[str | None, str | None],
+                    reference_status: ErrorStatus | None) -> Validity:
+    """The validity of model and request (reference_errors' ``validator_errors``) as
+    judged_error holds it, with the reference driver's prepareModel_1_3 status."""
+    model_error, request_error = validator_errors
+    if model_error is not None and judged_error(model_error, reference_status) is None:
+        return Validity(None, None, request_by_validator=False)
+    return Validity(model_error, request_error)
+
+
 def prepare(device: Any, model: Model, choices: ExecutionChoices) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
     return CLIENT.prepare(device, model, choices.preference, choices.priority, deadline_point(choices))
 
@@ -364,21 +410,18 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     THREAD_FAILURES.install()
     model, request, choices = case.model, case.request, case.choices
     # (Under the watchdog: the validator is code too, and a case may take it minutes.)
-    model_error, request_error = WATCHDOG.call(CALL_LIMIT_S, "the reference validator",
-                                               reference_errors, model, request)
-    if model_error is None and request_error is None:
+    validator_errors = WATCHDOG.call(CALL_LIMIT_S, "the reference validator",
+                                     reference_errors, model, request)
+    if validator_errors == (None, None):
         STATS.valid += 1
     reference = enabled.reference
 
     supported_status, supported = CLIENT.get_supported_operations(device, model)
 
     prepare_status, prepared, prepare_callback = prepare(device, model, choices)
-    oracles.check_invalid_model_rejected(model_error, supported_status, supported, prepare_status)
-    oracles.check_supported_vs_prepare(supported_status, supported, prepare_status,
-                                       prepare_arguments_valid(choices))
-    if reference is not None and model_error is None:
-        check_model_rejection(reference, case, supported_status, prepare_status)
-    outcome = Outcome(model_error, request_error, supported_status, prepare_status)
+    validity = check_model_verdicts(reference, case, validator_errors, supported_status, supported,
+                                    prepare_status)
+    outcome = Outcome(validity.model_error, validity.request_error, supported_status, prepare_status)
     if prepare_status != ErrorStatus.NONE:
         return _finish(outcome, prepare_callback)
     STATS.prepared += 1
@@ -392,11 +435,8 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
         first = execute(prepared, case, request, choices.path, limit_s)
     if has_control_flow(model):
         STATS.control_flow += 1
-    first_request_error = request_error or fenced_request_error(model, request, first.path)
-    oracles.check_invalid_request_rejected(first_request_error, first.status, first.path)
-    if reference is not None and request_error is None and first.status == ErrorStatus.INVALID_ARGUMENT:
-        run_on_reference(reference, case, snapshot, limit_s, first.status)
-    outcome = Outcome(model_error, request_error, supported_status, prepare_status, first)
+    validity = check_request_verdicts(reference, case, validity, first, snapshot, limit_s)
+    outcome = replace(outcome, request_error=validity.request_error, first=first)
     if first.status != ErrorStatus.NONE:
         return _finish(outcome, prepare_callback)
     STATS.executed_ok += 1
@@ -404,7 +444,7 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
     fresh = with_fresh_pools(request, snapshot)
     change = choices.request_change if choices.second_path in LAUNCHED_PATHS else RequestChange.NONE
     second = execute(prepared, case, fresh, choices.second_path, limit_s, change)
-    oracles.check_invalid_request_rejected(fenced_request_error(model, request, second.path),
+    oracles.check_invalid_request_rejected(validity.request_error_on(model, request, second.path),
                                            second.status, second.path)
     oracles.check_same_results(first, second, model, request,
                                contract.outputs_fully_specified(model, request), change)
@@ -417,38 +457,94 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
         judge_route(device, case, prepared, expected, snapshot, limit_s)
     elif enabled.relations and choices.relation != Relation.NONE:
         compare_with_relation(device, case, expected, snapshot, limit_s, reference)
-    return _finish(Outcome(model_error, request_error, supported_status, prepare_status, first, second),
-                   prepare_callback)
+    return _finish(replace(outcome, second=second), prepare_callback)
 
 
 # --- the oracles that know the right answer ---------------------------------------------------
 
-def check_model_rejection(reference: Any, case: FuzzCase, supported_status: ErrorStatus,
-                          prepare_status: ErrorStatus) -> None:
-    """A model the reference validator finds valid, which the driver rejects with
-    INVALID_ARGUMENT: the reference driver, asked the same, must reject it too."""
-    if supported_status == ErrorStatus.INVALID_ARGUMENT:
+def check_model_verdicts(reference: Any, case: FuzzCase, validator_errors: tuple[str | None, str | None],
+                         supported_status: ErrorStatus, supported: Sequence[bool],
+                         prepare_status: ErrorStatus) -> Validity:
+    """The driver's answers on the model against the reference validator
+    (``validator_errors``, from reference_errors) and the reference driver; returns the
+    validity the rest of the case is held to. The reference prepares the model where the
+    validator or the driver rejects it (one the validator rejects costs it little: it
+    rejects it as it validates), and answers getSupportedOperations_1_3 where the driver's
+    rejects a model held valid: a rejection with INVALID_ARGUMENT the two drivers do not
+    share is a violation, and its acceptance overrules the validator (judged_error)."""
+    validator_error = validator_errors[0]
+    reference_status = None
+    if reference is not None and (validator_error is not None or prepare_status == ErrorStatus.INVALID_ARGUMENT):
+        reference_status, _, _ = prepare(reference, case.model, case.choices)
+    validity = judged_validity(validator_errors, reference_status)
+    oracles.check_invalid_model_rejected(validity.model_error, supported_status, supported, prepare_status)
+    oracles.check_supported_vs_prepare(supported_status, supported, prepare_status,
+                                       prepare_arguments_valid(case.choices))
+    if reference is not None and validity.model_error is None and supported_status == ErrorStatus.INVALID_ARGUMENT:
         status, _ = CLIENT.get_supported_operations(reference, case.model)
-        oracles.check_reference_verdict(status, supported_status, "getSupportedOperations_1_3")
-    if prepare_status == ErrorStatus.INVALID_ARGUMENT:
-        status, _, _ = prepare(reference, case.model, case.choices)
-        oracles.check_reference_verdict(status, prepare_status, "prepareModel_1_3")
+        oracles.check_reference_verdict(status, supported_status, "getSupportedOperations_1_3",
+                                        validator_error)
+    if reference_status is not None:
+        oracles.check_reference_verdict(reference_status, prepare_status, "prepareModel_1_3",
+                                        validator_error)
+    return validity
+
+
+def check_request_verdicts(reference: Any, case: FuzzCase, validity: Validity,
+                           first: ExecutionResult, snapshot: Sequence[bytes | None],
+                           limit_s: float) -> Validity:
+    """The driver's first execution against the reference validator and the reference
+    driver, on a model both hold valid; returns the validity the rest of the case is held
+    to. The reference runs the case where the validator or the driver rejects the request:
+    a rejection with INVALID_ARGUMENT the two drivers do not share is a violation, and its
+    acceptance overrules the validator (judged_error)."""
+    request_error = validity.request_error_on(case.model, case.request, first.path)
+    asked = None
+    if reference is not None and (request_error is not None or first.status == ErrorStatus.INVALID_ARGUMENT):
+        asked = run_on_reference(reference, case, snapshot, limit_s)
+    judged = judged_error(request_error, asked.status if asked is not None else None)
+    oracles.check_invalid_request_rejected(judged, first.status, first.path)
+    if asked is not None:
+        check_reference_run(asked, first.status, request_error)
+    if request_error is not None and judged is None:
+        return replace(validity, request_error=None, request_by_validator=False)
+    return validity
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """A case on the reference driver: its preparation's status, and its execution (None
+    where it did not prepare the model)."""
+    prepare_status: ErrorStatus
+    result: ExecutionResult | None
+
+    @property
+    def status(self) -> ErrorStatus | None:
+        """The execution's status (None: the reference did not run the request)."""
+        return self.result.status if self.result is not None else None
 
 
 def run_on_reference(reference: Any, case: FuzzCase, snapshot: Sequence[bytes | None],
-                     limit_s: float, driver_status: ErrorStatus) -> ExecutionResult | None:
-    """The case on the reference driver, prepared like it was for the driver and executed on
-    its first path over fresh pools (None: the reference did not prepare it). The driver
-    prepared the model and its execution gave ``driver_status``: where the reference's
-    verdict on model or request differs, a violation."""
+                     limit_s: float) -> ReferenceRun:
+    """The case on the reference driver, prepared like it was for the driver and executed
+    on its first path over fresh pools."""
     status, prepared, _ = prepare(reference, case.model, case.choices)
-    oracles.check_reference_verdict(status, ErrorStatus.NONE, "prepareModel_1_3")
     if status != ErrorStatus.NONE:
-        return None
+        return ReferenceRun(status, None)
     path = case.choices.path
-    result = execute(prepared, case, with_fresh_pools(case.request, snapshot), path, limit_s)
-    oracles.check_reference_verdict(result.status, driver_status, f"{path.name} execution")
-    return result
+    return ReferenceRun(status, execute(prepared, case, with_fresh_pools(case.request, snapshot),
+                                        path, limit_s))
+
+
+def check_reference_run(run: ReferenceRun, driver_status: ErrorStatus,
+                        validator_error: str | None = None) -> None:
+    """The reference driver's verdicts against the driver's, which prepared the model and
+    whose execution gave ``driver_status``: where they differ on model or request, a
+    violation. ``validator_error``: the reference validator's, for the message."""
+    oracles.check_reference_verdict(run.prepare_status, ErrorStatus.NONE, "prepareModel_1_3")
+    if run.result is not None:
+        oracles.check_reference_verdict(run.result.status, driver_status,
+                                        f"{run.result.path.name} execution", validator_error)
 
 
 def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionResult,
@@ -459,7 +555,9 @@ def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionRe
     if any(pool.hidlMemory is None for pool in case.request.pools):
         STATS.reference_skipped += 1    # the driver's own buffers: the reference has none
         return
-    result = run_on_reference(reference, case, snapshot, limit_s, ErrorStatus.NONE)
+    reference_run = run_on_reference(reference, case, snapshot, limit_s)
+    check_reference_run(reference_run, ErrorStatus.NONE)
+    result = reference_run.result
 
     def run(model: Model, inputs: Sequence[np.ndarray | None]) -> Sequence[np.ndarray] | None:
         ran = run_on_values(reference, model, inputs, plain_choices(case))

@@ -176,15 +176,20 @@ def check_invalid_request_rejected(request_error: str | None, status: ErrorStatu
             key=f"{path.name}: {status.name}")
 
 
-def check_reference_verdict(reference: ErrorStatus, driver: ErrorStatus, call: str) -> None:
+def check_reference_verdict(reference: ErrorStatus, driver: ErrorStatus, call: str,
+                            validator_error: str | None = None) -> None:
     """The reference driver and the driver under test, given the same ``call``, agree on
     whether its model or request is valid: INVALID_ARGUMENT from one, NONE from the other
-    is a disagreement (any other status says nothing about validity)."""
+    is a disagreement (any other status says nothing about validity). ``validator_error``:
+    why the reference validator rejects it too, if it does (a driver built on the bundled
+    validator rejects it for that reason)."""
     if {reference, driver} != {ErrorStatus.INVALID_ARGUMENT, ErrorStatus.NONE}:
         return
     verdicts = ("the reference rejects it with INVALID_ARGUMENT, the driver accepts it"
                 if reference == ErrorStatus.INVALID_ARGUMENT
                 else "the driver rejects it with INVALID_ARGUMENT, the reference accepts it")
+    if validator_error is not None:
+        verdicts += f"; the reference validator rejects it too: {validator_error}"
     raise ReferenceVerdictViolation(f"{call}: {verdicts}", key=f"{call}: driver {driver.name}")
 
 

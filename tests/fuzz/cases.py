@@ -53,6 +53,16 @@ def split_model() -> models.ModelCase:
     return models.ModelCase("split", mb.build(), [value], [value[:1], value[1:]])
 
 
+def tanh_model() -> models.ModelCase:
+    """TANH of a TENSOR_FLOAT32 [2] input."""
+    mb = ModelBuilder()
+    graph = mb.main
+    graph.outputs(graph.apply(OperationType.TANH, [graph.input(OperandType.TENSOR_FLOAT32, [2])],
+                              OperandType.TENSOR_FLOAT32, [2]))
+    value = np.array([0.5, -2.0], np.float32)
+    return models.ModelCase("tanh", mb.build(), [value], [np.tanh(value)])
+
+
 def six_operation_loop() -> models.ModelCase:
     """The counting loop with its body stretched to six operations: ADD, then NEG four
     times and ABS (the same count, in more steps)."""

@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 
 import driver
-from fuzz import harness, pristine
+from driver import SampleDriver
+from driver.errors import check
+from driver.fingerprint import MODEL_MEMO, VALID_PARTS
+from driver.hal import ErrorStatus, OperationType
+from driver.validation import graph, request as request_validation
+from fuzz import harness, oracles, pristine
+from fuzz.case import ExecutionPath
 from fuzz.drivers import make_device
+from tests import models
+from tests.fuzz.cases import make_case, tanh_model
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -77,3 +85,79 @@ def test_the_pristine_driver_as_reference_agrees_with_today_s_on_the_corpus(inst
     for path in sorted(CORPUS.iterdir())[:60]:
         harness.run_one(path.read_bytes(), make_device("driver:SampleDriver"), oracles)
     assert harness.STATS.reference_compared - before > 10
+
+
+# --- a change to validation, seen against the pristine copy ------------------------------------
+
+# The harness judges validity with today's validator, which a changed bundled driver shares:
+# a rule made stricter rejects valid input on both, and only the pristine copy knows better.
+
+@pytest.fixture
+def validation_changed(monkeypatch):
+    """Patch (``change(module, name, rule)``) a function of today's validation, which then
+    runs ``rule`` with the same arguments before the original: the change a validation
+    mutant makes, in the harness's validator and the bundled driver alike. The memo of
+    verdicts and valid parts is emptied on the way in and out: its verdicts are the
+    unchanged rules'."""
+    def change(module, name: str, rule) -> None:
+        original = getattr(module, name)
+
+        def changed(*arguments, **keywords):
+            rule(*arguments, **keywords)
+            return original(*arguments, **keywords)
+        monkeypatch.setattr(module, name, changed)
+    MODEL_MEMO.clear()
+    VALID_PARTS.clear()
+    yield change
+    MODEL_MEMO.clear()
+    VALID_PARTS.clear()
+
+
+@pytest.fixture
+def tanh_refused(validation_changed):
+    def refuse_tanh(operation, op_index, operands, extension_prefixes, label):
+        check(operation.type != OperationType.TANH, "{}, operation {}: TANH refused", label, op_index)
+    validation_changed(graph, "check_operation", refuse_tanh)
+
+
+@pytest.fixture
+def inputs_refused(validation_changed):
+    def refuse_inputs(argument, operand, pool_sizes, where, *, is_input, allow_unspecified):
+        check(not is_input, "{}: inputs refused", where)
+    validation_changed(request_validation, "check_argument", refuse_inputs)
+
+
+def test_a_changed_validator_refusing_a_valid_model_is_caught(installed, tanh_refused):
+    case = make_case(tanh_model())
+    assert "TANH refused" in harness.reference_errors(case.model, case.request)[0]
+    with pytest.raises(oracles.ReferenceVerdictViolation,
+                       match=r"getSupportedOperations_1_3: the driver rejects it with INVALID_ARGUMENT, the reference "
+                             r"accepts it; the reference validator rejects it too: .*operation 0: TANH refused"):
+        harness.run_case(case, SampleDriver(), harness.Oracles(make_device(installed), False))
+    harness.run_case(case, SampleDriver(), harness.Oracles(None, False))
+
+
+def test_a_changed_validator_refusing_a_valid_request_is_caught(installed, inputs_refused):
+    case = make_case(models.add_model())
+    assert "inputs refused" in harness.reference_errors(case.model, case.request)[1]
+    with pytest.raises(oracles.ReferenceVerdictViolation,
+                       match=r"SYNC execution: the driver rejects it with INVALID_ARGUMENT, the reference "
+                             r"accepts it; the reference validator rejects it too: request input 0 .*inputs refused"):
+        harness.run_case(case, SampleDriver(), harness.Oracles(make_device(installed), False))
+    harness.run_case(case, SampleDriver(), harness.Oracles(None, False))
+
+
+@pytest.mark.parametrize("second", [ExecutionPath.ASYNC, ExecutionPath.FENCED], ids=lambda p: p.name)
+def test_what_the_reference_accepts_the_validator_cannot_hold_invalid(installed, tanh_refused,
+                                                                     inputs_refused, second, monkeypatch):
+    """A driver that does not share the changed validator (the pristine copy too) accepts
+    model and request as the reference does: the case runs through, on both paths, as a
+    valid one (the validator judges no request of a model it holds invalid)."""
+    monkeypatch.setattr(harness, "STATS", harness.HarnessStats())
+    oracles_on = harness.Oracles(make_device(installed), False)
+    outcome = harness.run_case(make_case(tanh_model(), second=second), make_device(installed), oracles_on)
+    assert outcome.model_error is None and outcome.request_error is None
+    assert outcome.second.status == ErrorStatus.NONE
+    outcome = harness.run_case(make_case(models.add_model(), second=second), make_device(installed), oracles_on)
+    assert outcome.request_error is None and outcome.second.status == ErrorStatus.NONE
+    assert harness.STATS.validator_overruled == 2
