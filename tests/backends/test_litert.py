@@ -94,7 +94,7 @@ def test_control_flow_lowers_to_litert_builtins(device):
     from backends.litert import convert
     model = counter_loop_model()
     analysis = device._analyse(model)
-    tflite = S.ModelT.InitFromPackedBuf(convert.lower(model, analysis, table))
+    tflite = S.ModelT.InitFromPackedBuf(convert.lower(model, analysis, table).content)
     codes = [code.builtinCode for code in tflite.operatorCodes]
     assert S.BuiltinOperator.WHILE in codes
     assert len(tflite.subgraphs) == 3          # main, condition, body
