@@ -630,9 +630,11 @@ def diagnose(case: FuzzCase, snapshot: Sequence[bytes | None] | None, limit_s: f
         status, reference_prepared, _ = prepare(reference, case.model, case.choices)
         if status != ErrorStatus.NONE:
             return None
-        expected = WATCHDOG.call(limit_s, "operand_values", divergence.operand_values,
+        # A diagnostic run may load the model afresh (LiteRT's does): that is no hang.
+        run_limit_s = limit_s + CALL_LIMIT_S
+        expected = WATCHDOG.call(run_limit_s, "operand_values", divergence.operand_values,
                                  reference_prepared, with_fresh_pools(case.request, snapshot))
-        actual = WATCHDOG.call(limit_s, "operand_values", divergence.operand_values,
+        actual = WATCHDOG.call(run_limit_s, "operand_values", divergence.operand_values,
                                prepared, with_fresh_pools(case.request, snapshot))
         if expected is None or actual is None:
             return None
