@@ -400,13 +400,19 @@ class SpecialisedModel:
         self.digest = hashlib.sha1(len(structure).to_bytes(8, "little") + structure + data).digest()
 
     def run_outputs(self, inputs: list, ctx: ExecutionContext) -> list[np.ndarray]:
+        return self._specialised(inputs, ctx).run_outputs([inputs[k] for k in self.kept], ctx)
+
+    def operand_values(self, inputs: list, ctx: ExecutionContext) -> dict[int, np.ndarray]:
+        """driver/engine.py's OperandValues, of the specialisation (it keeps the model's
+        operand indexes; the runtime scalars are constants there)."""
+        return self._specialised(inputs, ctx).operand_values([inputs[k] for k in self.kept], ctx)
+
+    def _specialised(self, inputs: list, ctx: ExecutionContext) -> "LiteRTModel":
         scalars = [inputs[k] for k in self.positions]
         if any(value is None for value in scalars):
             raise ExecutionError("LiteRT: an omitted runtime scalar")   # required: refused before
         values = tuple(np.asarray(value).tobytes() for value in scalars)
-        lowered = self.engine.specialisation((self.digest, values),
-                                             lambda: self._specialise(values, ctx))
-        return lowered.run_outputs([inputs[k] for k in self.kept], ctx)
+        return self.engine.specialisation((self.digest, values), lambda: self._specialise(values, ctx))
 
     def _specialise(self, values: tuple[bytes, ...], ctx: ExecutionContext) -> "LiteRTModel":
         model = with_constants(cache.deserialize_model(*self.stored), dict(zip(self.operands, values)))

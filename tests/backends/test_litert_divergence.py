@@ -124,3 +124,20 @@ def test_a_planted_kernel_in_an_if_branch_is_bucketed_at_its_operation(planted, 
         harness.run_case(make_case(case), planted, harness.Oracles(reference=kernel_sets[1], relations=False))
     assert raised.value.bucket == ("first diverging: MUL(TENSOR_FLOAT32, TENSOR_FLOAT32 -> TENSOR_FLOAT32; "
                                    "activation NONE; float) in IF on litert-planted")
+
+
+def test_a_model_specialised_to_its_runtime_scalars_is_diagnosed(kernel_sets):
+    """SOFTMAX's beta given by the request: LiteRT runs the model specialised to its value,
+    and reads the operand values back from that specialisation."""
+    from tests.backends.planted_litert import add_as_sub, running
+    mb = ModelBuilder()
+    g = mb.main
+    x, y, beta = g.input(T.TENSOR_FLOAT32, [2, 2]), g.input(T.TENSOR_FLOAT32, [2, 2]), g.input(T.FLOAT32)
+    g.outputs(g.apply(Op.SOFTMAX, [g.add(g.mul(x, y), y), beta], T.TENSOR_FLOAT32, [2, 2]))
+    case = models.ModelCase("softmax_beta", mb.build(), [np.array([[1, 2], [3, 4]], np.float32),
+                                                         np.array([[5, 6], [7, 8]], np.float32),
+                                                         np.array(0.5, np.float32)])
+    with running(add_as_sub) as planted_add, pytest.raises(OracleViolation) as raised:
+        harness.run_case(make_case(case), planted_add, harness.Oracles(reference=kernel_sets[1], relations=False))
+    assert raised.value.bucket == ("first diverging: ADD(TENSOR_FLOAT32, TENSOR_FLOAT32 -> TENSOR_FLOAT32; "
+                                   "activation NONE; float) on litert-builtin-ref")
