@@ -211,6 +211,17 @@ def test_each_distinct_value_is_specialised_once(litert):
     assert statistics["compiled"] == compiled
 
 
+def test_a_diagnostic_run_reads_the_specialisations_operands(litert):
+    """The values of the main operands (what the fuzz harness compares after a wrong
+    answer) come from the specialisation to the request's values."""
+    model = _relu_model()
+    prepared = prepare(model, litert)
+    io = make_request([np.array([-4, 0.5, 9], np.float32), np.array([1, 0, -1], np.float32),
+                       np.array(3, np.int32)], [out_like(np.float32, [3])])
+    values = prepared.operand_values(io.request)
+    np.testing.assert_array_equal(values[model.main.outputIndexes[0]], [0, 0.5, 6])
+
+
 def test_executions_of_new_values_at_once_make_one_specialisation(litert, monkeypatch):
     """Four executions ask for the same new specialisation; the first to make it does so
     only once all four have asked."""
