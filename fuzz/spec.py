@@ -57,8 +57,19 @@ class Semantics:
     tflite: Optional[Citation] = None
 
 
+def _comparison(operation: str, symbol: str) -> Semantics:
+    return Semantics(
+        _cite(TYPES_HAL, f"OperationType::{operation}",
+              f"output = input0 {symbol} input1 elementwise (broadcast), on the real values: "
+              f"quantized inputs of any scale, an answer for each"),
+        _cite(TFLITE_OPS, f"tfl.{operation.lower()}", f"elementwise {symbol}, of uint8 and int8 tensors too"))
+
+
 #: The operations findings were made of; any other gets ``semantics_of``'s general entry.
 CITATIONS: dict[str, Semantics] = {
+    **{name: _comparison(name, symbol) for name, symbol in (
+        ("EQUAL", "=="), ("NOT_EQUAL", "!="), ("GREATER", ">"), ("GREATER_EQUAL", ">="),
+        ("LESS", "<"), ("LESS_EQUAL", "<="))},
     "ADD": Semantics(
         _cite(TYPES_HAL, "OperationType::ADD", "output = input0 + input1 elementwise (broadcast), "
               "then the fused activation"),

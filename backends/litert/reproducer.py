@@ -401,8 +401,9 @@ def docstring(name: str, found: Specimen) -> str:
     count = len(found.model.main.operations)
     what = "\n".join([f"The model is {'one NNAPI operation' if count == 1 else f'{count} NNAPI operations'}, "
                       f"lowered to TFLite builtins:", *describe_model(found.model)])
-    expected = ("(input_<i>) and the\noutputs NNAPI's semantics give for them (expected_<k>), as a "
-                "reference driver\ncomputes them." if found.compared else "(input_<i>).")
+    expected = (f"{name}.tflite is the model LiteRT ran, {name}.npz its inputs (input_<i>)"
+                + ("\nand the outputs NNAPI's semantics give for them (expected_<k>), as a reference\n"
+                   "driver computes them." if found.compared else "."))
     if found.kind == "accepts":
         expected += (f"\nNNAPI's reference driver fails the execution ({found.reference_status.name}): "
                      f"NNAPI defines no\nresult for these inputs, yet LiteRT returns some.")
@@ -412,7 +413,7 @@ def docstring(name: str, found: Specimen) -> str:
 
 LiteRT {litert_version()}, kernel set {found.kernel_set} (OpResolverType.{found.kernel_set}).
 {what}
-{name}.tflite is the model LiteRT ran; {name}.npz holds its inputs {expected}
+{expected}
 
     python {name}.py    # needs only numpy and ai-edge-litert
 

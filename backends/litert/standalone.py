@@ -68,7 +68,8 @@ def invoke_in_child(inputs):
                                capture_output=True, text=True)
         if child.returncode != 0:
             how = f"signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
-            return None, f"the process running LiteRT died ({how}): {child.stderr.strip()[-1500:]}"
+            said = child.stderr.strip()[-1500:]
+            return None, f"the process running LiteRT died ({how})" + (f": {said}" if said else "")
         with np.load(path) as saved:
             return [saved[f"arr_{k}"] for k in range(len(saved.files))], None
 
@@ -119,6 +120,8 @@ def main():
         print(f"REPRODUCED: LiteRT failed: {type(error).__name__}: {error}")
         return 1
     if death is not None:
+        for index, _, _, _ in OUTPUTS:
+            print(f"output {index}: expected {shown(expected[index])}")
         print(f"REPRODUCED: {death}")
         return 1
     if REFERENCE_FAILS:

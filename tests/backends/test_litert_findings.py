@@ -110,3 +110,21 @@ def nightly_summary(report: Path) -> str:
 def test_another_drivers_nightly_has_no_litert_report(tmp_path):
     assert nightly.litert_findings([nightly.Finding("crash-a", "new", None, tmp_path / "x", "b")],
                                    DEFAULT_DRIVER, tmp_path, deadline=float("inf")) is None
+
+
+def test_triage_isolates_the_first_diverging_operation(tmp_path, monkeypatch):
+    """Left unminimised (its three operations kept), the finding carries the oracle's
+    divergence, operation 1 (the ADD): the standalone reproducer is that operation alone,
+    fed the product the reference computes."""
+    artifact = tmp_path / "crash-planted"
+    artifact.write_bytes(encode(chain_case()))
+    for variable in (DRIVER_ENV, REFERENCE_ENV):
+        monkeypatch.setenv(variable, "")
+    assert triage.main([str(artifact), "--driver", PLANTED, "--reference", DEFAULT_DRIVER,
+                        "--out", str(tmp_path / "out"), "--libfuzzer-seconds", "0",
+                        "--structural-seconds", "0.001"]) == 0
+    (sidecar,) = (tmp_path / "out").glob("*.json")
+    info = json.loads(sidecar.read_text())
+    assert info["divergence"]["operation"] == 1 and info["divergence"]["type"] == "ADD"
+    assert info["litert"]["origin"] == "operation 1"
+    assert info["litert"]["description"].startswith("ADD(TENSOR_FLOAT32[2, 3], TENSOR_FLOAT32[2, 3]")

@@ -150,30 +150,24 @@ def test_the_script_says_when_litert_agrees(planted, litert, reference, tmp_path
     assert "not reproduced" in checked.stdout
 
 
-def endless_quantized_loop() -> FuzzCase:
-    """WHILE (i >= n) { i = i + 1 } on uint8 (scale 1, zero point 127) from i = 1, n = 0: i
-    saturates and the loop never ends; LiteRT aborts on it (SIGABRT)."""
-    quant = dict(scale=1.0, zero_point=127)
+def unit_scale_comparison() -> FuzzCase:
+    """GREATER_EQUAL of two uint8 tensors of scale 1: LiteRT aborts in it (SIGABRT), with
+    any kernel set (a scale of 0.5 runs)."""
     mb = ModelBuilder()
-    cond, body = mb.subgraph(), mb.subgraph()
-    i, n = (cond.input(T.TENSOR_QUANT8_ASYMM, [1], **quant) for _ in range(2))
-    cond.outputs(cond.compare(OperationType.GREATER_EQUAL, i, n, [1]))
-    i, n = (body.input(T.TENSOR_QUANT8_ASYMM, [1], **quant) for _ in range(2))
-    body.outputs(body.add(i, body.constant(T.TENSOR_QUANT8_ASYMM, [128], [1], **quant), [1]))
-    main = mb.main
-    one = main.constant(T.TENSOR_QUANT8_ASYMM, [128], [1], **quant)
-    main.outputs(*main.while_(cond, body, [one, main.input(T.TENSOR_QUANT8_ASYMM, [1], **quant)]))
-    io = make_request([np.array([127], np.uint8)], [out_like(np.uint8, [1])])
-    return FuzzCase(mb.build(), io.request, ExecutionChoices(loopTimeoutDuration_ns=100_000_000))
+    g = mb.main
+    a, b = (g.input(T.TENSOR_QUANT8_ASYMM, [1], scale=1.0, zero_point=127) for _ in range(2))
+    g.outputs(g.compare(OperationType.GREATER_EQUAL, a, b, [1]))
+    io = make_request([np.array([200], np.uint8), np.array([127], np.uint8)], [out_like(np.bool_, [1])])
+    return FuzzCase(mb.build(), io.request)
 
 
 def test_a_native_crash_reproduces_in_a_child_process(litert, reference, tmp_path):
-    """LiteRT's worker dies on the endless quantized loop: the reproducer is a crash, and
-    its script runs LiteRT in a child process, reports how it died and exits 1."""
-    found = reproducer.reproduce(litert, reference, endless_quantized_loop())
+    """LiteRT's worker dies on the comparison: the reproducer is a crash, and its script
+    runs LiteRT in a child process, reports how it died and exits 1."""
+    found = reproducer.reproduce(litert, reference, unit_scale_comparison())
     assert found is not None and found.kind == "crash", found and found.kind
-    bundle = reproducer.write(found, tmp_path, "loop")
-    assert bundle.operation == "WHILE" and bundle.magnitude.startswith("crash: the LiteRT worker died")
+    bundle = reproducer.write(found, tmp_path, "compare")
+    assert bundle.operation == "GREATER_EQUAL" and bundle.magnitude == "crash: the LiteRT worker died (signal 6)"
     assert "IN_CHILD = True" in bundle.script.read_text()
     checked = run(bundle.script)
     assert checked.returncode == 1, checked.stdout + checked.stderr

@@ -5,7 +5,7 @@ LiteRT 2.3.0, kernel set AUTO (OpResolverType.AUTO).
 The model is 2 NNAPI operations, lowered to TFLite builtins:
     SLICE(TENSOR_FLOAT32[2, 3], TENSOR_INT32[2], TENSOR_INT32[2] = [0, 3]) -> TENSOR_FLOAT32[0, 3]
     STRIDED_SLICE(TENSOR_FLOAT32[0, 3], TENSOR_INT32[2] = [1, -1], TENSOR_INT32[2], TENSOR_INT32[2] = [1, -1], INT32 0, INT32 2, INT32 1) -> TENSOR_FLOAT32[3]
-48758bcbb15574db.tflite is the model LiteRT ran; 48758bcbb15574db.npz holds its inputs (input_<i>).
+48758bcbb15574db.tflite is the model LiteRT ran, 48758bcbb15574db.npz its inputs (input_<i>).
 NNAPI's reference driver fails the execution (GENERAL_FAILURE): NNAPI defines no
 result for these inputs, yet LiteRT returns some.
 
@@ -74,7 +74,8 @@ def invoke_in_child(inputs):
                                capture_output=True, text=True)
         if child.returncode != 0:
             how = f"signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
-            return None, f"the process running LiteRT died ({how}): {child.stderr.strip()[-1500:]}"
+            said = child.stderr.strip()[-1500:]
+            return None, f"the process running LiteRT died ({how})" + (f": {said}" if said else "")
         with np.load(path) as saved:
             return [saved[f"arr_{k}"] for k in range(len(saved.files))], None
 
@@ -125,6 +126,8 @@ def main():
         print(f"REPRODUCED: LiteRT failed: {type(error).__name__}: {error}")
         return 1
     if death is not None:
+        for index, _, _, _ in OUTPUTS:
+            print(f"output {index}: expected {shown(expected[index])}")
         print(f"REPRODUCED: {death}")
         return 1
     if REFERENCE_FAILS:
