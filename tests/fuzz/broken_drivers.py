@@ -40,10 +40,6 @@ dropped its IBuffer; ``SharedBetweenPreparations``: a buffer allocated for one p
 of a model serves another; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache
 files without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
 
-A driver whose validation is stricter than the bundled driver's, for the reference's
-verdicts (tests/fuzz/test_right_answers.py): ``TanhRefused`` takes any model with a TANH
-for invalid.
-
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
 condition, no rank over 32 and no request changed after launch; tests/fuzz/test_broken_drivers.py checks that it stays so (for the drivers of
@@ -848,35 +844,3 @@ DOMAIN_RULES = {
     "CacheUnchecked": oracles.CorruptedCacheAcceptedViolation,
     "SharedBetweenPreparations": oracles.InvalidTokenAcceptedViolation,
 }
-
-
-# --- 22. validation stricter than the bundled driver's ------------------------------------------
-
-class _RefusingModels(DeviceWrapper):
-    """Rejects with INVALID_ARGUMENT, in getSupportedOperations_1_3 and prepareModel_1_3,
-    every model ``refused`` says, valid or not; leaves the others to the bundled driver."""
-
-    @staticmethod
-    def refused(model: Model) -> bool:
-        return False
-
-    def getSupportedOperations_1_3(self, model: Model):
-        if self.refused(model):
-            return ErrorStatus.INVALID_ARGUMENT, []
-        return self.inner.getSupportedOperations_1_3(model)
-
-    def prepareModel_1_3(self, model, preference, priority, deadline, modelCache, dataCache,
-                         token, callback) -> ErrorStatus:
-        if self.refused(model):
-            callback.notify_1_3(ErrorStatus.INVALID_ARGUMENT, None)
-            return ErrorStatus.INVALID_ARGUMENT
-        return super().prepareModel_1_3(model, preference, priority, deadline, modelCache,
-                                        dataCache, token, callback)
-
-
-class TanhRefused(_RefusingModels):
-    """Takes any model with a TANH for invalid."""
-
-    @staticmethod
-    def refused(model: Model) -> bool:
-        return _has_operation(model, OperationType.TANH)
