@@ -9,14 +9,16 @@ Citations say what the documents say in our own words, with where to read it.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from driver.hal import DataLocation, Model, Operand, OperandLifeTime as L, OperandType as T, Subgraph
+from driver.hal import (DataLocation, Model, Operand, OperandLifeTime as L, OperandType as T, OperationType as Op,
+                        Subgraph)
 from driver.hal.dtypes import STORAGE_DTYPE
-from hal_client.accuracy import FLOAT16_TOLERANCE, compare_values
+from hal_client.accuracy import FLOAT16_TOLERANCE, compare_values, tolerance_for
 
 from .case import FuzzCase
 
@@ -182,6 +184,61 @@ def agrees_with_float32(case: FuzzCase, output: int, got: np.ndarray, inputs: In
             and compare_values(rounded, got[:rounded.size], FLOAT16_TOLERANCE) is None)
 
 
+# NaN through a clamp -----------------------------------------------------------------------------
+
+#: The operations that clamp a float value to a range, as max(low, min(x, high)).
+CLAMPS = frozenset({Op.RELU, Op.RELU1, Op.RELU6})
+FLOAT_TENSORS = frozenset({T.TENSOR_FLOAT32, T.TENSOR_FLOAT16})
+
+
+def with_outputs(model: Model, operands: Sequence[int]) -> Model:
+    """The model with the given temporaries of its main subgraph made outputs too (after
+    its own), so that a driver reports their values."""
+    main = copy.deepcopy(model.main)
+    for index in operands:
+        main.operands[index].lifetime = L.SUBGRAPH_OUTPUT
+    main.outputIndexes = [*main.outputIndexes, *operands]
+    return replace(model, main=main)
+
+
+def clamped_output(case: FuzzCase, output: int) -> bool:
+    """The output is a float tensor written by RELU, RELU1 or RELU6."""
+    main = case.model.main
+    if output >= len(main.outputIndexes) or main.operands[main.outputIndexes[output]].type not in FLOAT_TENSORS:
+        return False
+    producer = next((op for op in main.operations if main.outputIndexes[output] in op.outputs), None)
+    return producer is not None and producer.type in CLAMPS
+
+
+def clamp_input(case: FuzzCase, output: int, inputs: Inputs, run: Run) -> Optional[np.ndarray]:
+    """The reference's value of what the clamp writing the output reads (None: unknown)."""
+    main = case.model.main
+    producer = next(op for op in main.operations if main.outputIndexes[output] in op.outputs)
+    source = producer.inputs[0]
+    if source in main.inputIndexes:
+        return inputs[main.inputIndexes.index(source)]
+    if main.operands[source].lifetime != L.TEMPORARY_VARIABLE:
+        return None
+    outputs = run(with_outputs(case.model, [source]), inputs)
+    return None if outputs is None else np.asarray(outputs[-1])
+
+
+def nan_left_unclamped(case: FuzzCase, output: int, got: np.ndarray, inputs: Inputs, run: Run) -> bool:
+    """Every element where the driver differs from the reference has a NaN going into the
+    clamp, and the driver gives NaN there: the other reading of max(0, NaN)."""
+    before = clamp_input(case, output, inputs, run)
+    outputs = run(case.model, inputs)
+    if before is None or outputs is None:
+        return False
+    expected = np.asarray(outputs[output]).ravel()
+    if got.size < expected.size or before.size != expected.size:
+        return False
+    got, nan = got[:expected.size], np.isnan(before.ravel())
+    operand_type = case.model.main.operands[case.model.main.outputIndexes[output]].type
+    return bool(nan.any() and np.isnan(got[nan]).all() and compare_values(
+        expected[~nan], got[~nan], tolerance_for(operand_type, float16_criterion=False)) is None)
+
+
 AMBIGUITIES: tuple[Ambiguity, ...] = (
     Ambiguity(
         "any",
@@ -198,6 +255,18 @@ AMBIGUITIES: tuple[Ambiguity, ...] = (
          _cite(NEURAL_NETWORKS_H, "ANeuralNetworksModel_relaxComputationFloat32toFloat16",
                "precision is stated only as a floor: float32 may be computed as low as float16")),
         float16_chain, agrees_with_float32),
+    Ambiguity(
+        "RELU, RELU1, RELU6",
+        "a NaN going into the clamp comes out NaN, where the reference gives the clamp's bound",
+        "NNAPI defines the clamps as max(0, x), min(1, max(-1, x)) and min(6, max(0, x)), and "
+        "says nothing of a NaN input. The reference computes them as Android's CPU kernels do, "
+        "with std::max/std::min, which return the bound for NaN; TFLite's kernels compare "
+        "x with the bound and keep x, so NaN passes through (IEEE 754 has both readings: "
+        "maxNum and maximum).",
+        (_cite(TYPES_HAL, "OperationType::RELU, RELU1, RELU6",
+               "output = max(0, input), min(1, max(-1, input)), min(6, max(0, input)): no word on NaN"),
+         _cite(TFLITE_OPS, "tfl.relu", "x if x > 0 else 0, elementwise: no word on NaN")),
+        clamped_output, nan_left_unclamped),
 )
 
 

@@ -37,6 +37,7 @@ from driver.operands import subgraph_infos
 from fuzz import harness, relations, routes
 from fuzz.case import ExecutionChoices, FuzzCase, Relation
 from fuzz.oracles import computes_in_float16
+from fuzz.spec import with_outputs
 from hal_client.accuracy import tolerance_for
 
 from . import standalone
@@ -181,16 +182,6 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
 
 
 # --- the first diverging operation alone --------------------------------------------------------
-
-def with_outputs(model: Model, operands: Sequence[int]) -> Model:
-    """The model with the given temporaries of its main subgraph made outputs too (after
-    its own), so that a driver reports their values."""
-    main = copy.deepcopy(model.main)
-    for index in operands:
-        main.operands[index].lifetime = L.SUBGRAPH_OUTPUT
-    main.outputIndexes = [*main.outputIndexes, *operands]
-    return replace(model, main=main)
-
 
 def one_operation_model(model: Model, operation: Operation,
                         values: Mapping[int, Optional[np.ndarray]]) -> tuple[Model, list]:

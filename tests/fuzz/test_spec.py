@@ -80,3 +80,41 @@ def test_widening_keeps_the_computation(reference):
     assert {o.type for o in wide.main.operands} == {T.TENSOR_FLOAT32, T.INT32}
     ran = harness.run_on_values(reference, wide, [np.array([1, 2], np.float32)], harness.plain_choices(case))
     assert ran.status == ErrorStatus.NONE and ran.outputs[0].tolist() == [1.5, 2.25]
+
+
+def clamp(operation=None, operand_type=T.TENSOR_FLOAT32, behind_an_add=False) -> FuzzCase:
+    """RELU6 of x (or of x + 0) for x = [NaN, -1, 7, 2]: the reference gives [0, 0, 6, 2]."""
+    from driver.hal.enums import OperationType as Op
+    dtype = np.float16 if operand_type == T.TENSOR_FLOAT16 else np.float32
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(operand_type, [4])
+    source = g.add(x, g.constant(operand_type, [0, 0, 0, 0], [4])) if behind_an_add else x
+    g.outputs(g.apply(operation or Op.RELU6, [source], operand_type, [4]))
+    io = make_request([np.array([np.nan, -1, 7, 2], dtype)], [out_like(dtype, [4])])
+    return FuzzCase(mb.build(), io.request)
+
+
+@pytest.mark.parametrize("case", [clamp(), clamp(operand_type=T.TENSOR_FLOAT16), clamp(behind_an_add=True)],
+                         ids=["input", "float16", "temporary"])
+def test_nan_left_unclamped_is_the_documented_ambiguity(case, reference):
+    """RELU6(NaN) = NaN (TFLite's reading) where the reference gives 0: filtered, whether
+    the NaN is a model input or an operation's result."""
+    assert ambiguity(case, [np.nan, 0, 6, 2], reference) is spec.AMBIGUITIES[1]
+
+
+@pytest.mark.parametrize("got", [[np.nan, np.nan, 6, 2], [np.nan, 0, 7, 2], [0, 0, 6, np.nan]],
+                         ids=["nan-from-a-number", "unclamped-number", "nan-elsewhere"])
+def test_a_nan_the_input_does_not_explain_is_not_filtered(got, reference):
+    """A NaN where the clamp's input was a number, or a number past the bound, is a finding."""
+    assert ambiguity(clamp(), got, reference) is None
+
+
+def test_other_operations_are_not_clamps(reference):
+    """A NaN out of another operation (here an ADD of NaN) is not this ambiguity."""
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.input(T.TENSOR_FLOAT32, [2])
+    g.outputs(g.add(x, x))
+    io = make_request([np.array([np.nan, 1], np.float32)], [out_like(np.float32, [2])])
+    assert ambiguity(FuzzCase(mb.build(), io.request), [0, 2], reference) is None
