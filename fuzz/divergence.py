@@ -22,19 +22,22 @@ is NaN or infinite anywhere is not judged, as such an output is not.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Optional
+import copy
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from driver.hal import (FusedActivationFunc, Model, OperandLifeTime, OperandType, Operation,
-                        OperationType as Op, Request)
+from driver.hal import (FusedActivationFunc, Model, Operand, OperandLifeTime, OperandType, Operation,
+                        OperationType as Op, Request, Subgraph)
+from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.operands import constant_value
 from driver.operations.registry import lookup
 
 from . import oracles
 
 T = OperandType
+L = OperandLifeTime
 
 #: The quantization class of an operation: the first class any of its tensor operands has.
 QUANTIZATION_CLASSES = (
@@ -84,6 +87,9 @@ class Divergence:
     #: The subgraph the operation is in: None for the main one, else its index in
     #: Model.referenced
     subgraph: Optional[int] = None
+    #: Every operation whose results differ computes them alike from the driver's own
+    #: inputs: the difference was carried on from within the criteria (carried_on)
+    carried: bool = False
 
     def bucket(self) -> str:
         """'first diverging: ADD(TENSOR_FLOAT32, TENSOR_FLOAT32 -> TENSOR_FLOAT32; activation
@@ -129,10 +135,11 @@ def operand_values(prepared: Any, request: Request) -> Optional[dict[int, np.nda
     return values_of(request) if callable(values_of) else None
 
 
-def first_divergence(model: Model, expected: dict[int, np.ndarray], actual: dict[int, np.ndarray],
-                     driver: str, reference: str) -> Optional[Divergence]:
-    """The first main operation, in execution order, with an output whose ``actual`` value
-    differs from its ``expected`` one (operands either lacks are skipped); None if none."""
+def differences(model: Model, expected: dict[int, np.ndarray],
+                actual: dict[int, np.ndarray]) -> Iterator[tuple[int, int, tuple]]:
+    """(operation index, operand, difference) for each main operation, in execution order,
+    with an output whose ``actual`` value differs from its ``expected`` one: its first such
+    output (operands either lacks are skipped)."""
     float16 = oracles.computes_in_float16(model)
     operands = model.main.operands
     for index, operation in enumerate(model.main.operations):
@@ -142,9 +149,95 @@ def first_divergence(model: Model, expected: dict[int, np.ndarray], actual: dict
                 continue
             difference = _difference(operands[operand].type, np.asarray(want), np.asarray(got), float16)
             if difference is not None:
-                return Divergence(index, *describe_operation(model, operation), driver, reference,
-                                  operand, *difference)
+                yield index, operand, difference
+                break
+
+
+def first_divergence(model: Model, expected: dict[int, np.ndarray], actual: dict[int, np.ndarray],
+                     driver: str, reference: str) -> Optional[Divergence]:
+    """The first main operation, in execution order, with an output whose ``actual`` value
+    differs from its ``expected`` one; None if none."""
+    for index, operand, difference in differences(model, expected, actual):
+        return Divergence(index, *describe_operation(model, model.main.operations[index]), driver,
+                          reference, operand, *difference)
     return None
+
+
+# --- a difference carried on --------------------------------------------------------------------
+
+#: ``run(model, inputs)``: the reference's outputs of a model for the given input values
+#: (None when it does not run it successfully).
+Run = Callable[[Model, Sequence[Optional[np.ndarray]]], Optional[Sequence[np.ndarray]]]
+
+
+def one_operation_model(model: Model, operation: Operation,
+                        values: Mapping[int, Optional[np.ndarray]]) -> tuple[Model, list]:
+    """A model of ``operation`` alone, and its inputs: each of its operands that is not a
+    constant becomes a model input of the shape of its value in ``values`` (None: omitted);
+    constants stay constants, its outputs are the model's outputs."""
+    main = model.main
+    operands: list[Operand] = []
+    renumbered: dict[int, int] = {}
+    inputs, input_values = [], []
+    for index in (*operation.inputs, *operation.outputs):
+        if index in renumbered:
+            continue
+        operand = copy.deepcopy(main.operands[index])
+        operand.numberOfConsumers = operation.inputs.count(index)
+        if index in operation.outputs:
+            operand.lifetime = L.SUBGRAPH_OUTPUT
+        elif operand.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
+            value = values.get(index)
+            operand.location = type(operand.location)()
+            if value is None:
+                operand.lifetime = L.NO_VALUE
+            else:
+                operand.lifetime = L.SUBGRAPH_INPUT
+                if operand.type not in SCALAR_OPERAND_TYPES:
+                    operand.dimensions = list(value.shape)
+                inputs.append(len(operands))
+                input_values.append(value)
+        renumbered[index] = len(operands)
+        operands.append(operand)
+    subgraph = Subgraph(operands, [Operation(operation.type, [renumbered[i] for i in operation.inputs],
+                                             [renumbered[o] for o in operation.outputs])],
+                        inputs, [renumbered[o] for o in operation.outputs])
+    uses_subgraphs = any(o.lifetime == L.SUBGRAPH for o in operands)
+    return replace(model, main=subgraph, referenced=model.referenced if uses_subgraphs else []), input_values
+
+
+def computed_alike(model: Model, operation: Operation, actual: dict[int, np.ndarray], run: Run) -> bool:
+    """Whether the reference, fed the driver's values of the operation's inputs, computes the
+    driver's values of its outputs (within the accuracy criteria): the operation is right,
+    and a difference in its results came with its inputs."""
+    main = model.main
+    fed = [i for i in operation.inputs
+           if main.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT)]
+    if any(i not in actual for i in (*fed, *operation.outputs)):
+        return False
+    alone, inputs = one_operation_model(model, operation, actual)
+    outputs = run(alone, inputs)
+    # A value the criteria do not judge (NaN or infinite) cannot be said to agree.
+    if outputs is None or not all(oracles.judged(np.asarray(value)) for value in outputs):
+        return False
+    float16 = oracles.computes_in_float16(model)
+    return all(_difference(main.operands[o].type, np.asarray(value), np.asarray(actual[o]), float16) is None
+               for o, value in zip(operation.outputs, outputs))
+
+
+def carried_on(model: Model, found: Divergence, expected: dict[int, np.ndarray],
+               actual: dict[int, np.ndarray], run: Run) -> bool:
+    """Whether every operation whose results differ computes them alike from the driver's
+    own inputs (computed_alike), the IF followed into judged by its branch (``found.inner``):
+    each step within the accuracy criteria, the differences only add up along the chain,
+    as a summation order may make them. Such a wrong answer is no finding."""
+    for index, _, _ in differences(model, expected, actual):
+        if found.inner is not None and index == found.operation:
+            if not found.inner.carried:
+                return False
+        elif not computed_alike(model, model.main.operations[index], actual, run):
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ class HarnessStats:
     routes_skipped: int = 0       # a route the driver does not offer (no buffers, no caching)
     outputs_not_compared: int = 0  # NaN or infinite in the expected outputs, or random ones
     ambiguous: int = 0       # outputs differing from the reference's as a documented ambiguity allows
+    carried: int = 0         # wrong answers whose every diverging operation computes alike from the driver's inputs
     violations: int = 0      # oracle failures
 
     def summary(self) -> str:
@@ -558,10 +559,7 @@ def compare_with_reference(reference: Any, case: FuzzCase, expected: ExecutionRe
     reference_run = run_on_reference(reference, case, snapshot, limit_s)
     check_reference_run(reference_run, ErrorStatus.NONE)
     result = reference_run.result
-
-    def run(model: Model, inputs: Sequence[np.ndarray | None]) -> Sequence[np.ndarray] | None:
-        ran = run_on_values(reference, model, inputs, plain_choices(case))
-        return ran.outputs if ran.status == ErrorStatus.NONE else None
+    run = runner(reference, case)
 
     def excused(output: int) -> bool:
         """A difference NNAPI leaves open (fuzz/spec.py, AMBIGUITIES) is no finding."""
@@ -605,14 +603,19 @@ def diverging(case: FuzzCase | None, snapshot: Sequence[bytes | None] | None, li
     """A wrong answer raised within, of ``case`` run on ``prepared`` (of ``device``), gets
     as its bucket the first operation where the driver's values of the case's main
     operands and the reference's diverge (fuzz/divergence.py), and that divergence as its
-    ``divergence``. Where either driver keeps no values (or their run fails), or none
-    diverges, its bucket stays the output's producer. ``snapshot``: the request's pools
-    before it ran (None: they still hold its inputs)."""
+    ``divergence``; it is no finding where every diverging operation computes alike from
+    the driver's own inputs (divergence.carried_on: differences within the criteria added
+    up). Where either driver keeps no values (or their run fails), or none diverges, its
+    bucket stays the output's producer. ``snapshot``: the request's pools before it ran
+    (None: they still hold its inputs)."""
     try:
         yield
     except OracleViolation as violation:
         if reference is not None:
             found = diagnose(case, snapshot, limit_s, device, prepared, reference)
+            if found is not None and found.carried:
+                STATS.carried += 1
+                return
             if found is not None:
                 violation.bucket, violation.divergence = found.bucket(), found.as_dict()
         raise
@@ -642,11 +645,17 @@ def diagnose(case: FuzzCase, snapshot: Sequence[bytes | None] | None, limit_s: f
                                             divergence.device_name(reference))
     except Exception:   # a diagnosis that fails (a hang included) leaves the finding as it is
         return None
-    if found is None or depth >= divergence.MAX_BRANCHES:
-        return found
-    branch = divergence.taken_branch(case.model, found, expected)
+    if found is None:
+        return None
+    branch = divergence.taken_branch(case.model, found, expected) if depth < divergence.MAX_BRANCHES else None
     inner = diagnose_branch(branch, case.choices, limit_s, device, reference, depth) if branch else None
-    return replace(found, inner=replace(inner, subgraph=branch.subgraph)) if inner else found
+    if inner is not None:
+        found = replace(found, inner=replace(inner, subgraph=branch.subgraph))
+    try:
+        return replace(found, carried=divergence.carried_on(case.model, found, expected, actual,
+                                                            runner(reference, case)))
+    except Exception:   # as above
+        return found
 
 
 def diagnose_branch(branch: divergence.Branch, choices: ExecutionChoices, limit_s: float,
@@ -703,6 +712,15 @@ def request_values(case: FuzzCase) -> list[np.ndarray | None]:
     (ValidationError for a request that does not give them)."""
     request = case.request
     return read_inputs(input_layouts(case.model, frozenset()), request, request_pool_buffers(request))
+
+
+def runner(driver: Any, case: FuzzCase) -> divergence.Run:
+    """``run(model, inputs)``: the driver's outputs of another model for input values, run
+    as ``case`` is (plain_choices); None when it does not run it successfully."""
+    def run(model: Model, inputs: Sequence[np.ndarray | None]) -> Sequence[np.ndarray] | None:
+        ran = run_on_values(driver, model, inputs, plain_choices(case))
+        return ran.outputs if ran.status == ErrorStatus.NONE else None
+    return run
 
 
 def plain_choices(case: FuzzCase) -> ExecutionChoices:

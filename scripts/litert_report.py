@@ -8,7 +8,7 @@ writes it when triage stores a LiteRT finding): the operation and its operands, 
 the discrepancy (the worst element's absolute and relative difference, or the crash or the
 status), the semantics it breaks with the documentation cited (fuzz/spec.py, CITATIONS),
 its class (LiteRT bug, converter bug (fixed), reference bug (fixed), spec ambiguity
-(documented)), the standalone reproducer and how many findings fell in the bucket. Then
+(documented)) and cause as a reviewer found them (the sidecar's "class" and "cause"), the standalone reproducer and how many findings fell in the bucket. Then
 the table of the documented ambiguities, which the oracle filters from findings
 (fuzz/spec.py, AMBIGUITIES). scripts/nightly.py writes the same report of a night's
 findings.
@@ -34,7 +34,7 @@ from fuzz import spec
 Piece = Union[str, tuple[str, str]]
 Cell = Sequence[Piece]
 HEADER = ("bucket", "operation and operands", "magnitude", "semantics broken", "class",
-          "reproducer", "findings")
+          "cause", "reproducer", "findings")
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ def row(finding: Finding, base: Path) -> list[Cell]:
             [litert.get("magnitude", "")],
             semantics_cell(finding.operation),
             [litert.get("class", "")],
+            [litert.get("cause", "")],
             [(f"{finding.name}.py", link), f" ({litert.get('kernel_set', '')}, LiteRT {litert.get('version', '')})"],
             [str(finding.count)]]
 

@@ -45,6 +45,9 @@ SCRIPT_LIMIT_S = 120
 UPSTREAM = "upstream"
 #: Where a reproducer's standalone folder is, beside it.
 FOLDER = "litert"
+#: What a reviewer writes in a sidecar's "litert" part, kept when the reproducer is written
+#: again: its class (one of FINDING_CLASSES) and the cause found, in a sentence.
+REVIEWED = ("class", "cause")
 
 
 def is_litert_device(device: Any) -> bool:
@@ -97,8 +100,8 @@ def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None
     reproducer and its sidecar, as scripts/triage.py stores them) in litert/<name>/ beside
     it, and mark its sidecar: status upstream, and under "litert" what the findings report
     says (the reproducer's folder relative to the sidecar; the class a reviewer gave it
-    kept, else the first of FINDING_CLASSES). False, and the sidecar as it
-    was, when the case shows no discrepancy LiteRT alone reproduces."""
+    kept, else the first of FINDING_CLASSES, and the cause found: REVIEWED). False, and
+    the sidecar as it was, when the case shows no discrepancy LiteRT alone reproduces."""
     from backends.litert.reproducer import divergence_of
     sidecar = sidecar_of(stored)
     folder = stored.parent / FOLDER / stored.name
@@ -109,7 +112,8 @@ def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None
         return False
     known = sidecar.get("litert") if isinstance(sidecar.get("litert"), dict) else {}
     sidecar["status"] = UPSTREAM
-    sidecar["litert"] = {**bundle.facts(), "class": known.get("class", FINDING_CLASSES[0]),
+    reviewed = {key: known[key] for key in REVIEWED if key in known}
+    sidecar["litert"] = {**bundle.facts(), "class": FINDING_CLASSES[0], **reviewed,
                          "reproducer": f"{FOLDER}/{stored.name}/"}
     stored.with_suffix(".json").write_text(json.dumps(sidecar, indent=2) + "\n")
     return True

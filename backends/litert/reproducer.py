@@ -37,6 +37,7 @@ from driver.operands import subgraph_infos
 from fuzz import harness, relations, routes
 from fuzz.case import ExecutionChoices, FuzzCase, Relation
 from fuzz.oracles import computes_in_float16
+from fuzz.divergence import one_operation_model
 from fuzz.spec import with_outputs
 from hal_client.accuracy import tolerance_for
 
@@ -182,42 +183,6 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
 
 
 # --- the first diverging operation alone --------------------------------------------------------
-
-def one_operation_model(model: Model, operation: Operation,
-                        values: Mapping[int, Optional[np.ndarray]]) -> tuple[Model, list]:
-    """A model of ``operation`` alone, and its inputs: each of its operands that is not a
-    constant becomes a model input of the shape of its value in ``values`` (None: omitted);
-    constants stay constants, its outputs are the model's outputs."""
-    main = model.main
-    operands: list[Operand] = []
-    renumbered: dict[int, int] = {}
-    inputs, input_values = [], []
-    for index in (*operation.inputs, *operation.outputs):
-        if index in renumbered:
-            continue
-        operand = copy.deepcopy(main.operands[index])
-        operand.numberOfConsumers = operation.inputs.count(index)
-        if index in operation.outputs:
-            operand.lifetime = L.SUBGRAPH_OUTPUT
-        elif operand.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
-            value = values.get(index)
-            operand.location = type(operand.location)()
-            if value is None:
-                operand.lifetime = L.NO_VALUE
-            else:
-                operand.lifetime = L.SUBGRAPH_INPUT
-                if operand.type not in SCALAR_OPERAND_TYPES:
-                    operand.dimensions = list(value.shape)
-                inputs.append(len(operands))
-                input_values.append(value)
-        renumbered[index] = len(operands)
-        operands.append(operand)
-    subgraph = Subgraph(operands, [Operation(operation.type, [renumbered[i] for i in operation.inputs],
-                                             [renumbered[o] for o in operation.outputs])],
-                        inputs, [renumbered[o] for o in operation.outputs])
-    uses_subgraphs = any(o.lifetime == L.SUBGRAPH for o in operands)
-    return replace(model, main=subgraph, referenced=model.referenced if uses_subgraphs else []), input_values
-
 
 def isolated(device: Any, reference: Any, case: FuzzCase, inputs: list, divergence: Divergence,
              choices: ExecutionChoices) -> Specimen | None:

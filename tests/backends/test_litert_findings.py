@@ -73,12 +73,31 @@ def test_the_report_lists_its_bucket(triaged, tmp_path):
     cells = [cell.strip() for cell in row.strip("|").split(" | ")]
     assert cells[1].startswith("ADD(TENSOR_FLOAT32[") and "max abs diff" in cells[2]
     assert "OperationType::ADD" in cells[3] and "tfl.add" in cells[3]
-    assert cells[4] == "LiteRT bug" and cells[6] == "1"
-    assert f"{stored.name}.py](" in cells[5]
-    link = cells[5].split("](")[1].split(")")[0]
+    assert cells[4] == "LiteRT bug" and cells[5] == "" and cells[7] == "1"
+    assert f"{stored.name}.py](" in cells[6]
+    link = cells[6].split("](")[1].split(")")[0]
     assert (markdown.parent / link).resolve() == (out / "litert" / stored.name / f"{stored.name}.py").resolve()
     assert "## Spec ambiguities (filtered from findings)" in text and "TENSOR_FLOAT16" in text
     assert f'href="{link}"' in page.read_text()
+
+
+def test_a_reviewers_class_and_cause_outlive_a_new_reproducer(triaged, tmp_path):
+    """Written again (a new LiteRT, a better input), the reproducer keeps what a reviewer
+    found, and the report says it."""
+    from hal_client.device import make_device
+    from litert_repro import mark_upstream
+    out, stored = triaged
+    folder = tmp_path / "crashes"
+    shutil.copytree(out, folder)
+    copy = folder / stored.name
+    sidecar = json.loads(copy.with_suffix(".json").read_text())
+    sidecar["litert"].update({"class": "converter bug (fixed)", "cause": "ADD lowered to SUB"})
+    copy.with_suffix(".json").write_text(json.dumps(sidecar))
+    assert mark_upstream(copy, make_device(PLANTED), make_device(DEFAULT_DRIVER), log=lambda *_: None)
+    litert = json.loads(copy.with_suffix(".json").read_text())["litert"]
+    assert (litert["class"], litert["cause"]) == ("converter bug (fixed)", "ADD lowered to SUB")
+    markdown, _ = litert_report.write_report(litert_report.findings_in(folder), tmp_path / "report")
+    assert "| converter bug (fixed) | ADD lowered to SUB |" in markdown.read_text()
 
 
 def test_the_nightly_writes_a_new_findings_reproducer_and_the_nights_report(triaged, tmp_path, monkeypatch):

@@ -168,3 +168,46 @@ def test_ulps_of_float_values():
     assert divergence._max_ulp(np.float32([-0.0]), np.float32([0.0])) == 0
     assert divergence._max_ulp(np.float32([-1e-45]), np.float32([1e-45])) == 2
     assert divergence._max_ulp(np.float16([1, 2]), np.float16([1, 2.001953125])) == 1
+
+
+X, Y, C = [1000, 3000], [3000, 1000], 3e6
+
+
+def mul_sub() -> models.ModelCase:
+    """x * y - c: the SUB of nearly equal values magnifies a difference of the product."""
+    mb = ModelBuilder()
+    g = mb.main
+    x, y = g.input(T.TENSOR_FLOAT32, [2]), g.input(T.TENSOR_FLOAT32, [2])
+    g.outputs(g.sub(g.mul(x, y), g.constant(T.TENSOR_FLOAT32, [C, C], [2])))
+    return models.ModelCase("mul_sub", mb.build(), [np.array(X, np.float32), np.array(Y, np.float32)])
+
+
+def carried(actual_product: list[float], actual_difference: list[float]) -> bool:
+    """Whether a driver giving these values of the MUL and the SUB of mul_sub carries a
+    difference on (its first divergence found against the reference's values)."""
+    case = make_case(mul_sub())
+    model = case.model
+    product, difference = model.main.operations[0].outputs[0], model.main.outputIndexes[0]
+    x, y = model.main.inputIndexes
+    inputs = {x: np.float32(X), y: np.float32(Y)}
+    expected = {**inputs, product: np.float32([C, C]), difference: np.float32([0, 0])}
+    actual = {**inputs, product: np.float32(actual_product), difference: np.float32(actual_difference)}
+    found = divergence.first_divergence(model, expected, actual, "driver", "reference")
+    assert found is not None
+    return divergence.carried_on(model, found, expected, actual, harness.runner(SampleDriver(), case))
+
+
+def test_a_difference_within_the_criteria_magnified_later_is_carried_on():
+    """The product 1 ulp high is within float32's criteria; C + 1 ulp - C is not 0 by
+    them, but it is what the SUB gives for the product it was fed."""
+    ulp = float(np.spacing(np.float32(C)))
+    assert carried([C + ulp, C], [ulp, 0])
+
+
+@pytest.mark.parametrize("product, difference", [
+    ([C, C], [1e-3, 0]),                     # a SUB wrong on equal inputs
+    ([C + 0.25, C], [1, 0]),                 # a SUB wrong on what it was fed
+    ([C + 100, C], [100, 0]),                # a MUL beyond the criteria, carried on rightly
+], ids=["wrong-sub", "wrong-sub-after-a-small-difference", "wrong-mul"])
+def test_an_operation_wrong_on_its_own_inputs_is_not_carried_on(product, difference):
+    assert not carried(product, difference)

@@ -34,9 +34,7 @@ def reference():
 
 
 def ambiguity(case: FuzzCase, got: list[float], reference):
-    def run(model, inputs):
-        ran = harness.run_on_values(reference, model, inputs, harness.plain_choices(case))
-        return ran.outputs if ran.status == ErrorStatus.NONE else None
+    run = harness.runner(reference, case)
     dtype = case.model.main.operands[case.model.main.outputIndexes[0]].type
     raw = np.array(got, np.float16 if dtype == T.TENSOR_FLOAT16 else np.float32).tobytes()
     return spec.documented_ambiguity(case, 0, [raw], lambda: harness.request_values(case), run)
