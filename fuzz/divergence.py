@@ -104,9 +104,7 @@ class Divergence:
 
     def kernel(self) -> str:
         """The operation's type and what selects its kernel."""
-        selected = "; ".join((f"{', '.join(self.inputs)} -> {', '.join(self.outputs)}",
-                              *self.parameters, self.quantization))
-        return f"{self.type}({selected})"
+        return kernel_text(self.type, self.inputs, self.outputs, self.parameters, self.quantization)
 
     def as_dict(self) -> dict[str, Any]:
         """The fields and the bucket, as JSON takes them (a value not finite as None)."""
@@ -313,6 +311,14 @@ def describe_operation(model: Model, operation: Operation) -> tuple:
     outputs = tuple(_name(T, operands[i].type) for i in operation.outputs if _is_tensor(operands[i].type))
     return (_name(type(operation.type), operation.type), inputs, outputs,
             parameters(model, operation), quantization_class(tensors))
+
+
+def kernel_text(type_: str, inputs: tuple[str, ...], outputs: tuple[str, ...],
+                parameters: tuple[str, ...], quantization: str) -> str:
+    """'ADD(TENSOR_FLOAT32, TENSOR_FLOAT32 -> TENSOR_FLOAT32; activation RELU; float)': an
+    operation as ``describe_operation`` gives it (parameters: what else a bucket names)."""
+    selected = "; ".join((f"{', '.join(inputs)} -> {', '.join(outputs)}", *parameters, quantization))
+    return f"{type_}({selected})"
 
 
 def parameters(model: Model, operation: Operation) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 from fuzz.codec import decode
 from fuzz.spec import FINDING_CLASSES
 from fuzz.drivers import configured_reference, configured_spec
+from fuzz.oracles import RuntimeCrashViolation
 from hal_client.device import DriverSpecError, make_device, report_spec_error
 
 #: How long the written script may take to run.
@@ -93,6 +95,18 @@ def write_reproducer(case_path: Path, driver: object, reference: object, out: Pa
             f"{checked.stdout[-2000:]}{checked.stderr[-2000:]}")
         return None
     return bundle
+
+
+def localised(failure: Any, case: Any, driver: Any, reference: Any) -> Any:
+    """A native crash of LiteRT (a triage Failure of rule runtime-crash) bucketed by the first
+    operation whose run crashes it (backends/litert/reproducer.py, crash_bucket), the case
+    run again; another failure, or a crash whose operation is not found, as it is."""
+    from backends.litert import reproducer
+    if failure.rule != RuntimeCrashViolation.rule:
+        return failure
+    found = reproducer.reproduce(driver, reference, case)
+    bucket = reproducer.crash_bucket(found) if found is not None else None
+    return replace(failure, bucket=bucket) if bucket else failure
 
 
 def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None, log=print) -> bool:

@@ -23,7 +23,8 @@ For each artifact:
 3. sign it (its bucket, bucket_key): kind + rule or exception + the project frames where
    it happened (for an out-of-memory with no such frames, the model's operation types) +
    the violation's bucket refinement, if its oracle set one (for a wrong answer, its first
-   diverging operation);
+   diverging operation; for a native crash of LiteRT, the first operation whose run
+   crashes it, found here);
 4. store the minimal input as OUT/<signature hash> with a readable sidecar
    OUT/<signature hash>.json (kind, signature, message, date, status open/fixed; for a
    wrong answer whose first diverging operation was found, ``divergence``: see
@@ -133,7 +134,9 @@ def bucket_key(failure: Failure) -> str:
       which names its kernel set), where both drivers keep their operand values; otherwise
       (and for another route's or another path's) the type of the operation that
       produced the output. A crash of the runtime behind a driver names the model's
-      operation types. A part added here changes the bucket of every failure that has it.
+      operation types; triage of a LiteRT driver's names the first operation whose run
+      crashes LiteRT, and how (backends/litert/reproducer.py, crash_bucket). A part added
+      here changes the bucket of every failure that has it.
     """
     frames = failure.frames[-SIGNATURE_FRAMES:] if failure.kind == "hang" else failure.frames[:SIGNATURE_FRAMES]
     where = " < ".join(f"{function} ({path})" for path, function in frames)
@@ -511,10 +514,28 @@ def shorten_bytes(data: bytes, result: Triaged, worker: Worker, spec: str, *, li
     return data
 
 
+#: What a failure's bucket becomes once its input is looked at closer, in the triaging
+#: process (a native crash of LiteRT: at its first crashing operation).
+Localise = Callable[[bytes, Failure], Failure]
+
+
+def litert_localiser(driver, reference) -> Localise | None:
+    """For a LiteRT driver compared with a reference: a native crash of LiteRT bucketed by
+    the first operation whose run crashes it (scripts/litert_repro.py, localised)."""
+    if reference is None or not litert_repro.is_litert_device(driver):
+        return None
+    return lambda data, failure: litert_repro.localised(failure, decode(data), driver, reference)
+
+
 def triage_one(artifact: Path, worker: Worker, out_dir: Path, spec: str, *,
-               log: Callable[[str], None], **budgets) -> Triaged:
-    """Reproduce, minimise and store one artifact (``budgets``: minimise_artifact's)."""
+               log: Callable[[str], None], localise: Localise | None = None, **budgets) -> Triaged:
+    """Reproduce, minimise and store one artifact (``budgets``: minimise_artifact's), its
+    failure re-bucketed by ``localise`` when given."""
     data, result = minimise_artifact(artifact, worker, spec, log=log, **budgets)
+    if result.failure is not None and localise is not None:
+        bucket, result.failure = result.failure.bucket, localise(data, result.failure)
+        if result.failure.bucket != bucket:
+            log(f"  localised: {result.failure.signature}")
     if result.failure is not None:
         result.stored, result.duplicate = store(data, result.failure, out_dir, spec, artifact.name,
                                                 memory_limit_mb=worker.memory_limit_mb)
@@ -654,13 +675,14 @@ def main(argv: list[str] | None = None) -> int:
     workdir = REPO_ROOT / "fuzz-work" / "triage"
     workdir.mkdir(parents=True, exist_ok=True)
     worker = Worker(spec, args.memory_limit_mb)
+    localise = litert_localiser(driver, reference_device)
     results, errors = [], 0
     try:
         for artifact in artifacts:
             try:
                 result = triage_one(artifact, worker, args.out, spec, libfuzzer_s=args.libfuzzer_seconds,
                                     structural_s=args.structural_seconds, workdir=workdir,
-                                    log=lambda line: print(line, flush=True))
+                                    log=lambda line: print(line, flush=True), localise=localise)
             except Exception as error:   # one artifact's trouble; the others are still triaged
                 print(f"ERROR {artifact}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
                 errors += 1

@@ -22,26 +22,30 @@ execution (NNAPI defines none), or LiteRT's worker dying (a native crash).
 from __future__ import annotations
 
 import copy
+import re
 import stat
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from driver.errors import ValidationError
-from driver.hal import ErrorStatus, Model, Operand, Operation, Subgraph
+from driver.hal import ErrorStatus, Model, Operation, Subgraph
 from driver.hal.dtypes import STORAGE_DTYPE
 from driver.hal.enums import SCALAR_OPERAND_TYPES, OperandLifeTime as L
 from driver.operands import subgraph_infos
 from fuzz import harness, relations, routes
 from fuzz.case import ExecutionChoices, FuzzCase, Relation
+from fuzz.divergence import describe_operation as selected_kernel, kernel_text, one_operation_model
 from fuzz.oracles import computes_in_float16
-from fuzz.divergence import one_operation_model
 from fuzz.spec import with_outputs
 from hal_client.accuracy import tolerance_for
 
 from . import standalone
+from .engine import UNBOUNDED_LIMIT_NS
+from .worker import Worker, WorkerDied, WorkerTimeout
 
 #: What a standalone reproducer folder holds besides its script.
 TFLITE, ARRAYS, SCRIPT = ".tflite", ".npz", ".py"
@@ -117,8 +121,13 @@ class Specimen:
     expected: list[np.ndarray]
     compared: list[int]
     reference_status: ErrorStatus = ErrorStatus.NONE
-    #: where it comes from: "operation N" (isolated), "model", "relation NAME"
+    #: where it comes from: "operation N" (isolated), "operations 0 to N" (a crash's
+    #: prefix: first_crash), "model", "relation NAME"
     origin: str = "model"
+    #: the operation of ``model``'s main subgraph whose run crashes LiteRT, and what of
+    #: its operands' values the crash's bucket names (first_crash, crash_conditions)
+    crashing: Optional[int] = None
+    conditions: tuple[str, ...] = ()
 
     def tolerance(self, k: int):
         operand = self.model.main.operands[self.model.main.outputIndexes[k]]
@@ -184,28 +193,141 @@ def specimen(device: Any, reference: Any, model: Model, inputs: Sequence[Optiona
 
 # --- the first diverging operation alone --------------------------------------------------------
 
+def operation_inputs(device: Any, reference: Any, model: Model, inputs: list, index: int,
+                     choices: ExecutionChoices) -> dict[int, Optional[np.ndarray]] | None:
+    """The values of main operation ``index``'s operands that are not constants: the model's
+    inputs given, the temporaries as the reference computes them running the operations
+    before ``index`` (as LiteRT does where the reference fails them: it may fail the same
+    operations as NNAPI defines no result for them, where LiteRT crashes later). None:
+    neither runs them."""
+    main = model.main
+    values: dict[int, Optional[np.ndarray]] = dict(zip(main.inputIndexes, inputs))
+    temporaries = [i for i in dict.fromkeys(main.operations[index].inputs)
+                   if main.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)]
+    if not temporaries:
+        return values
+    before = prefix_model(model, index - 1, temporaries)
+    for driver in (reference, device):
+        run = harness.run_on_values(driver, before, inputs, choices)
+        if run.status == ErrorStatus.NONE:
+            return {**values, **dict(zip(before.main.outputIndexes, run.outputs))}
+    return None
+
+
+def alone(device: Any, reference: Any, model: Model, index: int,
+          values: Mapping[int, Optional[np.ndarray]], choices: ExecutionChoices) -> Specimen | None:
+    """The specimen of main operation ``index`` alone, fed ``values`` (operation_inputs)."""
+    one, one_inputs = one_operation_model(model, model.main.operations[index], values)
+    return specimen(device, reference, one, one_inputs, choices, f"operation {index}")
+
+
 def isolated(device: Any, reference: Any, case: FuzzCase, inputs: list, divergence: Divergence,
              choices: ExecutionChoices) -> Specimen | None:
     """The specimen of the first diverging operation alone (None: it cannot be isolated,
     or alone it does not diverge)."""
-    main = case.model.main
-    if divergence.subgraph is not None or not 0 <= divergence.operation < len(main.operations):
+    if divergence.subgraph is not None or not 0 <= divergence.operation < len(case.model.main.operations):
         return None
-    operation = main.operations[divergence.operation]
-    values: dict[int, Optional[np.ndarray]] = dict(zip(main.inputIndexes, inputs))
-    temporaries = [i for i in dict.fromkeys(operation.inputs)
-                   if main.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)]
-    if temporaries:
-        run = harness.run_on_values(reference, with_outputs(case.model, [i for i in temporaries
-                                                                          if i not in main.outputIndexes]),
-                                    inputs, choices)
-        if run.status != ErrorStatus.NONE:
-            return None
-        outputs = [*main.outputIndexes, *(i for i in temporaries if i not in main.outputIndexes)]
-        values.update(zip(outputs, run.outputs))
-    model, one_inputs = one_operation_model(case.model, operation, values)
-    found = specimen(device, reference, model, one_inputs, choices, f"operation {divergence.operation}")
+    values = operation_inputs(device, reference, case.model, inputs, divergence.operation, choices)
+    found = alone(device, reference, case.model, divergence.operation, values, choices) if values is not None else None
     return found if found is not None and found.kind != "none" else None
+
+
+# --- the first crashing operation ---------------------------------------------------------------
+
+def prefix_model(model: Model, last: int, results: Optional[Sequence[int]] = None) -> Model:
+    """The model cut after main operation ``last``, ``results`` made outputs too (by default
+    the results of ``last``). The operands only later operations wrote are left omitted
+    (NO_VALUE): the operands keep their indexes."""
+    main = copy.deepcopy(model.main)
+    main.operations, dropped = main.operations[:last + 1], main.operations[last + 1:]
+    unwritten = {o for operation in dropped for o in operation.outputs}
+    for operation in dropped:
+        for index in operation.inputs:
+            main.operands[index].numberOfConsumers -= 1
+    for index in unwritten:
+        operand = main.operands[index]
+        operand.lifetime, operand.location = L.NO_VALUE, type(operand.location)()
+    main.outputIndexes = [i for i in main.outputIndexes if i not in unwritten]
+    results = main.operations[last].outputs if results is None else results
+    return with_outputs(replace(model, main=main), [i for i in results if i not in main.outputIndexes])
+
+
+def first_crash(device: Any, reference: Any, model: Model, inputs: list,
+                choices: ExecutionChoices) -> Specimen | None:
+    """The specimen of the first main operation whose run crashes LiteRT: that operation
+    alone, fed the values the reference computes for its inputs, when alone it crashes;
+    else the shortest prefix of the main operations that crashes (``prefix_model``). None:
+    no prefix crashes. (A crash inside an IF or a WHILE is found at the IF or WHILE.)"""
+    for last in range(len(model.main.operations)):
+        prefix = prefix_model(model, last)
+        found = specimen(device, reference, prefix, inputs, choices, f"operations 0 to {last}")
+        if found is None or found.kind != "crash":
+            continue
+        values = operation_inputs(device, reference, prefix, inputs, last, choices)
+        operation = prefix.main.operations[last]
+        known = {**(values or {}), **dict(zip(prefix.main.outputIndexes, found.expected))}
+        conditions = crash_conditions([known.get(i) for i in (*operation.inputs, *operation.outputs)])
+        single = alone(device, reference, prefix, last, values, choices) if values is not None else None
+        if single is not None and single.kind == "crash":
+            return replace(single, crashing=0, conditions=conditions)
+        return replace(found, crashing=last, conditions=conditions)
+    return None
+
+
+#: The most dimensions LiteRT's kernels hold in place (its RuntimeShape keeps 6 inline,
+#: XNNPACK's tensors have at most 6): a value of more is a condition of a crash.
+KERNEL_RANK = 6
+
+
+def crash_conditions(values: Sequence[Optional[np.ndarray]]) -> tuple[str, ...]:
+    """What of an operation's operand values (None: not known) a crash's bucket names: a
+    zero-sized one; one of a rank above KERNEL_RANK."""
+    shapes = [np.shape(value) for value in values if value is not None]
+    return (*(["zero-sized operand"] if any(0 in shape for shape in shapes) else []),
+            *([f"rank above {KERNEL_RANK}"] if any(len(shape) > KERNEL_RANK for shape in shapes) else []))
+
+
+def death(found: Specimen) -> str:
+    """How LiteRT's worker died: 'signal 11', 'exit status 1' (as its crash message says)."""
+    said = re.search(r"died \(([^)]*)\)", found.crash or "")
+    return said.group(1) if said else "unknown"
+
+
+def crash_bucket(found: Specimen) -> str | None:
+    """A native crash's bucket: 'crash (signal 11) in SOFTMAX(TENSOR_FLOAT32 ->
+    TENSOR_FLOAT32; zero-sized operand; float) on AUTO': how the worker died, the first
+    operation whose run crashes, by what selects its kernel (fuzz/divergence.py) and the
+    crash's conditions, and the kernel set. None: no operation was found."""
+    if found.kind != "crash" or found.crashing is None:
+        return None
+    type_, inputs, outputs, _, quantization = selected_kernel(found.model, found.model.main.operations[found.crashing])
+    kernel = kernel_text(type_, inputs, outputs, found.conditions, quantization)
+    return f"crash ({death(found)}) in {kernel} on {found.kernel_set}"
+
+
+#: LiteRT's kernel sets, by their OpResolverType names (backends/litert/__init__.py).
+KERNEL_SETS = ("AUTO", "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
+#: What the outputs of such a run may take.
+CRASH_RUN_BUDGET_BYTES = 1 << 30
+
+
+def crashing_kernel_sets(found: Specimen) -> tuple[str, ...]:
+    """The kernel sets whose run of the specimen's .tflite and inputs crashes LiteRT (a
+    worker of each runs it once)."""
+    crashing = []
+    for kernel_set in KERNEL_SETS:
+        worker = Worker(kernel_set)
+        try:
+            limit_ns = time.monotonic_ns() + UNBOUNDED_LIMIT_NS
+            if worker.load(b"", found.content, limit_ns)[0] == "ok":
+                worker.run(b"", found.inputs, CRASH_RUN_BUDGET_BYTES, limit_ns)
+        except WorkerDied:
+            crashing.append(kernel_set)
+        except WorkerTimeout:
+            pass
+        finally:
+            worker.close()
+    return tuple(crashing)
 
 
 def reproduce(device: Any, reference: Any, case: FuzzCase,
@@ -234,6 +356,8 @@ def reproduce(device: Any, reference: Any, case: FuzzCase,
             pass
     for model, values, origin in candidates:
         found = specimen(device, reference, model, values, choices, origin)
+        if found is not None and found.kind == "crash":
+            return first_crash(device, reference, model, values, choices) or found
         if found is not None and found.kind != "none":
             return found
     return None
@@ -290,9 +414,11 @@ def describe_model(model: Model) -> list[str]:
 
 
 def culprit(found: Specimen) -> Operation | None:
-    """The operation a specimen is about: its only one, else the producer of the first
-    output that differs (or of the first output)."""
+    """The operation a specimen is about: the one crashing LiteRT, its only one, else the
+    producer of the first output that differs (or of the first output)."""
     main = found.model.main
+    if found.crashing is not None:
+        return main.operations[found.crashing]
     if len(main.operations) == 1:
         return main.operations[0]
     differing = sorted(found.differences()) or [0]
@@ -320,6 +446,14 @@ def magnitude(found: Specimen) -> str:
                      f"max abs diff {worst['abs']:.6g}, rel diff {worst['rel']:.6g} "
                      f"(got {worst['got']:.9g}, expected {worst['expected']:.9g}; {found.tolerance(k)})")
     return "; ".join(parts)
+
+
+def kernel_sets_text(crashes_on: Sequence[str]) -> str:
+    """Which kernel sets a crash's reproducer crashes, as the magnitude ends: '; crashes on
+    AUTO only' (the XNNPACK delegate's), '; crashes on every kernel set'."""
+    if len(crashes_on) == len(KERNEL_SETS):
+        return "; crashes on every kernel set"
+    return f"; crashes on {', '.join(crashes_on)} only" if crashes_on else "; crashes on no kernel set run once"
 
 
 # --- the standalone reproducer ----------------------------------------------------------------
@@ -399,6 +533,8 @@ class Bundle:
     description: str
     magnitude: str
     origin: str
+    #: for a crash: the kernel sets whose run of it crashes (crashing_kernel_sets)
+    crashes_on: tuple[str, ...] = ()
 
     @property
     def script(self) -> Path:
@@ -409,7 +545,8 @@ class Bundle:
         folder's parent of parents: the repository, for crashes/litert/<digest>/)."""
         return {"version": self.version, "kernel_set": self.kernel_set, "kind": self.kind,
                 "operation": self.operation, "description": self.description,
-                "magnitude": self.magnitude, "origin": self.origin}
+                "magnitude": self.magnitude, "origin": self.origin,
+                **({"crashes_on": list(self.crashes_on)} if self.kind == "crash" else {})}
 
 
 def write(found: Specimen, folder: Path, name: str) -> Bundle:
@@ -423,10 +560,12 @@ def write(found: Specimen, folder: Path, name: str) -> Bundle:
     script.write_text(standalone_source(name, found))
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     operation = culprit(found)
+    crashes_on = crashing_kernel_sets(found) if found.kind == "crash" else ()
     return Bundle(folder, name, found.kind, found.kernel_set, litert_version(),
                   getattr(operation.type, "name", "") if operation is not None else "",
                   describe_operation(found.model, operation) if operation is not None else "",
-                  magnitude(found), found.origin)
+                  magnitude(found) + (kernel_sets_text(crashes_on) if found.kind == "crash" else ""),
+                  found.origin, crashes_on)
 
 
 def is_litert(spec: Optional[str]) -> bool:
@@ -434,4 +573,4 @@ def is_litert(spec: Optional[str]) -> bool:
     return bool(spec) and spec.partition(":")[0] == __package__
 
 
-__all__ = ["Bundle", "Divergence", "Specimen", "divergence_of", "is_litert", "reproduce", "write"]
+__all__ = ["Bundle", "Divergence", "Specimen", "crash_bucket", "divergence_of", "is_litert", "reproduce", "write"]

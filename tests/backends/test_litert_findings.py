@@ -20,7 +20,8 @@ import triage  # noqa: E402
 from fuzz.codec import encode  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV  # noqa: E402
 from hal_client.device import DEFAULT_DRIVER  # noqa: E402
-from tests.backends.test_litert_reproducer import chain_case  # noqa: E402
+from driver.hal.enums import OperationType  # noqa: E402
+from tests.backends.test_litert_reproducer import COMPARISON_CRASH, chain_case, comparison_between  # noqa: E402
 from tests.fuzz.test_replay import replay_upstream  # noqa: E402
 
 PLANTED = "tests.backends.planted_litert:add_as_sub"
@@ -147,3 +148,26 @@ def test_triage_isolates_the_first_diverging_operation(tmp_path, monkeypatch):
     assert info["divergence"]["operation"] == 1 and info["divergence"]["type"] == "ADD"
     assert info["litert"]["origin"] == "operation 1"
     assert info["litert"]["description"].startswith("ADD(TENSOR_FLOAT32[2, 3], TENSOR_FLOAT32[2, 3]")
+
+
+def test_triage_buckets_a_native_crash_by_its_first_crashing_operation(tmp_path, monkeypatch):
+    """Two unminimised crashes in the same comparison, one after an ADD and before a
+    LOGICAL_NOT, the other after a MAXIMUM: one bucket, named by the comparison, and the
+    report's row names it too."""
+    for name, (before, after) in {"crash-add": (OperationType.ADD, OperationType.LOGICAL_NOT),
+                                  "crash-maximum": (OperationType.MAXIMUM, None)}.items():
+        (tmp_path / name).write_bytes(encode(comparison_between(before, after)))
+    for variable in (DRIVER_ENV, REFERENCE_ENV):
+        monkeypatch.setenv(variable, "")
+    out = tmp_path / "out"
+    assert triage.main([str(tmp_path / "crash-add"), str(tmp_path / "crash-maximum"),
+                        "--driver", "backends.litert:builtin_ref", "--reference", DEFAULT_DRIVER,
+                        "--out", str(out), "--libfuzzer-seconds", "0", "--structural-seconds", "0.001"]) == 0
+    (sidecar,) = out.glob("*.json")
+    info = json.loads(sidecar.read_text())
+    assert info["signature"] == f"assertion | runtime-crash | {COMPARISON_CRASH}"
+    assert info["litert"]["origin"] == "operation 1"
+    (finding,) = litert_report.findings_in(out)
+    cells = litert_report.row(finding, tmp_path)
+    assert cells[1][0].startswith("GREATER_EQUAL(TENSOR_QUANT8_ASYMM[1] scale 1 zp 127")
+    assert cells[2][0].endswith("; crashes on every kernel set")

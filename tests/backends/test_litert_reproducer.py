@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -161,13 +162,63 @@ def unit_scale_comparison() -> FuzzCase:
     return FuzzCase(mb.build(), io.request)
 
 
+def comparison_between(before: int, after: int | None) -> FuzzCase:
+    """The comparison LiteRT aborts in (unit_scale_comparison's), of the result of
+    ``before`` (MAXIMUM or ADD of the inputs), followed by ``after`` (LOGICAL_NOT), if any."""
+    mb = ModelBuilder()
+    g = mb.main
+    a, b = (g.input(T.TENSOR_QUANT8_ASYMM, [1], scale=1.0, zero_point=127) for _ in range(2))
+    inputs = [a, b] if before == OperationType.MAXIMUM else [a, b, g.int32(0)]
+    first = g.apply(before, inputs, T.TENSOR_QUANT8_ASYMM, [1], 1.0, 127)
+    result = g.compare(OperationType.GREATER_EQUAL, first, b, [1])
+    if after is not None:
+        result = g.apply(after, [result], T.TENSOR_BOOL8, [1])
+    g.outputs(result)
+    io = make_request([np.array([200], np.uint8), np.array([127], np.uint8)], [out_like(np.bool_, [1])])
+    return FuzzCase(mb.build(), io.request)
+
+
+#: The bucket of a crash in the comparison, on the reference kernels.
+COMPARISON_CRASH = ("crash (signal 6) in GREATER_EQUAL(TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM -> "
+                    "TENSOR_BOOL8; asymmetric) on BUILTIN_REF")
+
+
+def test_a_native_crash_is_reduced_to_its_first_crashing_operation(litert, reference, tmp_path):
+    """ADD, GREATER_EQUAL, LOGICAL_NOT: LiteRT dies in the second operation, which alone,
+    fed the sum the reference computes, still crashes it: it is the reproducer and the
+    bucket, on every kernel set."""
+    found = reproducer.reproduce(litert, reference, comparison_between(OperationType.ADD, OperationType.LOGICAL_NOT))
+    assert found is not None and found.kind == "crash" and found.origin == "operation 1", found and found.origin
+    assert [op.type for op in found.model.main.operations] == [OperationType.GREATER_EQUAL]
+    assert [value.tolist() for value in found.inputs] == [[200], [127]]      # the sum, 73 + 0
+    assert reproducer.crash_bucket(found) == COMPARISON_CRASH
+    bundle = reproducer.write(found, tmp_path, "chain")
+    assert bundle.operation == "GREATER_EQUAL" and bundle.facts()["crashes_on"] == list(reproducer.KERNEL_SETS)
+    assert bundle.magnitude.endswith("; crashes on every kernel set")
+
+
+def test_a_crash_that_needs_the_operations_before_is_their_prefix(litert, reference):
+    """The prefix up to the comparison (where a crash needs what comes before, it is the
+    reproducer): MAXIMUM and GREATER_EQUAL, the comparison's result the output, LOGICAL_NOT
+    dropped. It crashes LiteRT, and its bucket names the comparison."""
+    case = comparison_between(OperationType.MAXIMUM, OperationType.LOGICAL_NOT)
+    prefix = reproducer.prefix_model(case.model, 1)
+    assert [op.type for op in prefix.main.operations] == [OperationType.MAXIMUM, OperationType.GREATER_EQUAL]
+    assert prefix.main.outputIndexes == case.model.main.operations[1].outputs
+    found = reproducer.specimen(litert, reference, prefix, harness.request_values(case),
+                                harness.plain_choices(case), "prefix")
+    assert found is not None and found.kind == "crash"
+    assert reproducer.crash_bucket(replace(found, crashing=1)) == COMPARISON_CRASH
+
+
 def test_a_native_crash_reproduces_in_a_child_process(litert, reference, tmp_path):
     """LiteRT's worker dies on the comparison: the reproducer is a crash, and its script
     runs LiteRT in a child process, reports how it died and exits 1."""
     found = reproducer.reproduce(litert, reference, unit_scale_comparison())
     assert found is not None and found.kind == "crash", found and found.kind
     bundle = reproducer.write(found, tmp_path, "compare")
-    assert bundle.operation == "GREATER_EQUAL" and bundle.magnitude == "crash: the LiteRT worker died (signal 6)"
+    assert bundle.operation == "GREATER_EQUAL"
+    assert bundle.magnitude == "crash: the LiteRT worker died (signal 6); crashes on every kernel set"
     assert "IN_CHILD = True" in bundle.script.read_text()
     checked = run(bundle.script)
     assert checked.returncode == 1, checked.stdout + checked.stderr
