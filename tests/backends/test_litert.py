@@ -245,6 +245,8 @@ def test_endless_loop_ends_at_its_timeout_and_leaks_nothing():
     assert _zombies() == []                     # the killed workers were reaped
     (status, _, _), io = _counter(device, 10, 1_000_000_000)      # a new worker runs it
     assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    # The spares outlived the threads that started them (they die with their parent).
+    assert device.engine.statistics["idle worker died"] == 0
     device.engine.close()
     assert device.engine.workers.alive == 0
 
@@ -270,6 +272,26 @@ def test_a_dead_worker_is_a_runtime_crash():
     # Bucketed by the model's operation types, not by the model's digest its message names.
     assert crash.value.bucket == "operations: ADD, LESS, WHILE"
     oracles.check_runtime_alive(device, counter_loop_model())        # reported once
+    device.engine.close()
+
+
+def test_a_worker_dead_while_idle_is_replaced():
+    """A worker killed while idle (by a signal, the OOM killer) is not handed to an
+    execution: another runs it, and the death is counted, no crash of the model."""
+    others = _children()
+    device = builtin_ref()
+    _counter(device, 1, 1_000_000_000)
+    _settled(device)
+    idle = _children() - others
+    assert idle
+    for pid in idle:
+        os.kill(pid, signal.SIGKILL)
+    assert _await(lambda: all(_ended(pid) for pid in idle), 60)
+    (status, _, _), io = _counter(device, 10, 1_000_000_000)
+    assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    assert device.engine.statistics["idle worker died"] == len(idle)
+    assert device.engine.take_crashes() == []
+    assert not idle & _children()               # the dead workers were reaped
     device.engine.close()
 
 
