@@ -9,7 +9,9 @@ LiteRT does maps to the HAL's statuses as a driver would report them:
   new one starts for the next execution) and the execution ends with
   MISSED_DEADLINE_TRANSIENT, within the limit plus the time to kill a process;
 - the worker dying on its own (a native crash of LiteRT): GENERAL_FAILURE, and the crash
-  is kept for the harness (``take_crashes``), which reports it as a finding.
+  is kept for the harness (``take_crashes``), which reports it as a finding;
+- a worker found dead when an execution takes it (killed while idle, by a signal or the
+  OOM killer): another runs the execution; the death is counted, no crash of its model.
 
 A model whose operations read runtime scalars (main inputs, table.py) as parameters LiteRT
 takes as constants is specialised per request (SpecialisedModel): preparation finds those
@@ -70,10 +72,12 @@ class WorkerPool:
     """Idle workers, at most MAX_WORKERS alive. One starts with the pool, and a spare
     whenever no worker is left idle, on a short-lived thread of its own: an execution,
     also the one after a worker was killed, should find a worker ready, since starting one
-    (importing LiteRT) takes long."""
+    (importing LiteRT) takes long. A worker that died idle (a signal, the OOM killer) is
+    replaced when an execution would have taken it, and counted (``count``, the engine's)."""
 
-    def __init__(self, resolver: str) -> None:
+    def __init__(self, resolver: str, count: Callable[[str], None]) -> None:
         self.resolver = resolver
+        self._count_outcome = count
         self._idle: list[Worker] = []
         self._count = 0             # alive or starting
         self._starting = 0
@@ -83,15 +87,10 @@ class WorkerPool:
         self._start_spare()
 
     def acquire(self, limit_ns: Optional[int]) -> Worker:
-        with self._available:
-            while not self._idle and (self._starting or self._count >= MAX_WORKERS):
-                wait_s = seconds_until(limit_ns)
-                if wait_s == 0:
-                    raise WorkerTimeout()
-                self._available.wait(wait_s)
-            worker = self._idle.pop() if self._idle else None
-            if worker is None:
-                self._count += 1
+        while (worker := self._take_idle(limit_ns)) is not None and not worker.alive:
+            worker.close()
+            self._forget()
+            self._count_outcome("idle worker died")
         if worker is not None:
             self._start_spare()     # ready for the execution after this one, if it is killed
             return worker
@@ -101,8 +100,22 @@ class WorkerPool:
             self._forget()
             raise
 
+    def _take_idle(self, limit_ns: Optional[int]) -> Optional[Worker]:
+        """An idle worker, or None when the caller is to start one (counted already)."""
+        with self._available:
+            while not self._idle and (self._starting or self._count >= MAX_WORKERS):
+                wait_s = seconds_until(limit_ns)
+                if wait_s == 0:
+                    raise WorkerTimeout()
+                self._available.wait(wait_s)
+            if self._idle:
+                return self._idle.pop()
+            self._count += 1
+            return None
+
     def release(self, worker: Worker) -> None:
         if not worker.alive:
+            worker.close()          # reaped, its pipes closed, however it died
             self._forget()
             self._start_spare()
             return
@@ -182,10 +195,10 @@ class LiteRTEngine:
     def __init__(self, resolver: str, mapping=table) -> None:
         self.resolver = resolver
         self.mapping = mapping
-        self.workers = WorkerPool(resolver)
         self.statistics: Counter[str] = Counter()
         self._crashes: list[str] = []
         self._lock = threading.Lock()
+        self.workers = WorkerPool(resolver, self.count)
         self._compiled: ContentMemo = ContentMemo(64)
         #: LiteRTModels by (the content of a model with runtime scalars, their values)
         self._specialisations: ContentMemo = ContentMemo(SPECIALISATIONS)

@@ -6,7 +6,8 @@ script: it imports nothing of the project), fed over its stdin/stdout pipes; the
 waits for an answer no longer than the execution may take, and kills the worker (then
 starts another) when a loop outlives its timeout or the deadline passes. A worker that
 dies on its own is reported as such (WorkerDied), with its exit signal and the tail of
-its stderr.
+its stderr. A worker dies with the process that started it (on Linux): the kernel kills
+it when its parent ends, killed or crashed, instead of leaving it to run an endless loop.
 
 Frames are an 8-byte little-endian length and a pickle. The parent sends
 ``(digest, model_bytes, None, 0)`` to load a model (once per worker: it keeps the
@@ -18,13 +19,17 @@ A diagnostic run, ``(None, model_bytes, inputs, budget_bytes, tensors)``, is ans
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
+import queue
 import selectors
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -39,6 +44,8 @@ KEPT_INTERPRETERS = 16
 #: The longest single wait: a far time limit (a deadline at the end of the clock, say) is
 #: waited for in pieces, since select() and locks refuse timeouts past time_t.
 LONGEST_WAIT_S = 3600.0
+#: prctl's option that has the kernel send a signal to a process when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 def seconds_until(limit_ns: int | None) -> float | None:
@@ -61,8 +68,11 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 # --- the worker ------------------------------------------------------------------------
 
-def serve(resolver: str) -> None:
-    """Answer run requests on stdin until it closes."""
+def serve(resolver: str, parent: int) -> None:
+    """Answer run requests on stdin until it closes; ``parent`` is the pid of the process
+    that started the worker."""
+    if not _dies_with(parent):
+        return
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     resolver_type = OpResolverType[resolver]
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -102,6 +112,18 @@ def serve(resolver: str) -> None:
             answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
         stdout.write(encode_frame(answer))
         stdout.flush()
+
+
+def _dies_with(parent: int) -> bool:
+    """Have the kernel kill this process when its parent ends (on Linux): a loop LiteRT
+    runs endlessly would outlive it otherwise, the parent alone ever killing a worker.
+    False when the parent ended before the request took effect (the worker was then
+    handed to another parent, and nothing will kill it)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    return os.getppid() == parent
 
 
 def _kept_tensors(Interpreter, resolver_type, content: bytes, inputs: list, budget_bytes: int,
@@ -182,14 +204,55 @@ class WorkerDied(Exception):
     """The worker ended without answering (a native crash of LiteRT)."""
 
 
+class _Launcher:
+    """Starts worker processes on one daemon thread that lives as long as this process.
+    The kernel takes for a process's parent the thread that started it, not its process,
+    and kills a worker when that thread ends (serve): executions and spares start workers
+    on threads that end long before them."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)     # a forked child has no such thread
+
+    def _reset(self) -> None:
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = False
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        """subprocess.Popen(*args, **kwargs), run on the launching thread."""
+        with self._lock:
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="litert-worker-launch", daemon=True).start()
+        answer: queue.SimpleQueue = queue.SimpleQueue()
+        self._requests.put((args, kwargs, answer))
+        process = answer.get()
+        if isinstance(process, BaseException):
+            raise process
+        return process
+
+    def _run(self) -> None:
+        while True:
+            args, kwargs, answer = self._requests.get()
+            try:
+                answer.put(subprocess.Popen(*args, **kwargs))
+            except BaseException as error:     # noqa: B036 - raised in the caller's thread
+                answer.put(error)
+            del args, kwargs, answer        # nothing of a request stays alive in between
+
+
+_LAUNCHER = _Launcher()
+
+
 class Worker:
     """One worker process and the models it holds."""
 
     def __init__(self, resolver: str) -> None:
         self.stderr = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), resolver], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.stderr, close_fds=True)
+        self.process = _LAUNCHER.popen(
+            [sys.executable, os.path.abspath(__file__), resolver, str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, close_fds=True)
         #: the models the worker holds, evicted as the worker evicts them
         self.models: OrderedDict[bytes, None] = OrderedDict()
         self._released = False
@@ -292,4 +355,4 @@ class Worker:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +19,7 @@ import pytest
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("flatbuffers")
 
-from backends.litert import auto, builtin, builtin_ref, table  # noqa: E402
+from backends.litert import auto, builtin, builtin_ref, table, worker  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
                         OptionalTimeoutDuration, OptionalTimePoint, PreparedModelCallback, Priority)
@@ -27,6 +31,7 @@ from hal_client.examples import counter_loop_model, int32_request  # noqa: E402
 from hal_client.paths import END_OF_TIME_NS  # noqa: E402
 
 FACTORIES = {"auto": auto, "builtin": builtin, "builtin_ref": builtin_ref}
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +198,35 @@ def _zombies() -> list[int]:
     return [pid for pid in _children() if state(pid) == "Z"]
 
 
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` ended (gone, or a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` took (user and system); 0 once it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _await(condition, timeout_s: float) -> bool:
+    """Whether ``condition()`` holds within ``timeout_s``, polled."""
+    limit = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > limit:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_endless_loop_ends_at_its_timeout_and_leaks_nothing():
     device = builtin_ref()
     (status, _, _), io = _counter(device, 10, 1_000_000_000)
@@ -211,6 +245,8 @@ def test_endless_loop_ends_at_its_timeout_and_leaks_nothing():
     assert _zombies() == []                     # the killed workers were reaped
     (status, _, _), io = _counter(device, 10, 1_000_000_000)      # a new worker runs it
     assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    # The spares outlived the threads that started them (they die with their parent).
+    assert device.engine.statistics["idle worker died"] == 0
     device.engine.close()
     assert device.engine.workers.alive == 0
 
@@ -237,6 +273,78 @@ def test_a_dead_worker_is_a_runtime_crash():
     assert crash.value.bucket == "operations: ADD, LESS, WHILE"
     oracles.check_runtime_alive(device, counter_loop_model())        # reported once
     device.engine.close()
+
+
+def test_a_worker_dead_while_idle_is_replaced():
+    """A worker killed while idle (by a signal, the OOM killer) is not handed to an
+    execution: another runs it, and the death is counted, no crash of the model."""
+    others = _children()
+    device = builtin_ref()
+    _counter(device, 1, 1_000_000_000)
+    _settled(device)
+    idle = _children() - others
+    assert idle
+    for pid in idle:
+        os.kill(pid, signal.SIGKILL)
+    assert _await(lambda: all(_ended(pid) for pid in idle), 60)
+    (status, _, _), io = _counter(device, 10, 1_000_000_000)
+    assert status == ErrorStatus.NONE and io.output(0, [1])[0] == 10
+    assert device.engine.statistics["idle worker died"] == len(idle)
+    assert device.engine.take_crashes() == []
+    assert not idle & _children()               # the dead workers were reaped
+    device.engine.close()
+
+
+# A process whose device runs a loop that never ends (i = 0; while i < 1: i = i + 0) for
+# the longest loop timeout (15 s): it prints the pid of the one worker it has, which the
+# execution then takes, and blocks in the execution. Its argument: the repository's root.
+ENDLESS_LOOP_CHILD = textwrap.dedent("""
+    import glob, sys
+    sys.path.insert(0, sys.argv[1])
+    from backends.litert import builtin_ref
+    from driver.hal import MeasureTiming, OptionalTimeoutDuration, OptionalTimePoint
+    from hal_client.examples import prepared_on
+    from tests.models import while_counter_model
+    device = builtin_ref()
+    assert device.engine.workers.wait_ready(60)
+    case = while_counter_model(limit=1, start=0, step=0)
+    prepared = prepared_on(device, case.model)
+    worker, = (pid for path in glob.glob("/proc/self/task/*/children") for pid in open(path).read().split())
+    print(worker, flush=True)
+    prepared.executeSynchronously_1_3(case.request(), MeasureTiming.NO, OptionalTimePoint(),
+                                      OptionalTimeoutDuration(nanoseconds=15_000_000_000))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_dies_with_its_parent():
+    """The process running the driver is killed (libFuzzer's -fork parent kills its
+    child; a crash) while its worker runs an endless loop: the worker ends too, instead
+    of spinning for ever, nobody left to kill it."""
+    child = subprocess.Popen([sys.executable, "-c", ENDLESS_LOOP_CHILD, str(REPO_ROOT)],
+                             stdout=subprocess.PIPE, text=True)
+    spinning = None
+    try:
+        spinning = int(child.stdout.readline())
+        spun = _cpu_seconds(spinning)
+        # In the loop: the worker, idle before the execution, keeps taking CPU time.
+        assert _await(lambda: _cpu_seconds(spinning) > spun + 1.0, 120)
+        child.kill()
+        child.wait()
+        assert _await(lambda: _ended(spinning), 30)
+    finally:
+        child.kill()
+        child.wait()
+        if spinning is not None and not _ended(spinning):
+            os.kill(spinning, signal.SIGKILL)     # what the old code left spinning
+
+
+def test_a_worker_whose_parent_ended_before_it_started_exits():
+    """A worker whose parent ended before it asked the kernel to kill it with its parent
+    (it was handed to another parent then: nothing would kill it) exits without serving."""
+    started = subprocess.run([sys.executable, worker.__file__, "BUILTIN_REF", str(os.getppid())],
+                             input=b"", capture_output=True, timeout=120)
+    assert (started.returncode, started.stdout) == (0, b""), started.stderr
 
 
 def test_a_deadline_at_the_end_of_the_clock_is_waited_for():
