@@ -98,15 +98,18 @@ def write_reproducer(case_path: Path, driver: object, reference: object, out: Pa
 
 
 def localised(failure: Any, case: Any, driver: Any, reference: Any) -> Any:
-    """A native crash of LiteRT (a triage Failure of rule runtime-crash) bucketed by the first
-    operation whose run crashes it (backends/litert/reproducer.py, crash_bucket), the case
-    run again; another failure, or a crash whose operation is not found, as it is."""
+    """A finding of LiteRT (a triage Failure) bucketed by the reduced specimen the case
+    gives when run again (backends/litert/reproducer.py, specimen_bucket): a native crash
+    by the first operation whose run crashes LiteRT, a status disagreement by the operation
+    it is about, neither by the execution path (the way the rule broke, ``key``): LiteRT
+    computes alike on every path. A wrong value, or a finding no operation is found for,
+    as it is."""
     from backends.litert import reproducer
-    if failure.rule != RuntimeCrashViolation.rule:
+    if failure.rule != RuntimeCrashViolation.rule and failure.divergence is not None:
         return failure
     found = reproducer.reproduce(driver, reference, case)
-    bucket = reproducer.crash_bucket(found) if found is not None else None
-    return replace(failure, bucket=bucket) if bucket else failure
+    bucket = reproducer.specimen_bucket(found) if found is not None else None
+    return replace(failure, key="", bucket=bucket) if bucket else failure
 
 
 def mark_upstream(stored: Path, driver: Any, reference: Any, failure: Any = None, log=print) -> bool:

@@ -135,8 +135,9 @@ def bucket_key(failure: Failure) -> str:
       (and for another route's or another path's) the type of the operation that
       produced the output. A crash of the runtime behind a driver names the model's
       operation types; triage of a LiteRT driver's names the first operation whose run
-      crashes LiteRT, and how (backends/litert/reproducer.py, crash_bucket). A part added
-      here changes the bucket of every failure that has it.
+      crashes LiteRT, and how, and a status disagreement the operation it is about, its
+      key dropped (backends/litert/reproducer.py, specimen_bucket). A part added here
+      changes the bucket of every failure that has it.
     """
     frames = failure.frames[-SIGNATURE_FRAMES:] if failure.kind == "hang" else failure.frames[:SIGNATURE_FRAMES]
     where = " < ".join(f"{function} ({path})" for path, function in frames)
@@ -521,7 +522,8 @@ Localise = Callable[[bytes, Failure], Failure]
 
 def litert_localiser(driver, reference) -> Localise | None:
     """For a LiteRT driver compared with a reference: a native crash of LiteRT bucketed by
-    the first operation whose run crashes it (scripts/litert_repro.py, localised)."""
+    the first operation whose run crashes it, a status disagreement by the operation it is
+    about (scripts/litert_repro.py, localised)."""
     if reference is None or not litert_repro.is_litert_device(driver):
         return None
     return lambda data, failure: litert_repro.localised(failure, decode(data), driver, reference)

@@ -293,16 +293,26 @@ def death(found: Specimen) -> str:
     return said.group(1) if said else "unknown"
 
 
-def crash_bucket(found: Specimen) -> str | None:
-    """A native crash's bucket: 'crash (signal 11) in SOFTMAX(TENSOR_FLOAT32 ->
-    TENSOR_FLOAT32; zero-sized operand; float) on AUTO': how the worker died, the first
+#: What a status disagreement's bucket says LiteRT did, by the specimen's kind.
+STATUS_DISAGREEMENTS = {"error": "LiteRT fails", "accepts": "LiteRT returns outputs where the reference fails"}
+
+
+def specimen_bucket(found: Specimen) -> str | None:
+    """The bucket of a crash or a status disagreement, by the operation the reduced
+    specimen is about and the kernel set, not by the execution path that met it (LiteRT
+    computes alike on every path): 'crash (signal 11) in SOFTMAX(TENSOR_FLOAT32 ->
+    TENSOR_FLOAT32; zero-sized operand; float) on AUTO' (how the worker died, the first
     operation whose run crashes, by what selects its kernel (fuzz/divergence.py) and the
-    crash's conditions, and the kernel set. None: no operation was found."""
-    if found.kind != "crash" or found.crashing is None:
+    crash's conditions), 'LiteRT fails DEQUANTIZE(...) on AUTO'. None: a wrong value
+    (bucketed by its first diverging operation), or no operation was found."""
+    if found.kind == "crash" and found.crashing is not None:
+        type_, inputs, outputs, _, quantization = selected_kernel(found.model, found.model.main.operations[found.crashing])
+        return (f"crash ({death(found)}) in {kernel_text(type_, inputs, outputs, found.conditions, quantization)} "
+                f"on {found.kernel_set}")
+    operation = culprit(found) if found.kind in STATUS_DISAGREEMENTS else None
+    if operation is None:
         return None
-    type_, inputs, outputs, _, quantization = selected_kernel(found.model, found.model.main.operations[found.crashing])
-    kernel = kernel_text(type_, inputs, outputs, found.conditions, quantization)
-    return f"crash ({death(found)}) in {kernel} on {found.kernel_set}"
+    return f"{STATUS_DISAGREEMENTS[found.kind]}: {kernel_text(*selected_kernel(found.model, operation))} on {found.kernel_set}"
 
 
 #: LiteRT's kernel sets, by their OpResolverType names (backends/litert/__init__.py).
@@ -573,4 +583,4 @@ def is_litert(spec: Optional[str]) -> bool:
     return bool(spec) and spec.partition(":")[0] == __package__
 
 
-__all__ = ["Bundle", "Divergence", "Specimen", "crash_bucket", "divergence_of", "is_litert", "reproduce", "write"]
+__all__ = ["Bundle", "Divergence", "Specimen", "divergence_of", "is_litert", "reproduce", "specimen_bucket", "write"]

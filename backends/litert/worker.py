@@ -110,6 +110,10 @@ def serve(resolver: str, parent: int) -> None:
             answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs, budget_bytes))
         except Exception as error:      # every LiteRT failure is an answer, not an exit
             answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
+            # An interpreter that failed is not run again: its state after a failure is
+            # LiteRT's own (XNNPACK fails a first invoke it then passes), and each
+            # execution of a model must meet the same interpreter.
+            interpreters.pop(digest, None)
         stdout.write(encode_frame(answer))
         stdout.flush()
 
@@ -281,7 +285,10 @@ class Worker:
         """The worker's answer for one run of a loaded model, within the monotonic-ns time
         limit (None: no limit) and the memory budget of its outputs. Raises WorkerTimeout
         (the worker is then dead) or WorkerDied."""
-        return self._exchange((digest, None, inputs, budget_bytes), limit_ns)
+        answer = self._exchange((digest, None, inputs, budget_bytes), limit_ns)
+        if answer[0] != "ok":
+            self.models.pop(digest, None)       # the worker dropped it (see serve)
+        return answer
 
     def kept_tensors(self, content: bytes, inputs: list, budget_bytes: int, tensors: list[int],
                      limit_ns: int | None) -> tuple:

@@ -191,7 +191,7 @@ def test_a_native_crash_is_reduced_to_its_first_crashing_operation(litert, refer
     assert found is not None and found.kind == "crash" and found.origin == "operation 1", found and found.origin
     assert [op.type for op in found.model.main.operations] == [OperationType.GREATER_EQUAL]
     assert [value.tolist() for value in found.inputs] == [[200], [127]]      # the sum, 73 + 0
-    assert reproducer.crash_bucket(found) == COMPARISON_CRASH
+    assert reproducer.specimen_bucket(found) == COMPARISON_CRASH
     bundle = reproducer.write(found, tmp_path, "chain")
     assert bundle.operation == "GREATER_EQUAL" and bundle.facts()["crashes_on"] == list(reproducer.KERNEL_SETS)
     assert bundle.magnitude.endswith("; crashes on every kernel set")
@@ -208,7 +208,7 @@ def test_a_crash_that_needs_the_operations_before_is_their_prefix(litert, refere
     found = reproducer.specimen(litert, reference, prefix, harness.request_values(case),
                                 harness.plain_choices(case), "prefix")
     assert found is not None and found.kind == "crash"
-    assert reproducer.crash_bucket(replace(found, crashing=1)) == COMPARISON_CRASH
+    assert reproducer.specimen_bucket(replace(found, crashing=1)) == COMPARISON_CRASH
 
 
 def test_a_native_crash_reproduces_in_a_child_process(litert, reference, tmp_path):
@@ -240,3 +240,42 @@ def test_a_wrong_float16_chain_is_still_a_finding(planted, reference):
     float32 does not explain."""
     with pytest.raises(ReferenceMismatchViolation):
         run_case(float16_chain(), planted, Oracles(reference, relations=False))
+
+
+def constant_dequantized() -> FuzzCase:
+    """A model that is only a DEQUANTIZE of a constant int8 tensor, without inputs: LiteRT
+    2.3's XNNPACK delegate takes it, then fails to set up."""
+    mb = ModelBuilder()
+    g = mb.main
+    q = g.constant(T.TENSOR_QUANT8_ASYMM_SIGNED, [[-4]], [1, 1], scale=0.1, zero_point=-28)
+    g.outputs(g.apply(OperationType.DEQUANTIZE, [q], T.TENSOR_FLOAT32, [1, 1]))
+    return FuzzCase(mb.build(), make_request([], [out_like(np.float32, [1, 1])]).request)
+
+
+def test_a_status_disagreement_is_bucketed_by_its_operation_whatever_the_path(reference):
+    """LiteRT (XNNPACK) fails what the reference runs: the bucket is the operation and the
+    kernel set; triage's bucket drops the execution path that met it (its key)."""
+    from backends.litert import auto
+    from triage import Failure
+    with running(auto) as xnnpack:
+        found = reproducer.reproduce(xnnpack, reference, constant_dequantized())
+        assert found is not None and found.kind == "error"
+        bucket = "LiteRT fails: DEQUANTIZE(TENSOR_QUANT8_ASYMM_SIGNED -> TENSOR_FLOAT32; signed) on AUTO"
+        assert reproducer.specimen_bucket(found) == bucket
+        sync, burst = (Failure("assertion", "reference-mismatch", "", f"{path} execution vs the reference's: "
+                               "output values", "", bucket="output of DEQUANTIZE") for path in ("SYNC", "BURST"))
+        assert sync.signature != burst.signature
+        merged = [litert_repro.localised(f, constant_dequantized(), xnnpack, reference) for f in (sync, burst)]
+    assert merged[0].signature == merged[1].signature and merged[0].bucket == bucket
+
+
+def test_an_interpreter_that_failed_is_not_run_again(reference):
+    """XNNPACK fails the first invoke of constant_dequantized's interpreter and passes the
+    next: every execution meets a fresh one, and fails alike."""
+    from backends.litert import auto
+    from driver.hal import ErrorStatus
+    case = constant_dequantized()
+    with running(auto) as xnnpack:
+        statuses = [harness.run_on_values(xnnpack, case.model, [], harness.plain_choices(case)).status
+                    for _ in range(3)]
+    assert statuses == [ErrorStatus.GENERAL_FAILURE] * 3
