@@ -332,10 +332,12 @@ class Worker:
             code = self.process.returncode
         self.stderr.seek(0, os.SEEK_END)
         self.stderr.seek(max(0, self.stderr.tell() - 2000))
-        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-5:]
+        # LiteRT's INFO lines (a delegate created) say nothing of the death.
+        said = [line for line in self.stderr.read().decode(errors="replace").strip().splitlines()
+                if not line.startswith("INFO: ")][-5:]
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         self._release()
-        return f"the LiteRT worker died ({how}): " + " | ".join(tail)
+        return f"the LiteRT worker died ({how})" + (": " + " | ".join(said) if said else "")
 
     def close(self) -> None:
         """Kill the worker and reap it."""
