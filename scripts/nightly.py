@@ -36,6 +36,7 @@ Exit status: 0 when there is no new finding, 1 when there is, 2 when the job cou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
@@ -51,6 +52,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Iterator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -308,11 +310,28 @@ def reproduction_order(artifacts: list[Path]) -> list[Path]:
     return [artifact for turn in turns for artifact in turn if artifact is not None]
 
 
+@contextlib.contextmanager
+def localiser(spec: str) -> Iterator[triage.Localise | None]:
+    """For a LiteRT driver compared with a reference, triage's localiser (a crash or a status
+    disagreement of LiteRT bucketed by its operation, as crashes/ names them), its devices
+    closed after; None for another driver, whose device is not made here."""
+    from backends.litert.reproducer import is_litert
+    reference_spec = configured_reference(spec)
+    if reference_spec is None or not is_litert(spec):
+        yield None
+        return
+    driver = make_device(spec)
+    try:
+        yield triage.litert_localiser(driver, make_device(reference_spec))
+    finally:
+        driver.engine.close()
+
+
 def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, known: Path = KNOWN,
                     deadline: float | None = None) -> list[Finding]:
-    """Reproduce each artifact (reproduction_order) into its bucket (triage.bucket_key); minimise
-    and store in ``findings`` one per bucket, unless ``known`` holds an open reproducer of
-    it. A bucket whose reproducers there are all fixed has come back (the fix came undone,
+    """Reproduce each artifact (reproduction_order) into its bucket (triage.bucket_key; for a
+    LiteRT driver, as triage's localiser buckets it: ``localiser``); minimise and store in
+    ``findings`` one per bucket, unless ``known`` holds an open reproducer of it. A bucket whose reproducers there are all fixed has come back (the fix came undone,
     or another bug fails the same way): it is stored beside them as ``<digest>-<n>``,
     status recurred.
 
@@ -325,28 +344,31 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
     results: list[Finding] = []
     seen: set[str] = set()
     try:
-        bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
-        for artifact in reproduction_order(artifacts):
-            try:
-                failure = worker.reproduce(artifact.read_bytes())
-            except triage.OutOfTime:
-                results.append(Finding(artifact.name, "not triaged"))
-                continue
-            if failure is None:
-                results.append(Finding(artifact.name, "not reproduced"))
-            elif (reproducer := open_reproducer(known, failure)) is not None:
-                results.append(Finding(artifact.name, "known", failure, reproducer, failure.digest))
-            else:
-                bugs.setdefault(failure.digest, []).append((artifact, failure))
-        for same_bug in bugs.values():
-            same_bug.sort(key=lambda found: found[0].stat().st_size)
-        worker.deadline = deadline
-        # The most frequent first, a hang or an out-of-memory (costlier to minimise) last.
-        ordered = sorted(bugs.items(), key=lambda bug: (minimised_per_bug(bug[1][0][1]) == 1, -len(bug[1])))
-        for position, (bucket, same_bug) in enumerate(ordered):
-            time_s = left_s(deadline) / (len(ordered) - position) if deadline is not None else None
-            results += minimise_bucket(bucket, same_bug, time_s, worker, spec, findings, known, seen,
-                                       workdir, args)
+        with localiser(spec) as localise:
+            bugs: dict[str, list[tuple[Path, triage.Failure]]] = {}
+            for artifact in reproduction_order(artifacts):
+                try:
+                    failure = worker.reproduce(artifact.read_bytes())
+                except triage.OutOfTime:
+                    results.append(Finding(artifact.name, "not triaged"))
+                    continue
+                if failure is not None and localise is not None:
+                    failure = localise(artifact.read_bytes(), failure)
+                if failure is None:
+                    results.append(Finding(artifact.name, "not reproduced"))
+                elif (reproducer := open_reproducer(known, failure)) is not None:
+                    results.append(Finding(artifact.name, "known", failure, reproducer, failure.digest))
+                else:
+                    bugs.setdefault(failure.digest, []).append((artifact, failure))
+            for same_bug in bugs.values():
+                same_bug.sort(key=lambda found: found[0].stat().st_size)
+            worker.deadline = deadline
+            # The most frequent first, a hang or an out-of-memory (costlier to minimise) last.
+            ordered = sorted(bugs.items(), key=lambda bug: (minimised_per_bug(bug[1][0][1]) == 1, -len(bug[1])))
+            for position, (bucket, same_bug) in enumerate(ordered):
+                time_s = left_s(deadline) / (len(ordered) - position) if deadline is not None else None
+                results += minimise_bucket(bucket, same_bug, time_s, worker, spec, findings, known, seen,
+                                           workdir, args, localise)
     finally:
         worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -357,7 +379,7 @@ def triage_findings(artifacts: list[Path], spec: str, findings: Path, args, know
 
 def minimise_bucket(bucket: str, same_bug: list[tuple[Path, triage.Failure]], time_s: float | None,
                     worker: triage.Worker, spec: str, findings: Path, known: Path, seen: set[str],
-                    workdir: Path, args) -> list[Finding]:
+                    workdir: Path, args, localise: triage.Localise | None = None) -> list[Finding]:
     """Of one bucket's findings (smallest first), minimise the smallest few within ``time_s``
     (None: the per-finding limits alone), store the one that minimised best and count the
     rest as duplicates. With less than MIN_MINIMISATION_S, or when none is minimised in
@@ -399,6 +421,8 @@ def minimise_bucket(bucket: str, same_bug: list[tuple[Path, triage.Failure]], ti
     results += [Finding(Path(result.artifact).name, "duplicate", result.failure, bucket=bucket)
                 for _, result in minimised if result is not best]
     data = triage.shorten_bytes(data, best, worker, spec, libfuzzer_s=libfuzzer_s, workdir=workdir, log=log)
+    if localise is not None:     # minimised, it is bucketed again as crashes/ names it
+        best.failure = localise(data, best.failure)
     stored = store_finding(data, best, spec, findings, known, seen, args)
     stored.bucket = bucket
     return [stored, *results]

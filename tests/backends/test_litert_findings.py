@@ -171,3 +171,24 @@ def test_triage_buckets_a_native_crash_by_its_first_crashing_operation(tmp_path,
     cells = litert_report.row(finding, tmp_path)
     assert cells[1][0].startswith("GREATER_EQUAL(TENSOR_QUANT8_ASYMM[1] scale 1 zp 127")
     assert cells[2][0].endswith("; crashes on every kernel set")
+
+
+def test_the_nightly_knows_a_crash_by_its_first_crashing_operation(tmp_path, monkeypatch):
+    """A crash stored by triage (named by its first crashing operation) is known to the
+    nightly from another model crashing in the same comparison: not stored again."""
+    for name, (before, after) in {"crash-add": (OperationType.ADD, OperationType.LOGICAL_NOT),
+                                  "crash-maximum": (OperationType.MAXIMUM, None)}.items():
+        (tmp_path / name).write_bytes(encode(comparison_between(before, after)))
+    for variable in (DRIVER_ENV, REFERENCE_ENV):
+        monkeypatch.setenv(variable, "")
+    known = tmp_path / "crashes"
+    assert triage.main([str(tmp_path / "crash-add"), "--driver", "backends.litert:builtin_ref",
+                        "--reference", DEFAULT_DRIVER, "--out", str(known), "--libfuzzer-seconds", "0",
+                        "--structural-seconds", "0.001", "--keep"]) == 0
+    monkeypatch.setenv(REFERENCE_ENV, DEFAULT_DRIVER)
+    findings = tmp_path / "findings"
+    findings.mkdir()
+    (result,) = nightly.triage_findings([tmp_path / "crash-maximum"], "backends.litert:builtin_ref", findings,
+                                        nightly.parse_args(["--seconds", "60"]), known=known)
+    assert result.status == "known", result
+    assert result.failure.signature == f"assertion | runtime-crash | {COMPARISON_CRASH}"
