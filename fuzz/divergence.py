@@ -19,12 +19,17 @@ IF's input values) on both drivers, and its first diverging operation, if any, i
 bucket ('ADD(...) in IF'); where none diverges there (the IF computes wrong only in its
 context), or at a WHILE, the bucket is the IF or WHILE. An operand whose reference value
 is NaN or infinite anywhere is not judged, as such an output is not.
+
+A wrong answer whose every diverging operation, run alone on the reference fed the driver's
+own values of its inputs, gives the driver's values (``carried_on``) is no finding: each
+step is within the criteria, and the differences only added up along the chain (a
+convolution summed in another order, its result magnified by an EXP after it).
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -35,6 +40,7 @@ from driver.operands import constant_value
 from driver.operations.registry import lookup
 
 from . import oracles
+from .spec import Run
 
 T = OperandType
 L = OperandLifeTime
@@ -162,11 +168,6 @@ def first_divergence(model: Model, expected: dict[int, np.ndarray], actual: dict
 
 
 # --- a difference carried on --------------------------------------------------------------------
-
-#: ``run(model, inputs)``: the reference's outputs of a model for the given input values
-#: (None when it does not run it successfully).
-Run = Callable[[Model, Sequence[Optional[np.ndarray]]], Optional[Sequence[np.ndarray]]]
-
 
 def one_operation_model(model: Model, operation: Operation,
                         values: Mapping[int, Optional[np.ndarray]]) -> tuple[Model, list]:

@@ -714,7 +714,7 @@ def request_values(case: FuzzCase) -> list[np.ndarray | None]:
     return read_inputs(input_layouts(case.model, frozenset()), request, request_pool_buffers(request))
 
 
-def runner(driver: Any, case: FuzzCase) -> divergence.Run:
+def runner(driver: Any, case: FuzzCase) -> spec.Run:
     """``run(model, inputs)``: the driver's outputs of another model for input values, run
     as ``case`` is (plain_choices); None when it does not run it successfully."""
     def run(model: Model, inputs: Sequence[np.ndarray | None]) -> Sequence[np.ndarray] | None:
