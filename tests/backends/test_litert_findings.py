@@ -150,15 +150,22 @@ def test_triage_isolates_the_first_diverging_operation(tmp_path, monkeypatch):
     assert info["litert"]["description"].startswith("ADD(TENSOR_FLOAT32[2, 3], TENSOR_FLOAT32[2, 3]")
 
 
+def comparison_crashes(folder: Path, monkeypatch) -> None:
+    """Two unminimised artifacts crashing LiteRT in the same comparison, crash-add (after
+    an ADD, before a LOGICAL_NOT) and crash-maximum (after a MAXIMUM), in ``folder``; the
+    drivers left to the command lines."""
+    for name, (before, after) in {"crash-add": (OperationType.ADD, OperationType.LOGICAL_NOT),
+                                  "crash-maximum": (OperationType.MAXIMUM, None)}.items():
+        (folder / name).write_bytes(encode(comparison_between(before, after)))
+    for variable in (DRIVER_ENV, REFERENCE_ENV):
+        monkeypatch.setenv(variable, "")
+
+
 def test_triage_buckets_a_native_crash_by_its_first_crashing_operation(tmp_path, monkeypatch):
     """Two unminimised crashes in the same comparison, one after an ADD and before a
     LOGICAL_NOT, the other after a MAXIMUM: one bucket, named by the comparison, and the
     report's row names it too."""
-    for name, (before, after) in {"crash-add": (OperationType.ADD, OperationType.LOGICAL_NOT),
-                                  "crash-maximum": (OperationType.MAXIMUM, None)}.items():
-        (tmp_path / name).write_bytes(encode(comparison_between(before, after)))
-    for variable in (DRIVER_ENV, REFERENCE_ENV):
-        monkeypatch.setenv(variable, "")
+    comparison_crashes(tmp_path, monkeypatch)
     out = tmp_path / "out"
     assert triage.main([str(tmp_path / "crash-add"), str(tmp_path / "crash-maximum"),
                         "--driver", "backends.litert:builtin_ref", "--reference", DEFAULT_DRIVER,
@@ -176,11 +183,7 @@ def test_triage_buckets_a_native_crash_by_its_first_crashing_operation(tmp_path,
 def test_the_nightly_knows_a_crash_by_its_first_crashing_operation(tmp_path, monkeypatch):
     """A crash stored by triage (named by its first crashing operation) is known to the
     nightly from another model crashing in the same comparison: not stored again."""
-    for name, (before, after) in {"crash-add": (OperationType.ADD, OperationType.LOGICAL_NOT),
-                                  "crash-maximum": (OperationType.MAXIMUM, None)}.items():
-        (tmp_path / name).write_bytes(encode(comparison_between(before, after)))
-    for variable in (DRIVER_ENV, REFERENCE_ENV):
-        monkeypatch.setenv(variable, "")
+    comparison_crashes(tmp_path, monkeypatch)
     known = tmp_path / "crashes"
     assert triage.main([str(tmp_path / "crash-add"), "--driver", "backends.litert:builtin_ref",
                         "--reference", DEFAULT_DRIVER, "--out", str(known), "--libfuzzer-seconds", "0",
