@@ -8,10 +8,10 @@ writes it when triage stores a LiteRT finding): the operation and its operands, 
 the discrepancy (the worst element's absolute and relative difference, or the crash or the
 status), the semantics it breaks with the documentation cited (fuzz/spec.py, CITATIONS),
 its class (LiteRT bug, converter bug (fixed), reference bug (fixed), spec ambiguity
-(documented)) and cause as a reviewer found them (the sidecar's "class" and "cause"), the standalone reproducer and how many findings fell in the bucket. Then
-the table of the documented ambiguities, which the oracle filters from findings
-(fuzz/spec.py, AMBIGUITIES). scripts/nightly.py writes the same report of a night's
-findings.
+(documented)) and cause as a reviewer found them (the sidecar's "class" and "cause"), the
+standalone reproducer and how many findings fell in the bucket. Then the table of the
+documented ambiguities, which the oracle filters from findings (fuzz/spec.py, AMBIGUITIES).
+scripts/nightly.py writes the same report of a night's findings.
 
 Writes OUT/findings.md and OUT/findings.html.
 """
