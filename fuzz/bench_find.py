@@ -682,6 +682,13 @@ def comparison_lines(changes: list[Change]) -> list[str]:
     return lines
 
 
+def write_comparison(lines: list[str], other: Path, out_dir: Path) -> None:
+    """comparison.md beside the report, for a reader who has only the report's directory
+    (the weekly workflow's step summary)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "comparison.md").write_text("\n".join([f"## Against {other}", "", "```", *lines, "```", ""]))
+
+
 # --- the command --------------------------------------------------------------------------------
 
 def names(value: str, known: dict, what: str) -> list:
@@ -746,8 +753,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(["", "Targets of the default configuration:", *target_lines(report)]))
     print(f"\nReport: {args.out / 'report.md'}, {args.out / 'report.html'}, {args.out / 'report.json'}")
     if args.compare:
-        print("\n".join(["", f"Against {args.compare}:",
-                         *comparison_lines(compare(report, json.loads(args.compare.read_text())))]))
+        lines = comparison_lines(compare(report, json.loads(args.compare.read_text())))
+        print("\n".join(["", f"Against {args.compare}:", *lines]))
+        write_comparison(lines, args.compare, args.out)
     missed = [f"{r['configuration']} {r['bug']} seed {r['seed']}" for r in report["runs"]
               if not (found_within(r, report["settings"]["seconds"]) and r["expected_rule"])]
     if args.require_found and missed:

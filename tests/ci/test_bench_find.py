@@ -219,6 +219,8 @@ def test_compare_from_the_command_line(tmp_path, capsys):
                             "--out", str(tmp_path / "out"), "--no-picture"]) == 0
     out = capsys.readouterr().out
     assert "faster, beyond run-to-run spread" in out and "slower, within run-to-run spread" in out
+    kept = (tmp_path / "out" / "comparison.md").read_text()
+    assert str(before) in kept and "faster, beyond run-to-run spread" in kept
 
 
 def test_configurations_are_the_ablations():

@@ -25,7 +25,7 @@ def tool(name: str) -> str:
 
 def test_the_workflows_are_there():
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "fuzz.yml", "cflite_pr.yml", "cflite_batch.yml",
-                                           "cflite_cron.yml"}
+                                           "cflite_cron.yml", "bench.yml"}
 
 
 def test_actionlint():
