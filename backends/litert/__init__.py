@@ -15,6 +15,7 @@ from driver import SampleDriver
 
 from . import table
 from .engine import LiteRTEngine
+from .worker import KERNEL_SETS
 
 
 #: How long a factory waits for its first worker to start.
@@ -22,23 +23,26 @@ STARTUP_WAIT_S = 60
 
 
 def device(resolver: str, mapping=table) -> SampleDriver:
-    """The device of a kernel set (an OpResolverType name), lowering by ``mapping`` (the
-    table), once a worker is ready: starting one is not part of any execution."""
+    """The device of a kernel set (an OpResolverType name, one of KERNEL_SETS), lowering by
+    ``mapping`` (the table), once a worker is ready: starting one is not part of any
+    execution."""
+    if resolver not in KERNEL_SETS.values():
+        raise ValueError(f"no LiteRT kernel set {resolver!r}; known: {', '.join(KERNEL_SETS.values())}")
     engine = LiteRTEngine(resolver, mapping)
     engine.workers.wait_ready(STARTUP_WAIT_S)
     return SampleDriver(name=f"litert-{resolver.lower().replace('_', '-')}", engine=engine)
 
 
 def auto() -> SampleDriver:
-    return device("AUTO")
+    return device(KERNEL_SETS["auto"])
 
 
 def builtin() -> SampleDriver:
-    return device("BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    return device(KERNEL_SETS["builtin"])
 
 
 def builtin_ref() -> SampleDriver:
-    return device("BUILTIN_REF")
+    return device(KERNEL_SETS["builtin_ref"])
 
 
-__all__ = ["auto", "builtin", "builtin_ref", "device", "LiteRTEngine"]
+__all__ = ["auto", "builtin", "builtin_ref", "device", "KERNEL_SETS", "LiteRTEngine"]

@@ -45,6 +45,7 @@ from hal_client.accuracy import tolerance_for
 
 from . import standalone
 from .engine import UNBOUNDED_LIMIT_NS
+from . import worker
 from .worker import Worker, WorkerDied, WorkerTimeout
 
 #: What a standalone reproducer folder holds besides its script.
@@ -315,8 +316,8 @@ def specimen_bucket(found: Specimen) -> str | None:
     return f"{STATUS_DISAGREEMENTS[found.kind]}: {kernel_text(*selected_kernel(found.model, operation))} on {found.kernel_set}"
 
 
-#: LiteRT's kernel sets, by their OpResolverType names (backends/litert/__init__.py).
-KERNEL_SETS = ("AUTO", "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
+#: LiteRT's kernel sets, by their OpResolverType names.
+KERNEL_SETS = tuple(worker.KERNEL_SETS.values())
 #: What the outputs of such a run may take.
 CRASH_RUN_BUDGET_BYTES = 1 << 30
 

@@ -39,6 +39,7 @@ from driver.operations._spatial import PaddingScheme, implicit_padding
 from driver.operations.registry import OperationContext, lookup
 
 from .convert import TENSOR_TYPE, OpLowering, Unsupported, options
+from .worker import KERNEL_SETS
 
 B, O = S.BuiltinOperator, S
 
@@ -80,8 +81,7 @@ class Entry:
     #: a one-element result is [1] in the HAL and a scalar in LiteRT
     rank_one: bool = False
     #: the kernel sets (OpResolverType names) that have the builtin
-    kernel_sets: frozenset = frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-                                        "BUILTIN_REF"})
+    kernel_sets: frozenset = frozenset(KERNEL_SETS.values())
     #: the parameters it expresses whatever value validation lets them take: these may be
     #: runtime scalars (see the module docstring)
     any_value: Positions = at()
@@ -587,8 +587,9 @@ TABLE: dict[OP, Entry] = {
     OP.RELU6: Entry(B.RELU6, F | Q),
     OP.LOGISTIC: Entry(B.LOGISTIC, F | Q),
     OP.TANH: Entry(B.TANH, F | Q),
+    # BUILTIN_REF registers no ELU kernel
     OP.ELU: Entry(B.ELU, F, (0,), (1,), accepts=lambda ctx, shapes: ctx.scalar(1) == 1.0,
-                  kernel_sets=frozenset({"AUTO", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"})),
+                  kernel_sets=frozenset(KERNEL_SETS.values()) - {"BUILTIN_REF"}),
     OP.HARD_SWISH: Entry(B.HARD_SWISH, F | Q),
     OP.SOFTMAX: Entry(B.SOFTMAX, F | Q, (0,), (1, 2), accepts=axis_known(2), lower=on_last_axis(
         B.SOFTMAX, 2, lambda op: options(O.SoftmaxOptionsT, beta=op.scalar(1))), any_value=at(1, 2)),

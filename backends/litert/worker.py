@@ -68,6 +68,12 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 # --- the worker ------------------------------------------------------------------------
 
+#: LiteRT's kernel sets under test, by the name of their driver factory
+#: (backends/litert/__init__.py): OpResolverType names. Not BUILTIN: LiteRT applies the
+#: XNNPACK delegate under it too, which makes it AUTO again.
+KERNEL_SETS = {"auto": "AUTO", "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "builtin_ref": "BUILTIN_REF"}
+
+
 def serve(resolver: str, parent: int) -> None:
     """Answer run requests on stdin until it closes; ``parent`` is the pid of the process
     that started the worker."""

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("flatbuffers")
 
+import backends.litert as litert  # noqa: E402
 from backends.litert import auto, builtin, builtin_ref, table, worker  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming,  # noqa: E402
@@ -129,6 +130,13 @@ def test_supported_operations_follow_the_table(device):
         assert supported == expected, name
         if seed.operation not in table.TABLE:
             assert supported == [False], name
+
+
+def test_a_kernel_set_is_one_of_those_under_test():
+    """A name LiteRT knows but the table does not (BUILTIN) would refuse every operation."""
+    with pytest.raises(ValueError, match="no LiteRT kernel set 'BUILTIN'"):
+        litert.device("BUILTIN")
+    assert set(table.TABLE[OperationType.ADD].kernel_sets) == set(litert.KERNEL_SETS.values())
 
 
 def test_unsupported_operation_is_not_prepared(device):
