@@ -126,6 +126,8 @@ SUITE: tuple[Bug, ...] = (
     Bug("FreedTokenKept", rules(oracles.InvalidTokenAcceptedViolation)),
     Bug("SharedBetweenPreparations", rules(oracles.InvalidTokenAcceptedViolation)),
     Bug("CacheUnchecked", rules(oracles.CorruptedCacheAcceptedViolation)),
+    Bug("BufferExtentUnchecked", rules(oracles.InvalidRequestAcceptedViolation)),
+    Bug("BufferArgumentsRefused", rules(oracles.BuffersDifferViolation)),
 )
 BUGS = {bug.name: bug for bug in SUITE}
 

@@ -37,8 +37,9 @@ so that it keeps its id while its line does. A survivor's class comes from --cla
 (``benchmarks/mutants-classified.json``: ``{"<id>": {"class": ..., "why": ...}}``),
 written by hand and kept across runs: ``equivalent`` (no input tells it from the
 original), ``unreachable`` (no input the decoder makes reaches the change),
-``missing-oracle`` (reached and wrong, but no rule sees it); any other survivor is
-``unclassified``. An area's score is the share of its mutants the fuzzer killed, leaving
+``missing-oracle`` (reached and wrong, but no rule sees it), ``rare`` (inputs the decoder
+makes reach it and a rule sees it, but none came within the time: a longer run of it alone,
+``--only ID -t S``, kills it); any other survivor is ``unclassified``. An area's score is the share of its mutants the fuzzer killed, leaving
 out the equivalent ones and those killed by start-up. ``--from-json`` writes an earlier
 report again, with the classification as it is now.
 
@@ -77,7 +78,7 @@ OPERATIONS = "operations"
 TARGETS = {"validation": 0.60, "executor": 0.60, "operations": 0.50}
 CLASSIFIED = REPO_ROOT / "benchmarks" / "mutants-classified.json"
 #: What a survivor may be classified as; any other survivor is UNCLASSIFIED.
-CLASSES = ("equivalent", "unreachable", "missing-oracle")
+CLASSES = ("equivalent", "unreachable", "missing-oracle", "rare")
 UNCLASSIFIED = "unclassified"
 EQUIVALENT = "equivalent"
 KILLED, STARTUP, SURVIVED = "killed", "killed-by-startup", "survived"
@@ -422,6 +423,7 @@ class AreaSummary:
     equivalent: int
     unreachable: int
     missing_oracle: int
+    rare: int
     unclassified: int
     scored: int                  # non-equivalent mutants that reached the fuzzer
     score: float | None          # killed / scored
@@ -443,7 +445,7 @@ def summarise(results: list[dict]) -> list[AreaSummary]:
         times = sorted(r["seconds"] for r in of if r["verdict"] == KILLED)
         summaries.append(AreaSummary(
             area, len(of), count[KILLED], count[STARTUP], count[SURVIVED], classes[EQUIVALENT],
-            classes["unreachable"], classes["missing-oracle"], classes[UNCLASSIFIED], scored,
+            classes["unreachable"], classes["missing-oracle"], classes["rare"], classes[UNCLASSIFIED], scored,
             None if score is None else round(score, 4), wilson(count[KILLED], scored), TARGETS[area],
             None if score is None else score >= TARGETS[area],
             times[len(times) // 2] if times else None))
@@ -500,7 +502,7 @@ def settings_lines(report: dict) -> list[str]:
 
 
 SUMMARY_COLUMNS = ["area", "mutants (of)", "killed", "killed by start-up", "survived", "equivalent", "unreachable",
-                   "missing oracle", "unclassified", "score", "95 % interval", "target", "met",
+                   "missing oracle", "rare", "unclassified", "score", "95 % interval", "target", "met",
                    "median s to kill"]
 
 
@@ -509,7 +511,7 @@ def summary_row(s: dict, population: dict) -> list[str]:
     of = population[s["area"]]["mutants"]
     return [s["area"], f"{s['mutants']} ({'-' if of is None else f'{of:,}'})", str(s["killed"]),
             str(s["killed_by_startup"]), str(s["survived"]), str(s["equivalent"]), str(s["unreachable"]),
-            str(s["missing_oracle"]), str(s["unclassified"]), percent(s["score"]),
+            str(s["missing_oracle"]), str(s["rare"]), str(s["unclassified"]), percent(s["score"]),
             "-" if interval is None else f"{percent(interval[0])}-{percent(interval[1])}",
             f">= {percent(s['target'])}", met_text(s["met"]),
             bench_find.seconds_text(s["median_seconds_to_kill"])]
@@ -582,6 +584,14 @@ def new_report(snapshot: Snapshot, rev: str, args: argparse.Namespace, populatio
 
 # --- the command ------------------------------------------------------------------------------
 
+def only(chosen: list, ids: list[str]) -> list:
+    """The mutants of the sample ``chosen`` with these ids."""
+    unknown = set(ids) - {mutant.id for mutant, _ in chosen}
+    if unknown:
+        raise SystemExit(f"no mutant {', '.join(sorted(unknown))} in the sample (same -n, --seed, --rev?)")
+    return [(mutant, text) for mutant, text in chosen if mutant.id in ids]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -593,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operation-files", type=int, default=8, help="modules of driver/operations/ drawn")
     parser.add_argument("--rev", default="HEAD", help="the commit whose driver is mutated (and is the reference)")
     parser.add_argument("--classified", type=Path, default=CLASSIFIED, help="the classes of survivors, by mutant id")
+    parser.add_argument("--only", help="comma-separated mutant ids: run only these of the sample (a survivor "
+                                       "again, for longer)")
     parser.add_argument("--no-control", action="store_true", help="no run of the unmutated copy first")
     parser.add_argument("--keep-copies", action="store_true", help="keep each mutant's scratch copy")
     parser.add_argument("--fake-kill", action="store_true",
@@ -611,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         snapshot = Snapshot.at(args.rev)
         chosen, population = sample(snapshot, args.mutants, args.seed, args.operation_files)
+        if args.only:
+            chosen = only(chosen, args.only.split(","))
         report = new_report(snapshot, args.rev, args, population)
         print(f"{len(chosen)} mutants of {snapshot.commit[:12]}: "
               + ", ".join(f"{area} {sum(m.area == area for m, _ in chosen)} of {population[area]['mutants'] or 0:,}"

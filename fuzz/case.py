@@ -46,6 +46,7 @@ class Relation(enum.IntEnum):
     CACHE_FORGED = 16            # ... a string of the model in them rewritten, and resealed
     POOL_SHRUNK = 17             # a request pool cut short (ftruncate) before the execution
     POOL_AS_CACHE = 18           # the request pools given as cache files, then the execution
+    BUFFER_WITH_LENGTH = 19      # every argument in a buffer of its own, one given a length
 
 
 #: The relations whose case says where they change a cache file (``ExecutionChoices.corruption``).

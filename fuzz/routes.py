@@ -7,9 +7,10 @@ skipped, never judged: a driver need offer neither memory domains nor caching (a
 may answer GENERAL_FAILURE, getNumberOfCacheFilesNeeded NONE, 0 and 0).
 
 Most routes must compute what the case computed (``expects`` None): their outputs are
-compared like a metamorphic relation's (fuzz/oracles.py, check_same_outputs). A route
-whose request names buffers by tokens the execution may not use expects its execution to
-fail with INVALID_ARGUMENT instead.
+compared like a metamorphic relation's (fuzz/oracles.py, check_same_outputs), and one whose
+request is as valid as the case's (``valid_request``) may not have it refused with
+INVALID_ARGUMENT. A route whose request names buffers by tokens the execution may not use,
+or in a way the HAL forbids, expects its execution to fail with INVALID_ARGUMENT instead.
 
 The cache routes also corrupt the files between the two preparations: a corrupted cache
 may be refused, or even loaded, but a model prepared from it must compute what the
@@ -41,7 +42,7 @@ from hal_client.paths import ExecutionPath, HalClient
 from . import relations
 from .case import FuzzCase, Relation
 from .oracles import (BuffersDifferViolation, CacheDiffersViolation,
-                      CorruptedCacheAcceptedViolation, ExecutionResult,
+                      CorruptedCacheAcceptedViolation, ExecutionResult, InvalidRequestAcceptedViolation,
                       InvalidTokenAcceptedViolation, check_expected_status, check_same_outputs)
 
 #: The token the cache routes prepare with (any 32 bytes name the cache).
@@ -71,6 +72,9 @@ class Route:
     Violation: type[OracleViolation]
     #: The status the route's execution must give; None: the case's outputs.
     expects: ErrorStatus | None = None
+    #: True: the route's request is valid wherever the case's is, so INVALID_ARGUMENT for
+    #: it is a violation (any other failure says nothing: buffers may run a driver short).
+    valid_request: bool = False
     uses_cache: bool = False
     #: False: the route's request is not the case's (the client broke it), so only the
     #: contract checks of its execution judge it; its outputs are not compared.
@@ -103,6 +107,9 @@ def judge(route: Route, run: RouteRun, expected: ExecutionResult) -> int | None:
         check_expected_status(result.status, route.expects, route.Violation, what)
         return 0
     if result.status != ErrorStatus.NONE:
+        if route.valid_request and result.status == ErrorStatus.INVALID_ARGUMENT:
+            raise route.Violation(f"{what}: INVALID_ARGUMENT for a valid request, which ran on "
+                                  f"{expected.path.name} with plain pools", key=f"{what}: INVALID_ARGUMENT")
         return 0
     return check_same_outputs(expected, result, run.case.model, run.request, route.Violation,
                               f"{what} vs {expected.path.name}")
@@ -157,7 +164,7 @@ def buffered(run: RouteRun, prepared: Any) -> BufferedRequest | None:
     return BufferedRequest(Request(inputs, outputs, pools), buffers)
 
 
-@route(Relation.THROUGH_BUFFERS, BuffersDifferViolation)
+@route(Relation.THROUGH_BUFFERS, BuffersDifferViolation, valid_request=True)
 def through_buffers(run: RouteRun) -> ExecutionResult | None:
     """Every argument with a value in a buffer of its own: inputs copied in with copyFrom,
     outputs read with copyTo (sized by the shapes the execution reports)."""
@@ -198,6 +205,23 @@ def other_models_buffer(run: RouteRun) -> ExecutionResult | None:
                                           choices.priority, OptionalTimePoint())
     through = buffered(run, other) if status == ErrorStatus.NONE else None
     return None if through is None else run.execute(run.prepared, through.request)
+
+
+@route(Relation.BUFFER_WITH_LENGTH, InvalidRequestAcceptedViolation, expects=ErrorStatus.INVALID_ARGUMENT)
+def buffer_with_length(run: RouteRun) -> ExecutionResult | None:
+    """The buffered request, its first argument's location given the length of the value it
+    had in its pool, as a client forgetting whose memory it names might: a driver-managed
+    buffer's must have offset and length 0 (the HAL)."""
+    through = buffered(run, run.prepared)
+    if through is None:
+        return None
+    request = through.request
+    arguments = request.inputs + request.outputs
+    k = next(k for k, argument in enumerate(arguments) if not argument.hasNoValue)
+    length = max(1, (run.request.inputs + run.request.outputs)[k].location.length)
+    arguments[k] = replace(arguments[k], location=replace(arguments[k].location, length=length))
+    n = len(request.inputs)
+    return run.execute(run.prepared, Request(arguments[:n], arguments[n:], request.pools))
 
 
 # --- compilation caching ------------------------------------------------------------------------

@@ -91,7 +91,8 @@ class InsufficientSizeViolation(OracleViolation):
 
 
 class TimingViolation(OracleViolation):
-    """Timing reported when it must not be, or a device time above the driver time."""
+    """Timing reported when it must not be, a device time above the driver time, or a
+    duration longer than the call the client timed."""
     rule = "timing"
 
 
@@ -313,8 +314,17 @@ def check_sufficiency(status: ErrorStatus, shapes: Any, request: Request, model:
             f"reported shape", key=f"{what}: nothing short")
 
 
-def check_timing(status: ErrorStatus, timing: Any, measure: MeasureTiming, what: str) -> None:
-    """UINT64_MAX unless measured and NONE; the device time is part of the driver time."""
+#: How much longer than the client timed a call a reported duration may be: the two
+#: clocks' reading granularity. A driver reporting nanoseconds where the HAL says
+#: microseconds is off by a thousandfold.
+TIMING_SLACK_US = 1000
+
+
+def check_timing(status: ErrorStatus, timing: Any, measure: MeasureTiming, what: str,
+                 elapsed_ns: int | None = None) -> None:
+    """UINT64_MAX unless measured and NONE; the device time is part of the driver time;
+    each duration (microseconds) within ``elapsed_ns``, the client's time from the call to
+    its result, when given."""
     if not isinstance(timing, Timing):
         raise MalformedResultViolation(f"{what} returned timing {timing!r}, not a Timing",
                                        key=f"{what}: timing type")
@@ -329,3 +339,7 @@ def check_timing(status: ErrorStatus, timing: Any, measure: MeasureTiming, what:
             and timing.timeInDriver < timing.timeOnDevice):
         raise TimingViolation(f"{what} reported timeInDriver {timing.timeInDriver} < "
                               f"timeOnDevice {timing.timeOnDevice}", key=f"{what}: driver < device")
+    longest = max((t for t in (timing.timeOnDevice, timing.timeInDriver) if t != UINT64_MAX), default=None)
+    if elapsed_ns is not None and longest is not None and longest > elapsed_ns // 1000 + TIMING_SLACK_US:
+        raise TimingViolation(f"{what} reported {timing}: {longest} us, longer than the "
+                              f"{elapsed_ns // 1000} us the call took", key=f"{what}: longer than the call")

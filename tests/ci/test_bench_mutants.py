@@ -8,7 +8,7 @@ import io
 import json
 import tarfile
 import textwrap
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -156,18 +156,21 @@ def synthetic_report() -> dict:
 def test_the_score_leaves_out_equivalent_mutants_and_start_up_kills():
     classified = {"v5": {"class": "equivalent", "why": "the same value either way"},
                   "e1": {"class": "missing-oracle", "why": "no rule compares it"},
+                  "v6": {"class": "rare", "why": "killed in a longer run"},
                   "v1": {"class": "unreachable", "why": "killed since"}}
     full = bench_mutants.with_classes(synthetic_report(), classified)
     by_area = {s["area"]: s for s in full["summaries"]}
     validation = by_area["validation"]
     assert (validation["killed"], validation["killed_by_startup"], validation["survived"]) == (3, 1, 2)
-    assert (validation["equivalent"], validation["unclassified"], validation["scored"]) == (1, 1, 4)
+    assert (validation["equivalent"], validation["rare"], validation["scored"]) == (1, 1, 4)
     assert validation["score"] == 0.75 and validation["met"] and validation["median_seconds_to_kill"] == 8.0
     assert by_area["executor"]["score"] == 0.5 and not by_area["executor"]["met"]
     assert by_area["executor"]["missing_oracle"] == 1
     assert by_area["operations"]["score"] == 0.0 and not by_area["operations"]["met"]
     assert full["stale_classes"] == ["v1"]
-    assert {r["id"]: r["class"] for r in full["mutants"]}["v6"] == "unclassified"
+    assert {r["id"]: r["class"] for r in full["mutants"]}["v6"] == "rare"
+    unclassified = bench_mutants.with_classes(synthetic_report(), {})
+    assert {r["id"]: r["class"] for r in unclassified["mutants"]}["v6"] == "unclassified"
 
 
 def test_wilson_interval():
@@ -194,7 +197,7 @@ def test_the_report_lists_kills_and_survivors_with_their_diff_and_class(tmp_path
     assert bench_mutants.main(["--from-json", str(tmp_path / "report.json"), "--out", str(out),
                                "--classified", str(classified)]) == 0
     markdown = (out / "report.md").read_text()
-    assert "| validation | 6 (50) | 3 | 1 | 2 | 1 | 0 | 0 | 1 | 75 % |" in markdown
+    assert "| validation | 6 (50) | 3 | 1 | 2 | 1 | 0 | 0 | 0 | 1 | 75 % |" in markdown
     assert "validation: 3 of 4 non-equivalent mutants killed (75 %); target >= 60 %: met" in markdown
     assert "executor: 1 of 2 non-equivalent mutants killed (50 %); target >= 60 %: **not met**" in markdown
     assert "| v1 | validation | `driver/validation/rules.py:7` | core/AddNot | 4.0 | 24.0 | 400 | reference-mismatch |" \
@@ -213,3 +216,10 @@ def test_the_report_lists_kills_and_survivors_with_their_diff_and_class(tmp_path
 def test_the_classification_kept_in_the_repository_is_well_formed():
     classified = bench_mutants.load_classified(bench_mutants.CLASSIFIED)
     assert all(entry.get("why") for entry in classified.values())
+
+
+def test_only_keeps_the_named_mutants_of_the_sample():
+    chosen = [(SimpleNamespace(id=name), "") for name in ("a", "b", "c")]
+    assert [mutant.id for mutant, _ in bench_mutants.only(chosen, ["c", "a"])] == ["a", "c"]
+    with pytest.raises(SystemExit, match="no mutant z in the sample"):
+        bench_mutants.only(chosen, ["z"])

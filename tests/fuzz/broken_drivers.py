@@ -38,7 +38,9 @@ fuzz/routes.py reach (DOMAIN_RULES; tests/fuzz/test_routes.py): ``CopyToZeroes``
 hands out zeros; ``FreedTokenKept``: a buffer stays alive, its token valid, after the client
 dropped its IBuffer; ``SharedBetweenPreparations``: a buffer allocated for one preparation
 of a model serves another; ``CacheUnchecked``: prepareModelFromCache_1_3 loads the cache
-files without checking them. ``NoDomainsNoCache`` offers neither, which is legal.
+files without checking them; ``BufferExtentUnchecked``: a buffer's argument may have an
+offset and a length; ``BufferArgumentsRefused``: every request naming a buffer is refused.
+``NoDomainsNoCache`` offers neither, which is legal.
 
 The corpus has loop bodies of at most five operations, no loop prepared with high priority,
 SPLIT only in models that are not run fenced, no SQRT outside main, no LESS_EQUAL loop
@@ -827,6 +829,43 @@ class CacheUnchecked(DeviceWrapper):
                                      deadline, [], [], token, callback)
 
 
+#: The format string of driver/validation/request.py's check of a driver-managed buffer's
+#: argument.
+BUFFER_EXTENT_CHECK = "{}: offset {} and length {} in a driver-managed buffer, where both must be 0"
+
+
+class BufferExtentUnchecked(_RequestCheckDropped):
+    """A driver-managed buffer's argument may have an offset and a length (the HAL wants
+    both 0): the driver runs from the whole buffer."""
+    dropped = BUFFER_EXTENT_CHECK
+
+
+@contextlib.contextmanager
+def _request_check_failing(message: str) -> Iterator[None]:
+    """The bundled driver's request validation with its check of ``message`` failing
+    wherever it runs, for the block (the memo emptied on the way out, as above)."""
+    def check(condition: object, form: str, *args: object) -> None:
+        errors.check(condition and form != message, form, *args)
+    request_validation.check = check
+    try:
+        yield
+    finally:
+        request_validation.check = errors.check
+        VALID_PARTS.clear()
+
+
+class _BufferArgumentsRefusedModel(_PreparedModelWithin):
+    @staticmethod
+    def within() -> contextlib.AbstractContextManager:
+        return _request_check_failing(BUFFER_EXTENT_CHECK)
+
+
+class BufferArgumentsRefused(DeviceWrapper):
+    """Allocates buffers, then refuses every request naming one with INVALID_ARGUMENT, as
+    a driver whose check of a buffer's argument is the wrong way round."""
+    prepared_model_class = _BufferArgumentsRefusedModel
+
+
 class NoDomainsNoCache(DeviceWrapper):
     """A legal driver offering neither memory domains nor compilation caching."""
 
@@ -843,4 +882,6 @@ DOMAIN_RULES = {
     "FreedTokenKept": oracles.InvalidTokenAcceptedViolation,
     "CacheUnchecked": oracles.CorruptedCacheAcceptedViolation,
     "SharedBetweenPreparations": oracles.InvalidTokenAcceptedViolation,
+    "BufferExtentUnchecked": oracles.InvalidRequestAcceptedViolation,
+    "BufferArgumentsRefused": oracles.BuffersDifferViolation,
 }

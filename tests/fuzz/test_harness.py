@@ -163,6 +163,12 @@ def unrequested_timing(inner, *args):
     return status, shapes, Timing(1, 2)
 
 
+def timing_in_nanoseconds(inner, *args):
+    """Durations in nanoseconds, where the HAL says microseconds."""
+    status, shapes, timing = inner.executeSynchronously_1_3(*args)
+    return status, shapes, Timing(timing.timeOnDevice * 1000, timing.timeInDriver * 1000)
+
+
 def not_a_status(inner, *args):
     status, shapes, timing = inner.executeSynchronously_1_3(*args)
     return "fine", shapes, timing
@@ -217,6 +223,9 @@ BROKEN = [
      lambda: make_case(models.add_model()), contract.InsufficientSizeViolation, "every output buffer holds"),
     ("timing not requested", lambda: prepared_model_breaking(unrequested_timing),
      lambda: make_case(models.add_model()), contract.TimingViolation, "not requested"),
+    ("timing in nanoseconds", lambda: prepared_model_breaking(timing_in_nanoseconds),
+     lambda: make_case(models.fibonacci_while_model(), measureTiming=MeasureTiming.YES), contract.TimingViolation,
+     "us, longer than the .* us the call took"),
     ("status of the wrong type", lambda: prepared_model_breaking(not_a_status),
      lambda: make_case(models.add_model()), contract.MalformedResultViolation, "'fine', not an ErrorStatus"),
     ("fenced without callback", FencedWithoutCallback,

@@ -198,6 +198,19 @@ def test_timing_rules():
         contract.check_timing(NONE, None, MeasureTiming.NO, "x")
 
 
+def test_a_duration_longer_than_the_call_is_a_timing_violation():
+    """Microseconds, within the client's time of the call and the clocks' slack: a driver
+    reporting nanoseconds is a thousandfold over."""
+    call_ns = 2_000_000
+    contract.check_timing(NONE, Timing(1_500, 2_000), MeasureTiming.YES, "x", call_ns)
+    contract.check_timing(NONE, Timing(UINT64_MAX, 2_000 + contract.TIMING_SLACK_US), MeasureTiming.YES, "x",
+                          call_ns)
+    with pytest.raises(contract.TimingViolation, match="longer than the 2000 us the call took"):
+        contract.check_timing(NONE, Timing(1_500, call_ns), MeasureTiming.YES, "x", call_ns)
+    with pytest.raises(contract.TimingViolation, match="2000000 us, longer than the 2000 us"):
+        contract.check_timing(NONE, Timing(call_ns, UINT64_MAX), MeasureTiming.YES, "x", call_ns)
+
+
 # --- determinism --------------------------------------------------------------------------
 
 def result(path, status=NONE, shapes=([2, 2],), outputs=(b"\0" * 16,)) -> ExecutionResult:

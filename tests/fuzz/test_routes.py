@@ -23,7 +23,8 @@ from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
 #: routes on, no reference) that finds each DOMAIN_RULES driver's bug (each seed does, the
 #: first within 200 inputs); the walks depend on the corpus.
 FUZZED = {"CopyToZeroes": ((3, 2), 3000), "FreedTokenKept": ((3, 2), 3000),
-          "CacheUnchecked": ((4, 3), 3000), "SharedBetweenPreparations": ((1, 3), 3000)}
+          "CacheUnchecked": ((4, 3), 3000), "SharedBetweenPreparations": ((1, 3), 3000),
+          "BufferExtentUnchecked": ((4, 2), 3000), "BufferArgumentsRefused": ((3, 2), 3000)}
 
 
 # --- the codec ---------------------------------------------------------------------------------
@@ -52,8 +53,8 @@ def test_a_relation_varint_past_the_last_reads_as_the_last_and_takes_no_corrupti
 def test_every_route_is_a_relation_with_its_own_violation():
     assert set(routes.ROUTES) == set(list(Relation)[1:]) - set(relations.RULES)
     assert {r.Violation.rule for r in routes.ROUTES.values()} == {
-        "buffers-differ", "invalid-token-accepted", "cache-differs", "corrupted-cache-accepted",
-        "exception-from-hal"}
+        "buffers-differ", "invalid-token-accepted", "invalid-request-accepted", "cache-differs",
+        "corrupted-cache-accepted", "exception-from-hal"}
 
 
 # --- the client's calls -------------------------------------------------------------------------
