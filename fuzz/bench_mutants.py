@@ -241,10 +241,15 @@ class Outcome:
     directory: str = ""
 
 
+#: libFuzzer's -timeout of a run, as the nightly sets it: a mutant that hangs while holding
+#: the GIL (where the harness's own watchdog cannot run) is stopped by libFuzzer's alarm.
+TIMEOUT_S = 30
+
+
 def fuzz_command(copy: Path, directory: Path) -> list[str]:
     """The public fuzz command in the scratch copy, against the unmutated driver."""
     return [sys.executable, str(copy / "fuzz" / "driver_fuzz.py"), "--reference", pristine.PRISTINE_SPEC,
-            str(directory / "corpus"), str(copy / "corpus"), f"-seed={FUZZ_SEED}",
+            str(directory / "corpus"), str(copy / "corpus"), f"-seed={FUZZ_SEED}", f"-timeout={TIMEOUT_S}",
             f"-artifact_prefix={directory / 'artifacts'}/", "-print_final_stats=1"]
 
 

@@ -167,7 +167,8 @@ def buffered(run: RouteRun, prepared: Any) -> BufferedRequest | None:
 @route(Relation.THROUGH_BUFFERS, BuffersDifferViolation, valid_request=True)
 def through_buffers(run: RouteRun) -> ExecutionResult | None:
     """Every argument with a value in a buffer of its own: inputs copied in with copyFrom,
-    outputs read with copyTo (sized by the shapes the execution reports)."""
+    outputs read with copyTo (sized by the shapes the execution reports), which may not fail
+    once the execution that wrote them succeeded."""
     through = buffered(run, run.prepared)
     if through is None:
         return None
@@ -176,9 +177,19 @@ def through_buffers(run: RouteRun) -> ExecutionResult | None:
         return result
     outputs = []
     for k, (buffer, shape) in enumerate(zip(through.output_buffers, result.shapes or ())):
-        operand = main_output_operand(run.case.model, k)
-        size = None if buffer is None else byte_size(operand.type, shape.dimensions, unknown_dimension=0)
-        outputs.append(None if size is None else domains.copy_to(run.client, buffer, size))
+        if buffer is None:
+            outputs.append(None)
+            continue
+        size = byte_size(main_output_operand(run.case.model, k).type, shape.dimensions, unknown_dimension=0)
+        if size == 0:       # no memory of 0 bytes is valid to copy into: nothing to read
+            outputs.append(b"")
+            continue
+        copied = domains.copy_to(run.client, buffer, size)
+        if copied is None:
+            raise BuffersDifferViolation(f"route THROUGH_BUFFERS (SYNC): IBuffer.copyTo of output {k} failed "
+                                         f"after the execution that wrote it returned NONE",
+                                         key="route THROUGH_BUFFERS: copyTo failed")
+        outputs.append(copied)
     return replace(result, outputs=outputs)
 
 

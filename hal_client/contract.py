@@ -90,6 +90,12 @@ class InsufficientSizeViolation(OracleViolation):
     rule = "insufficient-size"
 
 
+class EarlyDeadlineViolation(OracleViolation):
+    """An execution given no deadline reported one missed before the timeout in force (its
+    loops', or a fenced execution's duration) had passed."""
+    rule = "deadline-missed-early"
+
+
 class TimingViolation(OracleViolation):
     """Timing reported when it must not be, a device time above the driver time, or a
     duration longer than the call the client timed."""
@@ -318,6 +324,19 @@ def check_sufficiency(status: ErrorStatus, shapes: Any, request: Request, model:
 #: clocks' reading granularity. A driver reporting nanoseconds where the HAL says
 #: microseconds is off by a thousandfold.
 TIMING_SLACK_US = 1000
+
+
+MISSED_DEADLINE = frozenset({ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT})
+
+
+def check_missed_deadline(status: ErrorStatus, timeout_ns: int | None, elapsed_ns: int, what: str) -> None:
+    """A missed deadline without a deadline (``timeout_ns`` None when the execution had
+    one: a driver may give up early on a deadline it cannot meet) only once ``timeout_ns``,
+    the shortest timeout in force, has passed since the call."""
+    if status in MISSED_DEADLINE and timeout_ns is not None and elapsed_ns // 1000 + TIMING_SLACK_US < timeout_ns // 1000:
+        raise EarlyDeadlineViolation(
+            f"{what} returned {status.name} after {elapsed_ns // 1000} us, with no deadline and a "
+            f"timeout of {timeout_ns // 1000} us", key=f"{what}: {status.name} early")
 
 
 def check_timing(status: ErrorStatus, timing: Any, measure: MeasureTiming, what: str,

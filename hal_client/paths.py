@@ -21,7 +21,7 @@ from driver.executor.workers import Timer
 from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, MeasureTiming, Model,
                         OptionalTimePoint, OptionalTimeoutDuration, PreparedModelCallback,
                         Priority, Request)
-from driver.hal.enums import Constant
+from driver.hal.enums import Constant, LoopTimeoutDurationNs
 from driver.sync_fence import FenceState, SyncFence
 
 from . import contract
@@ -94,6 +94,20 @@ def deadline_point(arguments: ExecutionArguments) -> OptionalTimePoint:
 
 def loop_timeout(arguments: ExecutionArguments) -> OptionalTimeoutDuration:
     return OptionalTimeoutDuration(arguments.loopTimeoutDuration_ns)
+
+
+def timeout_in_force_ns(arguments: ExecutionArguments, fenced: bool = False) -> int | None:
+    """The shortest time after which an execution without a deadline may report one missed:
+    its loops' timeout (the default where omitted, at most the maximum), or a fenced
+    execution's duration; None where the execution has a deadline (a deadline at the end
+    of time is none)."""
+    if arguments.deadline_ns is not None and arguments.deadline_edge != DeadlineEdge.END:
+        return None
+    loops = LoopTimeoutDurationNs.DEFAULT if arguments.loopTimeoutDuration_ns is None else arguments.loopTimeoutDuration_ns
+    timeouts = [min(loops, LoopTimeoutDurationNs.MAXIMUM)]
+    if fenced and arguments.fenced_duration_ns is not None:
+        timeouts.append(arguments.fenced_duration_ns)
+    return min(timeouts)
 
 
 def read_outputs(request: Request) -> list[bytes | None]:
@@ -254,6 +268,7 @@ class HalClient:
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
         contract.check_timing(status, timing, arguments.measureTiming, what, elapsed_ns)
+        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, what)
         contract.check_shapes_only_on_success(status, shapes, what)
         return status, shapes
 
@@ -271,6 +286,7 @@ class HalClient:
         status, shapes, timing = callback.calls[0]
         contract.check_launch_matches_callback(launch, status, what)
         contract.check_timing(status, timing, arguments.measureTiming, f"{what} callback", elapsed_ns)
+        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, f"{what} callback")
         contract.check_shapes_only_on_success(status, shapes, f"{what} callback")
         return status, shapes
 
@@ -291,6 +307,8 @@ class HalClient:
         status = contract.as_status(status, what)
         contract.check_fenced_failure_bare(status, fence, callback)
         if status != ErrorStatus.NONE:
+            contract.check_missed_deadline(status, timeout_in_force_ns(arguments, fenced=True),
+                                           time.monotonic_ns() - started, what)
             return status, None
         contract.check_present(status, callback, what, "an IFencedExecutionCallback")
         fence_failed = False
@@ -306,6 +324,7 @@ class HalClient:
         status = contract.as_status(info[0], what)
         contract.check_timing(status, info[1], arguments.measureTiming, f"{what} timingLaunched", elapsed_ns)
         contract.check_timing(status, info[2], arguments.measureTiming, f"{what} timingFenced", elapsed_ns)
+        contract.check_missed_deadline(status, timeout_in_force_ns(arguments, fenced=True), elapsed_ns, what)
         contract.check_fence_consistent(fence_failed, status)
         return status, None
 
@@ -337,6 +356,7 @@ class HalClient:
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
         contract.check_timing(status, timing, arguments.measureTiming, what, elapsed_ns)
+        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, what)
         contract.check_shapes_only_on_success(status, shapes, what)
         for slot in slots:
             self.call(self.call_limit_s, "IBurstContext.freeMemory", burst.freeMemory, slot)

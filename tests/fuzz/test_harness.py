@@ -169,6 +169,11 @@ def timing_in_nanoseconds(inner, *args):
     return status, shapes, Timing(timing.timeOnDevice * 1000, timing.timeInDriver * 1000)
 
 
+def gives_up_at_once(inner, *args):
+    """A missed deadline with none given, long before the loop timeout."""
+    return ErrorStatus.MISSED_DEADLINE_TRANSIENT, [], NO_TIMING
+
+
 def not_a_status(inner, *args):
     status, shapes, timing = inner.executeSynchronously_1_3(*args)
     return "fine", shapes, timing
@@ -226,6 +231,9 @@ BROKEN = [
     ("timing in nanoseconds", lambda: prepared_model_breaking(timing_in_nanoseconds),
      lambda: make_case(models.fibonacci_while_model(), measureTiming=MeasureTiming.YES), contract.TimingViolation,
      "us, longer than the .* us the call took"),
+    ("deadline missed early", lambda: prepared_model_breaking(gives_up_at_once),
+     lambda: make_case(models.fibonacci_while_model()), contract.EarlyDeadlineViolation,
+     r"MISSED_DEADLINE_TRANSIENT after \d+ us, with no deadline and a timeout of \d+ us"),
     ("status of the wrong type", lambda: prepared_model_breaking(not_a_status),
      lambda: make_case(models.add_model()), contract.MalformedResultViolation, "'fine', not an ErrorStatus"),
     ("fenced without callback", FencedWithoutCallback,

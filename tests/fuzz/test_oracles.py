@@ -11,11 +11,12 @@ from driver.hal import (UINT64_MAX, DataLocation, ErrorStatus, MeasureTiming, Mo
                         OutputShape, Request, RequestArgument, Subgraph, Timing)
 from driver.hal import ExecutionCallback
 from driver.hal import MemoryPool
+from driver.hal.enums import LoopTimeoutDurationNs
 from driver.memory import Memory
 from fuzz import harness, oracles
 from fuzz.case import RequestChange
 from fuzz.oracles import ExecutionResult
-from hal_client import contract
+from hal_client import contract, paths
 from hal_client.paths import ExecutionPath
 
 NONE = ErrorStatus.NONE
@@ -196,6 +197,28 @@ def test_timing_rules():
         contract.check_timing(NONE, Timing(5, 3), MeasureTiming.YES, "x")
     with pytest.raises(contract.MalformedResultViolation):
         contract.check_timing(NONE, None, MeasureTiming.NO, "x")
+
+
+def test_a_deadline_is_missed_without_one_only_after_the_timeout_in_force():
+    late, early = 2_000_000_000, 1_000_000
+    contract.check_missed_deadline(ErrorStatus.MISSED_DEADLINE_PERSISTENT, 2_000_000_000, late, "x")
+    contract.check_missed_deadline(ErrorStatus.MISSED_DEADLINE_TRANSIENT, None, early, "x")   # a deadline
+    contract.check_missed_deadline(ErrorStatus.GENERAL_FAILURE, 2_000_000_000, early, "x")
+    with pytest.raises(contract.EarlyDeadlineViolation, match="after 1000 us, with no deadline"):
+        contract.check_missed_deadline(ErrorStatus.MISSED_DEADLINE_TRANSIENT, 2_000_000_000, early, "x")
+
+
+def test_the_timeout_in_force():
+    def arguments(**given):
+        return paths.ExecutionArguments(**given)
+    assert paths.timeout_in_force_ns(arguments()) == LoopTimeoutDurationNs.DEFAULT
+    assert paths.timeout_in_force_ns(arguments(loopTimeoutDuration_ns=2**64 - 1)) == LoopTimeoutDurationNs.MAXIMUM
+    assert paths.timeout_in_force_ns(arguments(loopTimeoutDuration_ns=5, fenced_duration_ns=3), fenced=True) == 3
+    assert paths.timeout_in_force_ns(arguments(fenced_duration_ns=3)) == LoopTimeoutDurationNs.DEFAULT
+    assert paths.timeout_in_force_ns(arguments(deadline_ns=10)) is None
+    assert paths.timeout_in_force_ns(arguments(deadline_ns=0, deadline_edge=paths.DeadlineEdge.EPOCH)) is None
+    assert paths.timeout_in_force_ns(arguments(deadline_ns=0, deadline_edge=paths.DeadlineEdge.END)) \
+        == LoopTimeoutDurationNs.DEFAULT     # a deadline at the end of time is none
 
 
 def test_a_duration_longer_than_the_call_is_a_timing_violation():

@@ -13,6 +13,7 @@ from driver.hal import ErrorStatus
 from fuzz import harness, relations, routes
 from fuzz.case import PLACED_RELATIONS, ExecutionChoices, FuzzCase, Relation
 from fuzz.codec import decode, encode
+from fuzz.oracles import BuffersDifferViolation
 from fuzz.drivers import make_device
 from hal_client import contract, domains
 from hal_client.contract import MalformedResultViolation
@@ -128,6 +129,24 @@ def test_a_driver_without_memory_domains_or_caching_is_skipped_not_judged(relati
     stats = run_routes(make_device(f"{MODULE}:NoDomainsNoCache"), relation)
     assert stats.routed_buffers == stats.routed_cache == 0
     assert stats.routes_skipped == stats.executed_ok > 0
+
+
+class _UnreadableBuffer(broken_drivers._BufferWrapper):
+    def copyTo(self, dst) -> ErrorStatus:
+        return ErrorStatus.GENERAL_FAILURE
+
+
+class OutputsNeverStored(broken_drivers.DeviceWrapper):
+    """Executions into its buffers succeed, but a buffer an execution wrote cannot be read."""
+
+    def allocate(self, *arguments):
+        status, buffer, token = super().allocate(*arguments)
+        return status, None if buffer is None else _UnreadableBuffer(buffer), token
+
+
+def test_an_output_buffer_that_cannot_be_read_after_its_execution_is_a_difference():
+    with pytest.raises(BuffersDifferViolation, match="copyTo of output 0 failed after the execution"):
+        run_routes(OutputsNeverStored(), Relation.THROUGH_BUFFERS)
 
 
 @pytest.mark.parametrize("name", sorted(broken_drivers.DOMAIN_RULES))
