@@ -37,9 +37,10 @@ so that it keeps its id while its line does. A survivor's class comes from --cla
 (``benchmarks/mutants-classified.json``: ``{"<id>": {"class": ..., "why": ...}}``),
 written by hand and kept across runs: ``equivalent`` (no input tells it from the
 original), ``unreachable`` (no input the decoder makes reaches the change),
-``missing-oracle`` (reached and wrong, but no rule sees it), ``rare`` (inputs the decoder
-makes reach it and a rule sees it, but none came within the time: a longer run of it alone,
-``--only ID -t S``, kills it); any other survivor is ``unclassified``. An area's score is the share of its mutants the fuzzer killed, leaving
+``missing-oracle`` (reached and wrong, but no rule sees it), ``rare`` (the decoder can make
+an input that reaches it, and a rule sees that input, but the fuzzer makes such inputs too
+seldom for the time; ``--only ID -t S`` runs it alone for longer); any other survivor is
+``unclassified``. An area's score is the share of its mutants the fuzzer killed, leaving
 out the equivalent ones and those killed by start-up. ``--from-json`` writes an earlier
 report again, with the classification as it is now.
 
