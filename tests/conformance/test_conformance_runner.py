@@ -9,6 +9,8 @@ import pytest
 from driver.buffers import DeviceBuffer
 from driver.device import SampleDriver
 from driver.hal import ErrorStatus
+from driver.hal.enums import LoopTimeoutDurationNs
+from hal_client import contract
 from hal_client.conformance.__main__ import main
 from hal_client.conformance.loader import load_examples
 from hal_client.conformance.runner import RunOptions, Variant, Verdict, run_example
@@ -137,7 +139,10 @@ ENDLESS_LOOP = loop_model("endless", expectFailure=True)   # the fake decides it
     (ENDLESS_LOOP, ErrorStatus.MISSED_DEADLINE_TRANSIENT, Verdict.PASSED, ""),
 ], ids=["fail-none", "fail-error", "loop-wrong-status", "loop-timeout"])
 def test_models_that_must_fail(tmp_path, entry, status, verdict, reason):
-    result = run(tmp_path, entry, execution_status=status)
+    # A driver reports a loop timed out once the loop timeout has passed (the runner gives
+    # none: the default); sooner is a violation of its own (deadline-missed-early).
+    delay = LoopTimeoutDurationNs.DEFAULT / 1e9 if status in contract.MISSED_DEADLINE else 0
+    result = run(tmp_path, entry, execution_status=status, execute_delay=delay)
     assert (result.verdict, result.reason) == (verdict, reason)
     assert {c.variant for c in result.checks} == {Variant.NORMAL}   # no unknown-shape variants
     assert len(result.checks) == len(ExecutionPath)
