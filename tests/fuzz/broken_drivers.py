@@ -639,12 +639,23 @@ def planted_bug_reached(name: str, case) -> bool:
 # it rejects such a request as the validator does, and the validator's rule comes first.
 
 @contextlib.contextmanager
+def _request_checks(check: Callable[..., None]) -> Iterator[None]:
+    """The bundled driver's request validation with ``check`` in place of errors.check for
+    the block. Arguments validated meanwhile are remembered by content (VALID_PARTS), where
+    the harness's own validator would take an invalid one for valid: the memo is emptied
+    on the way out."""
+    request_validation.check = check
+    try:
+        yield
+    finally:
+        request_validation.check = errors.check
+        VALID_PARTS.clear()
+
+
+@contextlib.contextmanager
 def _request_check_dropped(message: str) -> Iterator[list[str]]:
-    """The bundled driver's request validation without its check of ``message`` (the
-    check's format string) for the block; yields the list of messages the dropped check
-    would have raised. Arguments validated meanwhile are remembered by content
-    (VALID_PARTS), where the harness's own validator would take an invalid one for valid:
-    the memo is emptied on the way out."""
+    """Request validation without its check of ``message`` (the check's format string)
+    for the block; yields the list of messages the dropped check would have raised."""
     missed: list[str] = []
 
     def check(condition: object, form: str, *args: object) -> None:
@@ -652,12 +663,8 @@ def _request_check_dropped(message: str) -> Iterator[list[str]]:
             errors.check(condition, form, *args)
         elif not condition:
             missed.append(form.format(*args))
-    request_validation.check = check
-    try:
+    with _request_checks(check):
         yield missed
-    finally:
-        request_validation.check = errors.check
-        VALID_PARTS.clear()
 
 
 class _RequestCheckDroppedModel(_PreparedModelWithin):
@@ -840,18 +847,12 @@ class BufferExtentUnchecked(_RequestCheckDropped):
     dropped = BUFFER_EXTENT_CHECK
 
 
-@contextlib.contextmanager
-def _request_check_failing(message: str) -> Iterator[None]:
-    """The bundled driver's request validation with its check of ``message`` failing
-    wherever it runs, for the block (the memo emptied on the way out, as above)."""
+def _request_check_failing(message: str) -> contextlib.AbstractContextManager:
+    """Request validation with its check of ``message`` failing wherever it runs, for the
+    block."""
     def check(condition: object, form: str, *args: object) -> None:
         errors.check(condition and form != message, form, *args)
-    request_validation.check = check
-    try:
-        yield
-    finally:
-        request_validation.check = errors.check
-        VALID_PARTS.clear()
+    return _request_checks(check)
 
 
 class _BufferArgumentsRefusedModel(_PreparedModelWithin):
