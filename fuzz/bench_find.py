@@ -20,7 +20,7 @@ than the planted bug's is found, but not by the oracle meant to catch it.
 SUITE is every planted bug with the rules that may name it; CONFIGURATIONS are the
 ablations. The report (report.md, report.html, report.json, survival.png/.svg in --out)
 gives per bug and configuration the share of runs that found it, and the median, quartiles
-and range of the time to find, a run that found nothing counting as --seconds; and the
+and range of the time to find, a run that found nothing counting as its time limit; and the
 share of all runs found against time, one line per configuration. ``--compare`` tells per
 bug and configuration whether it became faster or slower than in another report, and
 whether the difference is beyond run-to-run spread (a two-sided Mann-Whitney U test, as
@@ -456,7 +456,7 @@ def new_report(configurations: list[Configuration], bugs: list[Bug], repetitions
     return {
         "settings": {"repetitions": repetitions, "seconds": seconds, "jobs": jobs,
                      "corpus_inputs": sum(1 for _ in CORPUS.iterdir()) if CORPUS.is_dir() else 0,
-                     "configurations": {c.name: asdict(c) for c in configurations},
+                     "configurations": {c.name: dict(asdict(c), seconds=seconds) for c in configurations},
                      "bugs": {b.name: asdict(b) for b in bugs}},
         "machine": machine(), "commit": commit(),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -464,24 +464,48 @@ def new_report(configurations: list[Configuration], bugs: list[Bug], repetitions
     }
 
 
+def limits(report: dict) -> dict[str, float]:
+    """Each configuration's time limit (-t of the run that made it; a report written before
+    configurations kept their own has one for all)."""
+    return {name: c.get("seconds", report["settings"]["seconds"])
+            for name, c in report["settings"]["configurations"].items()}
+
+
 def merged(reports: list[dict]) -> dict:
-    """One report of the runs of several with the same time limit (the first one's
-    machine and commit)."""
+    """One report of the runs of several (the first one's machine and commit). Each
+    configuration keeps its own time limit: its runs are judged at it, and the lines of
+    the picture are comparable up to the shortest."""
     first = reports[0]
-    if len({r["settings"]["seconds"] for r in reports}) > 1:
-        raise SystemExit("reports of different time limits (-t) cannot be merged")
     settings = dict(first["settings"],
+                    seconds=max(r["settings"]["seconds"] for r in reports),
                     repetitions=max(r["settings"]["repetitions"] for r in reports),
-                    configurations={k: v for r in reports for k, v in r["settings"]["configurations"].items()},
+                    configurations={k: dict(v, seconds=limits(r)[k])
+                                    for r in reports for k, v in r["settings"]["configurations"].items()},
                     bugs={k: v for r in reports for k, v in r["settings"]["bugs"].items()})
     return dict(first, settings=settings, runs=[run for r in reports for run in r["runs"]])
 
 
+def summaries(report: dict) -> list[Summary]:
+    """summarise() of each configuration's runs at its own time limit."""
+    return [s for name, seconds in limits(report).items()
+            for s in summarise([r for r in report["runs"] if r["configuration"] == name], seconds)]
+
+
+def limits_text(report: dict) -> str:
+    """'120 s', or '300 s (default, no-relations), 120 s (empty-corpus)'."""
+    by_limit: dict[float, list[str]] = {}
+    for name, seconds in limits(report).items():
+        by_limit.setdefault(seconds, []).append(name)
+    if len(by_limit) == 1:
+        return f"{next(iter(by_limit)):g} s"
+    return ", ".join(f"{seconds:g} s ({', '.join(names)})" for seconds, names in by_limit.items())
+
+
 def with_summaries(report: dict) -> dict:
-    seconds = report["settings"]["seconds"]
-    summaries = summarise(report["runs"], seconds)
-    out = dict(report, summaries=[asdict(s) for s in summaries])
-    out["targets"] = {s.bug: asdict(targets(s, seconds)) for s in summaries if s.configuration == "default"}
+    every = summaries(report)
+    out = dict(report, summaries=[asdict(s) for s in every])
+    out["targets"] = {s.bug: asdict(targets(s, limits(report)["default"]))
+                      for s in every if s.configuration == "default"}
     return out
 
 
@@ -495,10 +519,9 @@ def yes_no(value: bool | None) -> str:
 
 def summary_rows(report: dict) -> list[tuple[str, list[str]]]:
     """(configuration, cells) per configuration and bug, for the tables."""
-    seconds = report["settings"]["seconds"]
     configurations = report["settings"]["configurations"]
     rows = []
-    for s in summarise(report["runs"], seconds):
+    for s in summaries(report):
         # libFuzzer first runs each input of the corpus once (and an empty one).
         replayed = 1 + report["settings"]["corpus_inputs"] * configurations[s.configuration]["seeds"]
         cells = [s.bug, f"{s.found}/{s.runs}", seconds_text(s.median_s),
@@ -509,7 +532,7 @@ def summary_rows(report: dict) -> list[tuple[str, list[str]]]:
                  f"{s.named}/{s.found}" if s.found else "-",
                  ", ".join(s.rules) or "-"]
         if s.configuration == "default":
-            t = targets(s, seconds)
+            t = targets(s, limits(report)["default"])
             cells += [yes_no(t.every_repetition), yes_no(t.median)]
         rows.append((s.configuration, cells))
     return rows
@@ -528,9 +551,9 @@ def settings_lines(report: dict) -> list[str]:
             f"atheris {m['atheris']}; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
             + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}." if "load_average_end" in m
                else "."),
-            f"Settings: {s['repetitions']} repetition(s) (-seed=1..{s['repetitions']}) of at most {s['seconds']:g} s "
-            f"wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} inputs. A run that found "
-            f"nothing counts as {s['seconds']:g} s. Found: any finding (planted rule: how many of them named "
+            f"Settings: {s['repetitions']} repetition(s) (-seed=1..{s['repetitions']}) of at most "
+            f"{limits_text(report)} wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} inputs. "
+            f"A run that found nothing counts as its time limit. Found: any finding (planted rule: how many of them named "
             f"the rule meant to catch the bug); inputs marked (replay): found while libFuzzer replayed the "
             f"corpus, before any mutation."]
 
@@ -539,7 +562,7 @@ def overview(report: dict) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of a table of bugs by configuration: found/runs and median seconds."""
     configurations = list(report["settings"]["configurations"])
     cells = {(s.bug, s.configuration): f"{s.found}/{s.runs}, {s.median_s:.1f} s"
-             for s in summarise(report["runs"], report["settings"]["seconds"])}
+             for s in summaries(report)}
     bugs = list(dict.fromkeys(run["bug"] for run in report["runs"]))
     return ["bug", *configurations], [[bug, *(cells.get((bug, c), "") for c in configurations)] for bug in bugs]
 
@@ -607,7 +630,6 @@ def plot(report: dict, out_dir: Path) -> str | None:
     except ImportError:
         print("no matplotlib (pip install '.[bench]'): the report has no picture", file=sys.stderr)
         return None
-    seconds = report["settings"]["seconds"]
     common = common_bugs(report)
     figure, panes = pyplot.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for axes, clock, label in zip(panes, ("seconds", "cpu_seconds"),
@@ -615,8 +637,11 @@ def plot(report: dict, out_dir: Path) -> str | None:
         for name in report["settings"]["configurations"]:
             runs = [r for r in report["runs"] if r["configuration"] == name and r["bug"] in common]
             if runs:
-                xs, ys = survival(runs, seconds, clock)
+                xs, ys = survival(runs, limits(report)[name], clock)
                 axes.step(xs, 100 * ys, where="post", label=name)
+        if clock == "seconds" and len(set(limits(report).values())) > 1:
+            # Beyond the shortest time limit, the lines no longer compare like with like.
+            axes.axvline(min(limits(report).values()), color="grey", linestyle=":", linewidth=1)
         axes.set_xlim(left=0)
         axes.set_ylim(0, 100)
         axes.set_xlabel(label)
@@ -624,7 +649,7 @@ def plot(report: dict, out_dir: Path) -> str | None:
     panes[0].set_ylabel("% of runs that found their bug")
     panes[0].legend(loc="upper left", fontsize="small")
     figure.suptitle(f"Planted bugs found ({len(common)} bugs, "
-                    f"{report['settings']['repetitions']} run(s) each, at most {seconds:g} s)")
+                    f"{report['settings']['repetitions']} run(s) each, at most {limits_text(report)})")
     figure.tight_layout()
     for suffix in ("png", "svg"):
         figure.savefig(out_dir / f"survival.{suffix}")
@@ -661,14 +686,15 @@ class Change:
 
 def compare(report: dict, other: dict) -> list[Change]:
     """Per configuration and bug in both reports, the change from ``other`` to ``report``;
-    runs are censored at the shorter of the two time limits."""
-    seconds = min(report["settings"]["seconds"], other["settings"]["seconds"])
+    runs are censored at the shorter of the configuration's two time limits."""
+    mine, theirs = limits(report), limits(other)
 
     def groups(r: dict) -> dict[tuple[str, str], np.ndarray]:
         keyed: dict[tuple[str, str], list[dict]] = {}
         for run in r["runs"]:
             keyed.setdefault((run["configuration"], run["bug"]), []).append(run)
-        return {key: censored_times(runs, seconds) for key, runs in keyed.items()}
+        return {(c, bug): censored_times(runs, min(mine.get(c, math.inf), theirs.get(c, math.inf)))
+                for (c, bug), runs in keyed.items()}
     after, before = groups(report), groups(other)
     return [Change(*key, float(np.median(before[key])), float(np.median(after[key])),
                    mann_whitney_p(after[key], before[key]))
@@ -703,11 +729,10 @@ def names(value: str, known: dict, what: str) -> list:
 
 
 def target_lines(report: dict) -> list[str]:
-    seconds = report["settings"]["seconds"]
     lines = []
-    for s in summarise(report["runs"], seconds):
+    for s in summaries(report):
         if s.configuration == "default":
-            t = targets(s, seconds)
+            t = targets(s, limits(report)["default"])
             lines.append(f"{s.bug:26} found {s.found}/{s.runs}, median {s.median_s:6.1f} s: "
                          f"all within {TARGET_FOUND_WITHIN_S:.0f} s {yes_no(t.every_repetition)}, "
                          f"median <= {TARGET_MEDIAN_S:.0f} s {yes_no(t.median)}")
@@ -759,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(["", f"Against {args.compare}:", *lines]))
         write_comparison(lines, args.compare, args.out)
     missed = [f"{r['configuration']} {r['bug']} seed {r['seed']}" for r in report["runs"]
-              if not (found_within(r, report["settings"]["seconds"]) and r["expected_rule"])]
+              if not (found_within(r, limits(report)[r["configuration"]]) and r["expected_rule"])]
     if args.require_found and missed:
         print(f"\nnot found by the planted rule: {', '.join(missed)}", file=sys.stderr)
         return 1

@@ -185,9 +185,27 @@ def test_reports_merge_side_by_side(tmp_path):
     assert "| Raising | 2/2, 5.5 s | 1/2, 55.0 s |" in bench_find.markdown(both, None)
     both["runs"].append(synthetic_run("default", "Hanging", 0, 3.0))
     assert bench_find.common_bugs(both) == {"Raising"}        # what the picture compares
-    ablation["settings"]["seconds"] = 2 * SECONDS
-    with pytest.raises(SystemExit, match="different time limits"):
-        bench_find.merged([default, ablation])
+
+
+def test_merged_reports_keep_each_configurations_time_limit():
+    default = synthetic_report({("default", "Raising"): [5.0, 6.0]})
+    longer = synthetic_report({("no-reference", "Raising"): [None, 90.0]})
+    longer["settings"]["seconds"] = 2 * SECONDS
+    for configuration in longer["settings"]["configurations"].values():
+        configuration["seconds"] = 2 * SECONDS
+    longer["runs"][0]["seconds"] = 2 * SECONDS
+    both = bench_find.merged([default, longer])
+    assert bench_find.limits(both) == {"default": SECONDS, "no-reference": 2 * SECONDS}
+    markdown = bench_find.markdown(both, None)
+    assert "| Raising | 2/2, 5.5 s | 1/2, 105.0 s |" in markdown      # 90 s is within its 120 s
+    assert "at most 60 s (default), 120 s (no-reference) wall time" in markdown
+    # A report written before configurations kept their own limit has one for all.
+    del default["settings"]["configurations"]["default"]["seconds"]
+    assert bench_find.limits(default) == {"default": SECONDS}
+    # Compared with a report of the shorter limit, the 90 s finding is censored at 60 s.
+    shorter = synthetic_report({("no-reference", "Raising"): [30.0, 40.0]})
+    [change] = bench_find.compare(both, shorter)
+    assert (change.before_s, change.after_s) == (35.0, SECONDS)
 
 
 def test_a_bug_found_while_the_corpus_was_replayed_is_marked():
