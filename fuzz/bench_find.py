@@ -472,17 +472,27 @@ def limits(report: dict) -> dict[str, float]:
 
 
 def merged(reports: list[dict]) -> dict:
-    """One report of the runs of several (the first one's machine and commit). Each
-    configuration keeps its own time limit: its runs are judged at it, and the lines of
-    the picture are comparable up to the shortest."""
+    """One report of the runs of several (the first one's machine). Each configuration
+    keeps its own time limit, at which its runs are judged (the lines of the picture are
+    comparable up to the shortest), and its run's commit, start and load."""
     first = reports[0]
+    if len(reports) == 1:
+        return first
     settings = dict(first["settings"],
                     seconds=max(r["settings"]["seconds"] for r in reports),
                     repetitions=max(r["settings"]["repetitions"] for r in reports),
-                    configurations={k: dict(v, seconds=limits(r)[k])
+                    configurations={k: dict(v, seconds=limits(r)[k], run=v.get("run", provenance(r)))
                                     for r in reports for k, v in r["settings"]["configurations"].items()},
                     bugs={k: v for r in reports for k, v in r["settings"]["bugs"].items()})
     return dict(first, settings=settings, runs=[run for r in reports for run in r["runs"]])
+
+
+def provenance(report: dict) -> str:
+    """Where and when a report's runs were made, for a configuration merged into another."""
+    m = report["machine"]
+    load = f"load average {m['load_average'][0]:.1f}" + (
+        f" to {m['load_average_end'][0]:.1f}" if "load_average_end" in m else "")
+    return f"commit {report['commit']['sha'][:7]}, started {report['started']}, {load}"
 
 
 def summaries(report: dict) -> list[Summary]:
@@ -545,17 +555,21 @@ TARGET_COLUMNS = [f"all within {TARGET_FOUND_WITHIN_S:.0f} s", f"median <= {TARG
 
 def settings_lines(report: dict) -> list[str]:
     s, m, c = report["settings"], report["machine"], report["commit"]
-    return [f"Commit {c['sha'][:12]}{' (with uncommitted changes)' if c['dirty'] else ''} on {c['branch']}, "
+    separate = [f"{name}: {configuration['run']}." for name, configuration in s["configurations"].items()
+                if "run" in configuration]
+    load = (f"; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
+            + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}"
+               if "load_average_end" in m else ""))
+    return ["Configurations run separately, each one's commit, start and load below." if separate else
+            f"Commit {c['sha'][:12]}{' (with uncommitted changes)' if c['dirty'] else ''} on {c['branch']}, "
             f"started {report['started']}.",
             f"Machine: {m['cpu'] or 'unknown CPU'}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}, "
-            f"atheris {m['atheris']}; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
-            + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}." if "load_average_end" in m
-               else "."),
+            f"atheris {m['atheris']}{'' if separate else load}.",
             f"Settings: {s['repetitions']} repetition(s) (-seed=1..{s['repetitions']}) of at most "
-            f"{limits_text(report)} wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} inputs. "
-            f"A run that found nothing counts as its time limit. Found: any finding (planted rule: how many of them named "
-            f"the rule meant to catch the bug); inputs marked (replay): found while libFuzzer replayed the "
-            f"corpus, before any mutation."]
+            f"{limits_text(report)} wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} "
+            f"inputs. A run that found nothing counts as its time limit. Found: any finding (planted rule: "
+            f"how many of them named the rule meant to catch the bug); inputs marked (replay): found while "
+            f"libFuzzer replayed the corpus, before any mutation.", *separate]
 
 
 def overview(report: dict) -> tuple[list[str], list[list[str]]]:
@@ -647,9 +661,9 @@ def plot(report: dict, out_dir: Path) -> str | None:
         axes.set_xlabel(label)
         axes.grid(alpha=0.3)
     panes[0].set_ylabel("% of runs that found their bug")
-    panes[0].legend(loc="upper left", fontsize="small")
-    figure.suptitle(f"Planted bugs found ({len(common)} bugs, "
-                    f"{report['settings']['repetitions']} run(s) each, at most {limits_text(report)})")
+    panes[0].legend(loc="lower right", fontsize="small")
+    figure.suptitle(f"Planted bugs found ({len(common)} bugs, {report['settings']['repetitions']} run(s) each)\n"
+                    f"at most {limits_text(report)}", fontsize="medium")
     figure.tight_layout()
     for suffix in ("png", "svg"):
         figure.savefig(out_dir / f"survival.{suffix}")

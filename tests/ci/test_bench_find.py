@@ -199,6 +199,8 @@ def test_merged_reports_keep_each_configurations_time_limit():
     markdown = bench_find.markdown(both, None)
     assert "| Raising | 2/2, 5.5 s | 1/2, 105.0 s |" in markdown      # 90 s is within its 120 s
     assert "at most 60 s (default), 120 s (no-reference) wall time" in markdown
+    assert "Configurations run separately" in markdown                    # not one commit for all
+    assert f"no-reference: commit {longer['commit']['sha'][:7]}, started {longer['started']}" in markdown
     # A report written before configurations kept their own limit has one for all.
     del default["settings"]["configurations"]["default"]["seconds"]
     assert bench_find.limits(default) == {"default": SECONDS}
