@@ -478,11 +478,21 @@ def merged(reports: list[dict]) -> dict:
     first = reports[0]
     if len(reports) == 1:
         return first
+    configurations: dict[str, dict] = {}
+    for r in reports:
+        for name, configuration in r["settings"]["configurations"].items():
+            made = configuration.get("run", provenance(r))
+            if name not in configurations:
+                configurations[name] = dict(configuration, seconds=limits(r)[name], run=made)
+                continue
+            if configurations[name]["seconds"] != limits(r)[name]:
+                raise SystemExit(f"{name} ran with two time limits: merge reports of one -t per configuration")
+            bugs = sorted({run["bug"] for run in r["runs"] if run["configuration"] == name})
+            configurations[name]["run"] += f"; {', '.join(bugs)}: {made}"
     settings = dict(first["settings"],
                     seconds=max(r["settings"]["seconds"] for r in reports),
                     repetitions=max(r["settings"]["repetitions"] for r in reports),
-                    configurations={k: dict(v, seconds=limits(r)[k], run=v.get("run", provenance(r)))
-                                    for r in reports for k, v in r["settings"]["configurations"].items()},
+                    configurations=configurations,
                     bugs={k: v for r in reports for k, v in r["settings"]["bugs"].items()})
     return dict(first, settings=settings, runs=[run for r in reports for run in r["runs"]])
 

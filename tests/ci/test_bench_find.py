@@ -201,6 +201,16 @@ def test_merged_reports_keep_each_configurations_time_limit():
     assert "at most 60 s (default), 120 s (no-reference) wall time" in markdown
     assert "Configurations run separately" in markdown                    # not one commit for all
     assert f"no-reference: commit {longer['commit']['sha'][:7]}, started {longer['started']}" in markdown
+    # More bugs of a configuration, run later, join it at the same limit, with their run named.
+    later = synthetic_report({("default", "Hanging"): [3.0, 4.0]})
+    later["commit"]["sha"] = "f" * 40
+    again = bench_find.merged([both, later])
+    assert again["settings"]["configurations"]["default"]["run"].endswith(
+        f"; Hanging: commit fffffff, started {later['started']}, load average "
+        f"{later['machine']['load_average'][0]:.1f}")
+    assert "## default" in bench_find.markdown(again, None)
+    with pytest.raises(SystemExit, match="two time limits"):
+        bench_find.merged([longer, synthetic_report({("no-reference", "Hanging"): [3.0]})])
     # A report written before configurations kept their own limit has one for all.
     del default["settings"]["configurations"]["default"]["seconds"]
     assert bench_find.limits(default) == {"default": SECONDS}

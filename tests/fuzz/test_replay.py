@@ -149,10 +149,10 @@ def replay_upstream(path: Path, info: dict) -> None:
     oracle's rule, so that outputs LiteRT reads out of bounds, which two runs may give
     alike, still count (or a crash, as such a read may end in). Else LiteRT was fixed: the
     failure says to mark it so."""
-    from backends.litert import reproducer
-    from fuzz.codec import decode
-    driver = device_of(info.get("driver", DEFAULT_DRIVER))
+    driver = device_of(info.get("driver", DEFAULT_DRIVER))        # skips without the extra
     reference = device_of(info.get("reference", DEFAULT_DRIVER))
+    from backends.litert import reproducer                       # imports LiteRT
+    from fuzz.codec import decode
     litert = info["litert"]
     found = reproducer.reproduce(driver, reference, decode(path.read_bytes()),
                                  reproducer.divergence_of(sidecar=info))
