@@ -540,6 +540,7 @@ def yes_no(value: bool | None) -> str:
 def summary_rows(report: dict) -> list[tuple[str, list[str]]]:
     """(configuration, cells) per configuration and bug, for the tables."""
     configurations = report["settings"]["configurations"]
+    default_limit = limits(report).get("default")
     rows = []
     for s in summaries(report):
         # libFuzzer first runs each input of the corpus once (and an empty one).
@@ -552,7 +553,7 @@ def summary_rows(report: dict) -> list[tuple[str, list[str]]]:
                  f"{s.named}/{s.found}" if s.found else "-",
                  ", ".join(s.rules) or "-"]
         if s.configuration == "default":
-            t = targets(s, limits(report)["default"])
+            t = targets(s, default_limit)
             cells += [yes_no(t.every_repetition), yes_no(t.median)]
         rows.append((s.configuration, cells))
     return rows
@@ -655,17 +656,18 @@ def plot(report: dict, out_dir: Path) -> str | None:
         print("no matplotlib (pip install '.[bench]'): the report has no picture", file=sys.stderr)
         return None
     common = common_bugs(report)
+    limit = limits(report)
     figure, panes = pyplot.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for axes, clock, label in zip(panes, ("seconds", "cpu_seconds"),
                                   ("wall seconds from launch", "CPU seconds of the run")):
         for name in report["settings"]["configurations"]:
             runs = [r for r in report["runs"] if r["configuration"] == name and r["bug"] in common]
             if runs:
-                xs, ys = survival(runs, limits(report)[name], clock)
+                xs, ys = survival(runs, limit[name], clock)
                 axes.step(xs, 100 * ys, where="post", label=name)
-        if clock == "seconds" and len(set(limits(report).values())) > 1:
+        if clock == "seconds" and len(set(limit.values())) > 1:
             # Beyond the shortest time limit, the lines no longer compare like with like.
-            axes.axvline(min(limits(report).values()), color="grey", linestyle=":", linewidth=1)
+            axes.axvline(min(limit.values()), color="grey", linestyle=":", linewidth=1)
         axes.set_xlim(left=0)
         axes.set_ylim(0, 100)
         axes.set_xlabel(label)
@@ -753,10 +755,11 @@ def names(value: str, known: dict, what: str) -> list:
 
 
 def target_lines(report: dict) -> list[str]:
+    default_limit = limits(report).get("default")
     lines = []
     for s in summaries(report):
         if s.configuration == "default":
-            t = targets(s, limits(report)["default"])
+            t = targets(s, default_limit)
             lines.append(f"{s.bug:26} found {s.found}/{s.runs}, median {s.median_s:6.1f} s: "
                          f"all within {TARGET_FOUND_WITHIN_S:.0f} s {yes_no(t.every_repetition)}, "
                          f"median <= {TARGET_MEDIAN_S:.0f} s {yes_no(t.median)}")
@@ -807,8 +810,9 @@ def main(argv: list[str] | None = None) -> int:
         lines = comparison_lines(compare(report, json.loads(args.compare.read_text())))
         print("\n".join(["", f"Against {args.compare}:", *lines]))
         write_comparison(lines, args.compare, args.out)
+    limit = limits(report)
     missed = [f"{r['configuration']} {r['bug']} seed {r['seed']}" for r in report["runs"]
-              if not (found_within(r, limits(report)[r["configuration"]]) and r["expected_rule"])]
+              if not (found_within(r, limit[r["configuration"]]) and r["expected_rule"])]
     if args.require_found and missed:
         print(f"\nnot found by the planted rule: {', '.join(missed)}", file=sys.stderr)
         return 1
