@@ -297,9 +297,9 @@ class LiteRTModel:
         if self.engine.recording is not None:
             self.engine.recording.append((self.content, values))
         held = sum(value.nbytes for value in values)
-        if held > ctx.budget_bytes:
+        if held > ctx.budget.limit_bytes:
             raise ResourceError(f"LiteRT: the inputs take {held} bytes, over the execution's "
-                                f"budget of {ctx.budget_bytes} bytes")
+                                f"budget of {ctx.budget.limit_bytes} bytes")
         engine, late = self.engine, None
         try:
             worker = engine.workers.acquire(ctx.deadline_ns)
@@ -313,7 +313,7 @@ class LiteRTModel:
             answer = worker.load(self.digest, self.content, ctx.deadline_ns)
             if answer[0] == "ok":
                 limit_ns, late = self._limit(ctx)
-                answer = worker.run(self.digest, values, ctx.budget_bytes - held, limit_ns)
+                answer = worker.run(self.digest, values, ctx.budget.limit_bytes - held, limit_ns)
         except WorkerTimeout:
             engine.count("worker killed at the time limit")
             if late is None:
@@ -357,7 +357,7 @@ class LiteRTModel:
         try:
             worker = self.engine.workers.acquire(ctx.deadline_ns)
             try:
-                answer = worker.kept_tensors(self.content, values, ctx.budget_bytes,
+                answer = worker.kept_tensors(self.content, values, ctx.budget.limit_bytes,
                                              list(self.tensors.values()), self._limit(ctx)[0])
             finally:
                 self.engine.workers.release(worker)

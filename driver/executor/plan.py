@@ -13,17 +13,17 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..errors import ResourceError, ValidationError
-from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, ErrorStatus,
-                         OperandLifeTime, OperationType)
+from ..errors import ValidationError
+from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, OperandLifeTime,
+                         OperationType)
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..limits import check_shape, itemsize, operands_over_rank, running
 from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
                         operation_context)
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
 from .shapes import is_fully_known, merge_shapes
-from .steps import (InputCheck, OperationWhere, describe, make_if_step, make_input_checks,
-                    make_operation_step, make_while_step, over_budget)
+from .steps import (Budget, InputCheck, OperationWhere, describe, make_if_step,
+                    make_input_checks, make_operation_step, make_while_step)
 
 Step = Callable[[list, object], None]
 monotonic_ns = time.monotonic_ns
@@ -50,52 +50,43 @@ class SubgraphPlan:
     step_wheres: list[OperationWhere] = field(default_factory=list)
     step_bytes: list[int] = field(default_factory=list)
     dead_after: list[tuple[int, ...]] = field(default_factory=list)
+    #: the above by step, as a run goes through them: (step, bytes, dead slots, where)
+    schedule: tuple[tuple[Step, int, tuple[int, ...], OperationWhere], ...] = ()
+    #: whether every step's results have sizes known ahead: a run of a subgraph that is
+    #: not the main one then reserves and releases the same bytes whatever its values
+    fixed: bool = False
     #: positions of inputs that some operation needs a value for (no hasNoValue allowed)
     required_inputs: frozenset[int] = frozenset()
     #: positions of outputs no step computes (an input or constant passed through): the
-    #: caller counts their bytes (ExecutionContext.held_bytes), the steps counted the others
+    #: caller counts their bytes (Budget.count), the steps counted the others
     uncounted_outputs: tuple[int, ...] = ()
 
     def run(self, inputs: list, ctx) -> list:
-        """Run the steps on the given input values; returns the slot list. (finalize()
-        replaces this with a closure over the finished steps.)"""
-        self.finalize()
-        return self.run(inputs, ctx)
+        """Run the steps on the given input values, counted on ``ctx``'s budget; returns
+        the slot list."""
+        return self.run_slots(inputs + self.tail, ctx, ctx.budget)
 
-    def finalize(self) -> None:
-        """Bind run_slots() to a closure over the steps, and run() to it over a fresh slot
-        list: WHILE loops call run_slots twice per iteration, and locals are cheaper than
-        attribute lookups.
+    def run_slots(self, slots: list, ctx, budget: Optional[Budget]) -> list:
+        """Run the steps on ``slots`` (the inputs, then the tail), in place; returns them.
 
-        Before a step whose results' sizes are known ahead, their bytes are counted
-        against the execution's budget; after it, the values no later step needs are
-        dropped and uncounted, so that an execution holds only what is still to be used."""
-        steps = tuple(zip(self.steps, self.step_bytes, self.dead_after, self.step_wheres))
-        tail = self.tail
-
-        def run_slots(slots: list, ctx) -> list:
-            checks_deadline = ctx.deadline_ns is not None
-            for step, nbytes, dead, where in steps:
-                if nbytes:
-                    # ExecutionContext.reserve, inline: this runs for every operation of
-                    # every loop iteration, and a call costs as much as the check.
-                    held = ctx.held_bytes + nbytes
-                    if held > ctx.budget_bytes:
-                        raise over_budget(where, nbytes, ctx)
-                    ctx.held_bytes = held
-                step(slots, ctx)
-                if dead:
-                    for slot in dead:
-                        ctx.held_bytes -= slots[slot].nbytes
-                        slots[slot] = None
-                # The clock read inline, the method (which raises) only once it is late.
-                if checks_deadline and monotonic_ns() > ctx.deadline_ns:
-                    ctx.check_deadline()
-            return slots
-
-        def run(inputs: list, ctx) -> list:
-            return run_slots(inputs + tail, ctx)
-        self.run_slots, self.run = run_slots, run
+        Before a step whose results' sizes are known ahead, their bytes are reserved on
+        ``budget``; after it, the values no later step needs are dropped and released, so
+        that an execution holds only what is still to be used. ``budget`` None: the caller
+        knows the run fits (a loop's iterations, make_while_step), and nothing is counted."""
+        deadline_ns = ctx.deadline_ns      # a WHILE step changes it only while it runs
+        for step, nbytes, dead, where in self.schedule:
+            if budget is not None and nbytes:
+                budget.reserve(nbytes, where)
+            step(slots, ctx)
+            if dead:
+                for slot in dead:
+                    if budget is not None:
+                        budget.release(slots[slot].nbytes)
+                    slots[slot] = None
+            # The clock read inline, the method (which raises) only once it is late.
+            if deadline_ns is not None and monotonic_ns() > deadline_ns:
+                ctx.check_deadline()
+        return slots
 
     # As a decorator, errstate sets its state per call without making a context manager
     # each time (a third of the cost of ``with np.errstate(...)``), and thread-safely.
@@ -107,14 +98,10 @@ class SubgraphPlan:
         thread: results follow IEEE (inf, NaN) as on a device, and kernels rely on it
         instead of each entering np.errstate. Long kernels check ``ctx``'s deadline as they
         work (limits.checkpoint), not only the steps between them."""
-        ctx.held_bytes = sum(value.nbytes for value in inputs if value is not None)
-        if ctx.held_bytes > ctx.budget_bytes:
-            raise ResourceError(f"{self.name}: the inputs take {ctx.held_bytes} bytes, over "
-                                f"the execution's budget of {ctx.budget_bytes} bytes",
-                                ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+        ctx.budget.hold_inputs(inputs, self.name)
         inputs += self.tail
         with running(ctx):
-            slots = self.run_slots(inputs, ctx)
+            slots = self.run_slots(inputs, ctx, ctx.budget)
         return [slots[i] for i in self.output_slots]
 
     @np.errstate(all="ignore")
@@ -254,7 +241,8 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, compiled: _C
     plan.uncounted_outputs = tuple(k for k, operand in enumerate(plan.output_operands)
                                    if operand not in computed)
     plan.tail = _initial_tail(model, subgraph, plan, infos)
-    plan.finalize()
+    plan.schedule = tuple(zip(plan.steps, plan.step_bytes, plan.dead_after, plan.step_wheres))
+    plan.fixed = all(plan.step_bytes)
     return plan, supported
 
 

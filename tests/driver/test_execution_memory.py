@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from driver import SampleDriver
-from driver.executor import plan as plan_module, run as run_module
+from driver.errors import ResourceError
+from driver.executor import ExecutionContext, plan as plan_module, run as run_module
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
+from driver.validation import validate_model
 from hal_client.builder import ModelBuilder, make_request, out_like
 from hal_client.examples import count_condition
 from tests.driver.execution import ALL_PATHS, MS, Path, duration, execute, prepare
@@ -208,6 +210,43 @@ def test_a_shape_known_only_at_run_time_is_checked_before_the_kernel_runs(
     outcome, peak = traced_peak(lambda: execute(tile_by_request, huge.request, path))
     assert outcome.status == ErrorStatus.GENERAL_FAILURE, outcome
     assert peak < MIB
+
+
+def doubling_loop_model(iterations: int):
+    """while i < iterations: (i, y) = (i + 1, y + y), for a 1 MiB y."""
+    mb = ModelBuilder()
+    cond = count_condition(mb, T.TENSOR_FLOAT32, iterations,
+                           others=[(T.TENSOR_FLOAT32, [ELEMENTS])])
+    body = mb.subgraph()
+    i, y = body.input(T.TENSOR_FLOAT32, [1]), body.input(T.TENSOR_FLOAT32, [ELEMENTS])
+    body.outputs(body.add(i, body.constant(T.TENSOR_FLOAT32, [1.0])), body.add(y, y))
+    main = mb.main
+    state = [main.input(T.TENSOR_FLOAT32, [1]), main.input(T.TENSOR_FLOAT32, [ELEMENTS])]
+    main.outputs(*main.while_(cond, body, state))
+    return mb.build()
+
+
+@pytest.mark.parametrize("spare_bytes", [0, -1])
+def test_every_iteration_of_a_loop_keeps_to_the_budget(spare_bytes):
+    """Each iteration computes y + y while y is held, and y0 stays held by the main
+    subgraph: the first iteration holds two 1 MiB values at most, the second and every
+    later one three (and the 4 bytes of i, twice). A budget one byte short of that fails
+    the second iteration; one that fits it runs the loop to its end, which then holds its
+    outputs alone."""
+    model = doubling_loop_model(5)
+    validate_model(model)
+    main = plan_module.compile_model(model).plans[0]
+    ctx = ExecutionContext(budget_bytes=3 * MIB + 12 + spare_bytes)
+    inputs = [np.zeros(1, F32), np.ones(ELEMENTS, F32)]
+    if spare_bytes < 0:
+        with pytest.raises(ResourceError, match=r"referenced subgraph 1, operation 1 \(ADD\): "
+                           rf"its {MIB} bytes of results would take the execution's values to "
+                           rf"{3 * MIB + 12} bytes, over its budget of {3 * MIB + 11} bytes"):
+            main.run_outputs(inputs, ctx)
+        return
+    i, y = main.run_outputs(inputs, ctx)
+    assert i[0] == 5 and y[0] == 32
+    assert ctx.budget.held_bytes == i.nbytes + y.nbytes
 
 
 @paths
