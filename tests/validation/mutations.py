@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -601,6 +601,15 @@ def unknown_size_while_mutations() -> list[ModelMutation]:
     }))
 
 
+def by_model(mutations: Iterable) -> dict[str, list]:
+    """Mutations by the model they mutate (the first part of their ids): the tests run
+    those of one model as one case, listing every mutation at fault."""
+    groups: dict[str, list] = {}
+    for mutation in mutations:
+        groups.setdefault(mutation.id.split("/")[0], []).append(mutation)
+    return groups
+
+
 def all_model_mutations() -> list[ModelMutation]:
     mutations: list[ModelMutation] = []
     for name, build in MODEL_BUILDERS.items():
@@ -803,6 +812,16 @@ def valid_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None],
             r.pools.__setitem__(1, MemoryPool(hidlMemory=Memory.create(32))),
             setattr(r.outputs[0].location, "length", 17)), {}),
     }
+
+
+def valid_request(name: str) -> tuple[Request, Model, dict]:
+    """valid_requests()[name] made: (the edited request, its model, validate_request's
+    keyword arguments)."""
+    build, edit, options = valid_requests()[name]
+    case = build()
+    request = case.request()
+    edit(request, case.model)
+    return request, case.model, options
 
 
 def invalid_fenced_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None]]]:
