@@ -9,7 +9,6 @@ from .engine import BUNDLED, Engine
 from .errors import DriverError, ValidationError, check
 from .executor.plan import ModelAnalysis, compile_model
 from .executor.run import MainProgram
-from .fingerprint import MODEL_MEMO, ModelFingerprint, model_fingerprint
 from .hal.dtypes import byte_size
 from .hal.enums import (DeviceStatus, DeviceType, ErrorStatus, ExecutionPreference,
                         OperandType, Priority)
@@ -18,9 +17,9 @@ from .hal.structs import (BufferDesc, BufferRole, Capabilities, Extension, Model
                           PerformanceInfo, Subgraph, SymmPerChannelQuantParams)
 from .limits import MEMORY_BUDGET_BYTES, PreparationDeadline, running
 from .prepared_model import SamplePreparedModel
+from .validation import memo
 from .validation.buffer import validate_allocation
 from .validation.common import is_extension_type
-from .validation.model import validate_fingerprinted_model
 
 VERSION = "nnhal-py-1.3"
 
@@ -84,15 +83,14 @@ class SampleDriver:
     # --- models --------------------------------------------------------------------------
 
     def _analyse(self, model: Model) -> ModelAnalysis:
-        """The model validated and compiled, once per content (MODEL_MEMO). Sharing a
-        ModelAnalysis is safe: a plan holds copies of the model's constants and no
-        per-execution state (many executions already run one plan)."""
+        """The model validated, then compiled with the operand views validation made, once
+        per content (driver/validation/memo.py). Sharing a ModelAnalysis is safe: a plan
+        holds copies of the model's constants and no per-execution state (many executions
+        already run one plan)."""
         arguments.check_type(model, Model, "model")
-        fingerprint = model_fingerprint(model)
-        if fingerprint is None:     # fields of unexpected types: no memo, full checks
-            return _validate_and_compile(model, None)
-        return MODEL_MEMO.remember((fingerprint, "analysis"),
-                                   lambda: _validate_and_compile(model, fingerprint))
+        key = memo.model_key(model)
+        return memo.remembered(key, "analysis", lambda: compile_model(
+            model, infos=memo.validate_keyed_model(model, key)))
 
     def getSupportedOperations_1_3(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
         try:
@@ -229,12 +227,6 @@ class SampleDriver:
         if isinstance(prepared_model, SamplePreparedModel) and prepared_model._device is self:
             return prepared_model._model
         return None
-
-
-def _validate_and_compile(model: Model, fingerprint: ModelFingerprint | None) -> ModelAnalysis:
-    """Validate (through the memo), then compile with the operand views that validation
-    made."""
-    return compile_model(model, infos=validate_fingerprinted_model(model, fingerprint))
 
 
 def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:

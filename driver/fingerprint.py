@@ -1,19 +1,21 @@
-"""Content fingerprints of HAL models, and the memo keyed by them (MODEL_MEMO).
+"""Content fingerprints of HAL models and requests, and the memo class keyed by them
+(ContentMemo; the driver's memo itself is driver/validation/memo.py).
 
-Validation and compilation are pure functions of a model's content, and a client often
-hands the driver the same content several times in a row (getSupportedOperations_1_3,
-then prepareModel_1_3 of the same model). ``model_fingerprint`` captures, in one hashable
-value, every field validation and compilation read: each subgraph's operands, operations
-and input/output lists, operandValues, every pool (kind, size and bytes), the relaxation
-flag and the extension table. Two models with equal fingerprints get the same verdict,
-message for message, and compile to the same plan.
+Validation and compilation are pure functions of a model's content (and of the limits in
+force), and a client often hands the driver the same content several times in a row
+(getSupportedOperations_1_3, then prepareModel_1_3 of the same model).
+``model_fingerprint`` captures, in one hashable value, every field validation and
+compilation read: each subgraph's operands, operations and input/output lists,
+operandValues, every pool (kind, size and bytes), the relaxation flag and the extension
+table. Two models with equal fingerprints get the same verdict, message for message, and
+compile to the same plan, under the same limits.
 
 Only values of the exact types a well-formed model uses are fingerprinted (an exact int,
 not a bool or a float that compares equal to one; a float compared by its bits, so -0.0
 and 0.0 differ; the HAL enums where a field is an enum). Anything else, and models too
 large to be worth keeping, get no fingerprint (None): the caller then does the full work,
 which reports the value's error as usual. Fingerprints are content, never identity: a
-client may change its Model between calls. ``operand_key`` is the same for one operand.
+client may change its Model between calls. ``request_key`` is the same for a request.
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ from typing import Callable, Generic, Hashable, Iterable, Optional, TypeVar, Uni
 
 from .errors import DriverError
 from .hal.enums import ErrorStatus, OperandLifeTime, OperandType, OperationType
-from .hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Operand,
-                          OperandExtraParams, Operation, RequestArgument, Subgraph,
+from .hal.structs import (DataLocation, ExtensionNameAndPrefix, MemoryPool, Model, Operand,
+                          OperandExtraParams, Operation, Request, RequestArgument, Subgraph,
                           SymmPerChannelQuantParams)
 from .memory import Memory
 
@@ -81,23 +83,16 @@ class ModelFingerprint:
     def __repr__(self) -> str:
         return f"ModelFingerprint({self._hash:#x})"
 
-
-def subgraph_parts(model: Model, fingerprint: Optional[ModelFingerprint]) -> Optional[tuple]:
-    """Per subgraph of ``model``, main first, its part of the fingerprint: its counts,
-    each operand's key (``operand_key``, followed by its extraParams when it has any), one
-    row per operation and its int lists. Taken from ``fingerprint`` (the model's, or
-    None); made anew for a model too large to fingerprint, whose parts are small all the
-    same. None for a model with a field of an unexpected class."""
-    if fingerprint is not None:
-        return fingerprint.content[0]
-    try:
-        return _subgraphs_content(model.main, model.referenced, 0)[0]
-    except (_NotFingerprintable, AttributeError, TypeError):
-        return None
+    @property
+    def subgraph_parts(self) -> tuple:
+        """Per subgraph, main first, its part of the content: its counts, each operand's
+        key (followed by its extraParams when it has any), one row per operation and its
+        int lists."""
+        return self.content[0]
 
 
 def structure_key(part: tuple) -> tuple:
-    """What the checks of a subgraph's structure read, from its ``subgraph_parts`` entry:
+    """What the checks of a subgraph's structure read, from its entry of ``subgraph_parts``:
     its operands' lifetimes and numberOfConsumers, its operations' types and operand
     indexes, its input and output lists (as plain ints)."""
     counts, keys, rows, indexes = part
@@ -177,7 +172,7 @@ def _extension_table(table: list) -> tuple:
 
 def _subgraphs_content(main: object, referenced: list, kept_bytes: int) -> tuple:
     """The fields of every subgraph, main first: per subgraph, its row of counts, each
-    operand's ``operand_key`` (with its extraParams, if any, appended), one row per
+    operand's key (its fields, with its extraParams, if any, appended), one row per
     operation and the contents of its operations' and its own int lists concatenated
     into one tuple (the rows hold the lengths that split it back); then the scales' bits,
     the classes of any enum field holding a plain int, and the non-empty extraParams,
@@ -293,51 +288,59 @@ def _extra_params_size(entry: tuple) -> int:
     return (0 if quant is None else len(quant[0])) + (0 if extension is None else len(extension))
 
 
-def operand_key(operand: object) -> Optional[tuple]:
-    """The content of one operand, every field its validation reads, as a hashable value;
-    None for an operand with a field of an unexpected class (as for model_fingerprint) or
-    with extraParams (rare: such operands are checked in full every time). A fingerprint
-    holds the keys of its model's operands (ModelFingerprint.operand_keys)."""
+def request_key(request: object, model: Model) -> Optional[tuple]:
+    """What the checks of a request read, as a hashable value: its pools, its arguments and
+    the main subgraph's inputs and outputs they fill (each operand's index, type and
+    dimensions); None for a field of an unexpected class, as for model_fingerprint."""
     try:
-        location, extra, dimensions = operand.location, operand.extraParams, operand.dimensions
-        if (type(operand) is not Operand or type(location) is not DataLocation
-                or type(extra) is not OperandExtraParams or type(dimensions) is not list
-                or extra.channelQuant is not None or extra.extension is not None):
+        pools, main = request.pools, model.main
+        if type(request) is not Request or type(pools) is not list:
             return None
-        key = (operand.type, operand.lifetime, operand.scale, operand.numberOfConsumers,
-               operand.zeroPoint, location.poolIndex, location.offset, location.length,
-               *dimensions)
-    except AttributeError:
+        return (tuple(map(_pool_key, pools)),
+                _arguments_key(request.inputs, main.inputIndexes, main.operands),
+                _arguments_key(request.outputs, main.outputIndexes, main.operands))
+    # A field of an unexpected class, a deleted one, an index the model lacks: checking
+    # names the error.
+    except (_NotFingerprintable, AttributeError, IndexError):
         return None
-    if tuple(map(type, key[:8])) not in _OPERAND_KEY_CLASSES or not _INT.issuperset(
-            map(type, dimensions)):
-        return None
-    # Enum members as plain ints, as in a fingerprint's keys.
-    return (int(key[0]), int(key[1])) + key[2:]
 
 
-def argument_key(argument: object, operand: Operand, pool_sizes: list[int]) -> Optional[tuple]:
-    """What the checks of a request argument read: its fields, its operand's type and
-    dimensions and the size of the pool it names; None for fields of unexpected classes."""
-    try:
+def _pool_key(pool: object) -> tuple:
+    memory, token = pool.hidlMemory, pool.token
+    if (type(pool) is not MemoryPool or type(token) not in _TOKEN_CLASSES
+            or type(memory) not in _POOL_MEMORY_CLASSES):
+        raise _NotFingerprintable
+    if memory is None:
+        return (token,)
+    if type(memory.name) is not str:
+        raise _NotFingerprintable
+    return token, memory.name, memory.size, memory.closed
+
+
+_TOKEN_CLASSES = frozenset({int, type(None)})
+_TYPE_CLASSES = frozenset({OperandType, int})
+_POOL_MEMORY_CLASSES = frozenset({Memory, type(None)})
+
+
+def _arguments_key(arguments: object, indexes: list, operands: list) -> tuple:
+    """The arguments' count, the indexes' count, then per argument its fields and its
+    operand's index, type and dimensions."""
+    if type(arguments) is not list:
+        raise _NotFingerprintable
+    keys = [len(arguments), len(indexes)]
+    for argument, index in zip(arguments, indexes):
         location, dimensions = argument.location, argument.dimensions
         if (type(argument) is not RequestArgument or type(argument.hasNoValue) is not bool
                 or type(location) is not DataLocation or type(dimensions) is not list):
-            return None
-        pool, offset, length = location.poolIndex, location.offset, location.length
-    except AttributeError:
-        return None
-    if not _INT.issuperset(map(type, (pool, offset, length, *dimensions))):
-        return None
-    pool_size = pool_sizes[pool] if 0 <= pool < len(pool_sizes) else None
-    return (argument.hasNoValue, pool, offset, length, pool_size, int(operand.type),
-            tuple(operand.dimensions), *dimensions)
-
-
-# An operand's type, lifetime, scale, numberOfConsumers, zeroPoint and location fields.
-_OPERAND_KEY_CLASSES = frozenset(
-    (type_class, lifetime_class, float, int, int, int, int, int)
-    for type_class in (OperandType, int) for lifetime_class in (OperandLifeTime, int))
+            raise _NotFingerprintable
+        fields = (location.poolIndex, location.offset, location.length, *dimensions)
+        _require_classes(fields, _INT)
+        operand = operands[index]
+        if type(operand.type) not in _TYPE_CLASSES:
+            raise _NotFingerprintable
+        keys.append((argument.hasNoValue, index, int(operand.type), tuple(operand.dimensions),
+                     *fields))
+    return tuple(keys)
 
 
 # --- memos ------------------------------------------------------------------------------
@@ -421,22 +424,5 @@ class ContentMemo(Generic[V]):
         return len(self._entries)
 
 
-#: What the driver derived from the most recent model contents, keyed by
-#: ``(model_fingerprint(model), what)``: validate_model's verdict with the OperandInfo
-#: views it made (driver/validation/model.py), and the compiled ModelAnalysis
-#: (driver/device.py). A client's getSupportedOperations_1_3 and prepareModel_1_3 of one
-#: model, or a fuzz harness validating the model itself first, do the work once.
-MODEL_MEMO: ContentMemo = ContentMemo(64)
-#: Parts of models and requests found valid, by content: operands (``(operand_key(operand),
-#: extension prefixes)``), the operand lists of subgraphs (``(their operand keys, the
-#: model's storage)``), subgraph structures (``(structure_key(part), extension
-#: prefixes)``) and request arguments (``(argument_key(...), checking flags)``).
-#: Fuzz inputs, and a client's successive models, share most of their parts: a part of
-#: remembered content needs only its checks that depend on the rest of the model.
-#: Failures are not remembered (their messages name the part's position).
-VALID_PARTS: ContentMemo[bool] = ContentMemo(16384)
-
-__all__ = ["ModelFingerprint", "model_fingerprint", "subgraph_parts", "structure_key",
-           "operand_key", "argument_key",
-           "CachedFailure", "ContentMemo", "MISSING", "MODEL_MEMO", "VALID_PARTS",
-           "CONTENT_DETERMINED_STATUSES"]
+__all__ = ["ModelFingerprint", "model_fingerprint", "structure_key", "request_key",
+           "CachedFailure", "ContentMemo", "MISSING", "CONTENT_DETERMINED_STATUSES"]

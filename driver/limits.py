@@ -98,6 +98,17 @@ MAX_RECURRENT_MULTIPLY_ADDS = 1 << 31
 #: 4,096 int32 rows took 2.3 s; 16 seeds over one row of 1 MiB, 67 s.
 MAX_HASHED_BYTES = 1 << 24
 
+#: The names of the limits above (what in_force returns the values of).
+_LIMITS = tuple(name for name, value in globals().items() if name.isupper() and type(value) is int)
+
+
+def in_force() -> tuple[int, ...]:
+    """The limits as they stand now: what the driver derives from a model depends on them,
+    and a test (or a driver built on this one) may change one, so its memo's keys hold them
+    (driver/validation/memo.py)."""
+    return tuple(map(globals().__getitem__, _LIMITS))
+
+
 #: Bytes per element by operand type (1 for types without a storage dtype).
 _ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
 

@@ -44,7 +44,7 @@ from driver.hal.dtypes import STORAGE_DTYPE
 from driver.hal.enums import ErrorStatus, OperandLifeTime, OperationType
 from driver.hal.structs import DataLocation, Model
 from driver.limits import running
-from driver.validation.model import validate_fingerprinted_model
+from driver.validation.model import check_model
 
 from . import convert, table
 from .convert import NUMPY_TYPE, TENSOR_TYPE
@@ -431,7 +431,7 @@ class SpecialisedModel:
         model = with_constants(cache.deserialize_model(*self.stored), dict(zip(self.operands, values)))
         try:
             with running(ctx):      # compiling may fold constants: within the deadline
-                analysis = compile_model(model, infos=validate_fingerprinted_model(model, None))
+                analysis = compile_model(model, infos=check_model(model))
         except ValidationError as error:
             self.engine.count("runtime scalar refused")
             raise ExecutionError(f"LiteRT: a runtime scalar's value: {error}") from None

@@ -1,4 +1,4 @@
-"""validate_model: everything a HAL 1.3 Model must satisfy before a driver may read it.
+"""check_model: everything a HAL 1.3 Model must satisfy before a driver may read it.
 
 The checks run in stages so that each stage may rely on the previous ones:
 1. model-level fields: relaxComputationFloat32toFloat16, extensionNameToPrefix,
@@ -13,16 +13,17 @@ The checks run in stages so that each stage may rely on the previous ones:
 
 Referenced subgraphs that nothing references are validated like the others and accepted,
 as the reference validators do; reference cycles are rejected wherever they occur.
+
+Each stage is a pure function of the model and of the limits in force (driver/limits.py,
+which operations read): the verdicts the driver remembers, and the parts it knows valid,
+are driver/validation/memo.py's.
 """
 from __future__ import annotations
 
 import re
 from itertools import chain
-from typing import Optional
 
 from ..errors import ValidationError, check
-from ..fingerprint import (MISSING, MODEL_MEMO, VALID_PARTS, ModelFingerprint, model_fingerprint,
-                           structure_key, subgraph_parts)
 from ..hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperationType
 from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
 from ..memory import Memory
@@ -32,49 +33,36 @@ from .common import POOL_NAMES, UINT16_MAX, is_int, operation_label, subgraph_la
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
 from .operand import ModelStorage, check_operand, storage_of
-from .structure import raise_for_missing_field
+from .structure import naming_missing_fields
 
 #: Extension names: lower-case letters, digits, '.' and '_', with at least one '.'
 #: (a reverse domain name such as "com.example.my_extension").
 _EXTENSION_NAME = re.compile(r"^(?=.*\.)[a-z0-9._]+$")
 
 
-def validate_model(model: Model, *, allow_unknown_size_while: bool = True) -> None:
+@naming_missing_fields("model")
+def check_model(model: Model, allow_unknown_size_while: bool = True) -> ModelInfos:
     """Raise ValidationError, naming the subgraph / operand / operation at fault, unless
-    ``model`` is a valid HAL 1.3 model.
+    ``model`` is a valid HAL 1.3 model. Returns the OperandInfo views made for the
+    operations' signature checks (compile_model reuses them).
 
     ``allow_unknown_size_while`` (the default) lifts the HAL 1.3 reference rule that every
     operand of a WHILE (and of the subgraphs it calls) has a known size: this driver runs
-    loops whose state changes shape between iterations. Pass False for the strict rule.
-
-    The verdict on a model of the same content as a recent one is remembered (MODEL_MEMO,
-    driver/fingerprint.py); a remembered failure is raised as a new ValidationError with
-    the same message."""
-    validate_fingerprinted_model(model, model_fingerprint(model),
-                                 allow_unknown_size_while=allow_unknown_size_while)
-
-
-def validate_fingerprinted_model(model: Model, fingerprint: Optional[ModelFingerprint], *,
-                                 allow_unknown_size_while: bool = True) -> ModelInfos:
-    """validate_model for a caller that already computed ``model_fingerprint(model)``
-    (None: no fingerprint, so no memo). Returns the OperandInfo views validation made,
-    for compile_model to reuse."""
-    try:
-        if fingerprint is None:
-            return check_model(model, allow_unknown_size_while)
-        return MODEL_MEMO.remember((fingerprint, "verdict", allow_unknown_size_while),
-                                   lambda: check_model(model, allow_unknown_size_while, fingerprint))
-    except AttributeError:
-        raise_for_missing_field(model, "model")
-        raise
+    loops whose state changes shape between iterations. Pass False for the strict rule."""
+    storage = check_model_fields(model)
+    subgraphs = labelled_subgraphs(model)
+    for label, subgraph in subgraphs:
+        check_not_empty(subgraph, label)
+        check_operands(subgraph, storage, label)
+        check_io_indexes(subgraph, label)
+    check_no_reference_cycles(model)
+    for label, subgraph in subgraphs:
+        check_structure(subgraph, storage, label)
+    return check_signatures(model, subgraphs, allow_unknown_size_while)
 
 
-def check_model(model: Model, allow_unknown_size_while: bool = True,
-                fingerprint: Optional[ModelFingerprint] = None) -> ModelInfos:
-    """validate_model without the model memo (parts found valid before, VALID_PARTS, skip
-    the checks that depend on them alone; the model's ``fingerprint``, when it has one,
-    gives the parts' keys). Returns the OperandInfo views made for the operations'
-    signature checks."""
+def check_model_fields(model: Model) -> ModelStorage:
+    """Stage 1, the model-level fields; returns what operand locations may point into."""
     check(isinstance(model, Model), "model: {} is not a Model", type(model).__name__)
     check(isinstance(model.relaxComputationFloat32toFloat16, bool), "model: "
           "relaxComputationFloat32toFloat16 {!r} is not a bool",
@@ -84,46 +72,25 @@ def check_model(model: Model, allow_unknown_size_while: bool = True,
           "model: operandValues is a {}, not bytes", type(model.operandValues).__name__)
     check_pools(model.pools)
     check(isinstance(model.referenced, list), "model: referenced is not a list")
+    return storage_of(model, prefixes)
 
-    subgraphs = labelled_subgraphs(model)
-    storage = storage_of(model, prefixes)
-    parts = subgraph_parts(model, fingerprint)
-    # A subgraph whose structure was found valid before (VALID_PARTS) skips the checks of
-    # its lists, operations and data flow: they read nothing else.
-    unknown_structures = []
-    for number, (label, subgraph) in enumerate(subgraphs):
-        part = None if parts is None else parts[number]
-        key = None if part is None else (structure_key(part), prefixes)
-        known_structure = key is not None and VALID_PARTS.get(key) is not MISSING
-        if not known_structure:
-            check_not_empty(subgraph, label)
-        check_operands(subgraph, storage, label, None if part is None else part[1])
-        if not known_structure:
-            check_io_indexes(subgraph, label)
-            unknown_structures.append((label, subgraph, key))
-    check_no_reference_cycles(model)
-    for label, subgraph, key in unknown_structures:
-        check_operations(subgraph, prefixes, label)
-        check_data_flow(subgraph, label)
-        if key is not None:
-            VALID_PARTS.put(key, True)
+
+def check_operands(subgraph: Subgraph, storage: ModelStorage, label: str) -> None:
+    for index, operand in enumerate(subgraph.operands):
+        check_operand(operand, storage, f"{label}, operand {index}")
+
+
+def check_structure(subgraph: Subgraph, storage: ModelStorage, label: str) -> None:
+    """Stage 4 (every operand checked, no reference cycle): operations and data flow."""
+    check_operations(subgraph, storage.extension_prefixes, label)
+    check_data_flow(subgraph, label)
+
+
+def check_signatures(model: Model, subgraphs: list[tuple[str, Subgraph]],
+                     allow_unknown_size_while: bool) -> ModelInfos:
+    """Stage 5, every subgraph's operations against their signatures."""
     return tuple(check_operation_signatures(model, subgraph, label, allow_unknown_size_while)
                  for label, subgraph in subgraphs)
-
-
-def check_operands(subgraph: Subgraph, storage: ModelStorage, label: str,
-                   keys: Optional[tuple[tuple, ...]]) -> None:
-    """Every operand of a subgraph. With their content ``keys``, a list of operands found
-    valid before in a model of the same storage (VALID_PARTS) passes at once: the bounds
-    of their locations depend on nothing else."""
-    list_key = None if keys is None else (keys, tuple(storage))
-    if list_key is not None and VALID_PARTS.get(list_key) is not MISSING:
-        return
-    for index, operand in enumerate(subgraph.operands):
-        check_operand(operand, storage, f"{label}, operand {index}",
-                      None if keys is None else keys[index])
-    if list_key is not None:
-        VALID_PARTS.put(list_key, True)
 
 
 def labelled_subgraphs(model: Model) -> list[tuple[str, Subgraph]]:

@@ -15,10 +15,9 @@ never crash on what a client sends:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from ..errors import check
-from ..fingerprint import MISSING, VALID_PARTS, operand_key
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
@@ -67,17 +66,7 @@ def storage_of(model: Model, extension_prefixes: tuple[int, ...]) -> ModelStorag
                         len(model.referenced), extension_prefixes)
 
 
-def check_operand(operand: Operand, storage: ModelStorage, where: str,
-                  key: Optional[tuple] = None) -> None:
-    """An operand of content found valid before (VALID_PARTS) needs only the bounds of its
-    location checked, the one rule that depends on the rest of the model. ``key``: its
-    content key when the caller has it (from the model's fingerprint), else its
-    ``operand_key`` is made here."""
-    if key is None:
-        key = operand_key(operand)
-    if key is not None and VALID_PARTS.get((key, storage.extension_prefixes)) is not MISSING:
-        check_location_bounds(operand, storage, where)
-        return
+def check_operand(operand: Operand, storage: ModelStorage, where: str) -> None:
     check(isinstance(operand, Operand), "{}: {} is not an Operand", where, type(operand).__name__)
     check_type_code(operand.type, BASE_OPERAND_TYPES, storage.extension_prefixes, "operand",
                     where)
@@ -90,8 +79,6 @@ def check_operand(operand: Operand, storage: ModelStorage, where: str,
     check_zero_point(operand, where)
     check_extra_params(operand, where)
     check_location(operand, storage, where)
-    if key is not None:
-        VALID_PARTS.put((key, storage.extension_prefixes), True)
 
 
 def check_dimensions(operand: Operand, where: str) -> None:

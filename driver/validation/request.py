@@ -1,4 +1,4 @@
-"""validate_request: a Request against the main subgraph of an already validated Model.
+"""check_request: a Request against the main subgraph of an already validated Model.
 
 As in the HAL 1.3 reference:
 - an argument with hasNoValue has an all-zero location and no dimensions; inputs and
@@ -24,26 +24,17 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import check
-from ..fingerprint import MISSING, VALID_PARTS, argument_key
 from ..hal.structs import DataLocation, MemoryPool, Model, Operand, Request, RequestArgument
 from .common import (MAX_BYTE_SIZE, byte_size, is_extension_type, is_scalar_type, is_uint32,
                      is_uint32_list)
 from .model import check_memory
-from .structure import raise_for_missing_field
+from .structure import naming_missing_fields
 
 
-def validate_request(request: Request, model: Model, *,
-                     allow_unspecified_output: bool = True) -> None:
+@naming_missing_fields("request")
+def check_request(request: Request, model: Model, allow_unspecified_output: bool = True) -> None:
     """Raise ValidationError, naming the argument or pool at fault, unless ``request`` is
-    a valid request for ``model`` (which validate_model accepted)."""
-    try:
-        _validate_request(request, model, allow_unspecified_output)
-    except AttributeError:
-        raise_for_missing_field(request, "request")
-        raise
-
-
-def _validate_request(request: Request, model: Model, allow_unspecified_output: bool) -> None:
+    a valid request for ``model`` (which check_model accepted)."""
     check(isinstance(request, Request), "request: {} is not a Request", type(request).__name__)
     pool_sizes = check_request_pools(request.pools)
     main = model.main
@@ -81,17 +72,11 @@ def check_arguments(arguments: list, operand_indexes: Sequence[int], operands: l
     check(len(arguments) == len(operand_indexes),
           "request: {} {}s given, the model has {}", len(arguments), kind, len(operand_indexes))
     for position, (argument, index) in enumerate(zip(arguments, operand_indexes)):
-        # An argument of content found valid before (VALID_PARTS) passes again.
-        key = (argument_key(argument, operands[index], pool_sizes), kind, allow_unspecified)
-        if VALID_PARTS.get(key) is not MISSING:
-            continue
         where = f"request {kind} {position} (operand {index})"
         check(isinstance(argument, RequestArgument),
               "{}: {} is not a RequestArgument", where, type(argument).__name__)
         check_argument(argument, operands[index], pool_sizes, where,
                        is_input=kind == "input", allow_unspecified=allow_unspecified)
-        if key[0] is not None:
-            VALID_PARTS.put(key, True)
 
 
 def check_argument(argument: RequestArgument, operand: Operand, pool_sizes: list[int],

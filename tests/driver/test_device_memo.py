@@ -1,6 +1,7 @@
-"""What the memo of analyses (driver.fingerprint.MODEL_MEMO, which SampleDriver uses) may
-keep: failures that follow from the model's content, and plans that hold no state of any one
-execution (prepared models of equal content share one plan, and many executions run it)."""
+"""What the memo of analyses (driver/validation/memo.py, which SampleDriver uses) may keep:
+failures that follow from the model's content and the limits in force, and plans that hold
+no state of any one execution (prepared models of equal content share one plan, and many
+executions run it)."""
 from __future__ import annotations
 
 import functools
@@ -10,18 +11,25 @@ import types
 import numpy as np
 import pytest
 
-from driver import device as device_module
+from driver import device as device_module, limits, operands
 from driver.errors import DriverError, ResourceError
-from driver.fingerprint import MODEL_MEMO
-from driver.hal import ErrorStatus
+from driver.hal import ErrorStatus, OperandType as T, OperationType as Op
+from driver.validation import memo
+from hal_client.builder import ModelBuilder
 from tests import models
 from tests.driver.execution import Path, execute, prepare
+
+
+@pytest.fixture(autouse=True)
+def memo_on(monkeypatch) -> None:
+    """The memo on, whatever the environment says."""
+    monkeypatch.setattr(memo, "ENABLED", True)
 
 
 def compile_failing_once(monkeypatch, error: DriverError) -> list:
     """compile_model raises ``error`` on its first call only; the calls are counted. The
     memo starts empty."""
-    MODEL_MEMO.clear()
+    memo.MEMO.clear()
     calls: list = []
     compile_model = device_module.compile_model
 
@@ -63,6 +71,37 @@ def test_devices_share_the_memo_and_a_hit_gives_the_status_of_the_miss(monkeypat
                 for _ in range(3)]
     assert statuses == [ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT] + 2 * [ErrorStatus.INVALID_ARGUMENT]
     assert len(calls) == 2                          # the third call is a hit
+
+
+#: One over the rank limit.
+OVER_RANK = limits.MAX_RANK + 1
+
+
+def over_rank_model():
+    """ABS of a value of rank OVER_RANK."""
+    builder = ModelBuilder()
+    main = builder.main
+    dims = [1] * OVER_RANK
+    main.outputs(main.apply(Op.ABS, [main.input(T.TENSOR_FLOAT32, dims)], T.TENSOR_FLOAT32, dims))
+    return builder.build()
+
+
+def test_a_changed_limit_is_never_answered_from_the_memo(monkeypatch):
+    """The memo's keys hold the limits in force: what was derived under one limit is not
+    reused under another, with nothing emptied by hand (a model of a rank over the limit has
+    its operations unsupported)."""
+    device = device_module.SampleDriver()
+
+    def supported() -> list[bool]:
+        status, flags = device.getSupportedOperations_1_3(over_rank_model())
+        assert status == ErrorStatus.NONE
+        return flags
+    assert supported() == [False]
+    with monkeypatch.context() as patched:
+        patched.setattr(limits, "MAX_RANK", OVER_RANK)
+        patched.setattr(operands, "MAX_RANK", OVER_RANK)
+        assert supported() == [True]
+    assert supported() == [False]
 
 
 def state_of(root: object) -> bytes:

@@ -58,12 +58,11 @@ import numpy as np
 
 from driver import SampleDriver, cache, errors, limits, operands
 from driver.errors import ValidationError
-from driver.fingerprint import MODEL_MEMO, VALID_PARTS
 from driver.hal import (NO_TIMING, ErrorStatus, ExecutionPreference, LoopTimeoutDurationNs, Model,
                         OperandLifeTime, OperandType, Operation, OperationType,
                         OptionalTimeoutDuration, Priority, Subgraph)
 from driver.sync_fence import FenceState, SyncFence
-from driver.validation import request as request_validation, validate_model, validate_request
+from driver.validation import memo, request as request_validation, validate_model, validate_request
 from fuzz import harness, oracles
 from fuzz.drivers import MEMORY_BUDGET_BYTES
 from fuzz.case import ExecutionPath, RequestChange
@@ -346,17 +345,14 @@ LOOSE_RANK_LIMIT = 68
 
 @contextlib.contextmanager
 def _loose_rank_limit() -> Iterator[None]:
-    """LOOSE_RANK_LIMIT as the bundled driver's rank limit for the block. Its memo of
-    verdicts and plans by model content is emptied on the way in and out: they depend on
-    the limit."""
+    """LOOSE_RANK_LIMIT as the bundled driver's rank limit for the block. (Its memo's keys
+    hold the limits in force: nothing it remembered under one limit is used under the other.)"""
     saved = limits.MAX_RANK, operands.MAX_RANK
     limits.MAX_RANK = operands.MAX_RANK = LOOSE_RANK_LIMIT
-    MODEL_MEMO.clear()
     try:
         yield
     finally:
         limits.MAX_RANK, operands.MAX_RANK = saved
-        MODEL_MEMO.clear()
 
 
 class _RankUncheckedModel(_PreparedModelWithin):
@@ -641,15 +637,14 @@ def planted_bug_reached(name: str, case) -> bool:
 @contextlib.contextmanager
 def _request_checks(check: Callable[..., None]) -> Iterator[None]:
     """The bundled driver's request validation with ``check`` in place of errors.check for
-    the block. Arguments validated meanwhile are remembered by content (VALID_PARTS), where
-    the harness's own validator would take an invalid one for valid: the memo is emptied
-    on the way out."""
-    request_validation.check = check
+    the block, with the driver's memo off: its verdicts are those of the unchanged check,
+    and a verdict of the block's would be taken for one of them."""
+    saved = memo.ENABLED
+    request_validation.check, memo.ENABLED = check, False
     try:
         yield
     finally:
-        request_validation.check = errors.check
-        VALID_PARTS.clear()
+        request_validation.check, memo.ENABLED = errors.check, saved
 
 
 @contextlib.contextmanager

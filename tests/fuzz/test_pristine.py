@@ -12,9 +12,8 @@ import pytest
 import driver
 from driver import SampleDriver
 from driver.errors import check
-from driver.fingerprint import MODEL_MEMO, VALID_PARTS
 from driver.hal import ErrorStatus, OperationType
-from driver.validation import graph, request as request_validation
+from driver.validation import graph, memo, request as request_validation
 from fuzz import harness, oracles, pristine
 from fuzz.case import ExecutionPath
 from fuzz.drivers import make_device
@@ -96,9 +95,8 @@ def test_the_pristine_driver_as_reference_agrees_with_today_s_on_the_corpus(inst
 def validation_changed(monkeypatch):
     """Patch (``change(module, name, rule)``) a function of today's validation, which then
     runs ``rule`` with the same arguments before the original: the change a validation
-    mutant makes, in the harness's validator and the bundled driver alike. The memo of
-    verdicts and valid parts is emptied on the way in and out: its verdicts are the
-    unchanged rules'."""
+    mutant makes, in the harness's validator and the bundled driver alike. The driver's
+    memo is off meanwhile: its verdicts are the unchanged rules'."""
     def change(module, name: str, rule) -> None:
         original = getattr(module, name)
 
@@ -106,11 +104,8 @@ def validation_changed(monkeypatch):
             rule(*arguments, **keywords)
             return original(*arguments, **keywords)
         monkeypatch.setattr(module, name, changed)
-    MODEL_MEMO.clear()
-    VALID_PARTS.clear()
+    monkeypatch.setattr(memo, "ENABLED", False)
     yield change
-    MODEL_MEMO.clear()
-    VALID_PARTS.clear()
 
 
 @pytest.fixture

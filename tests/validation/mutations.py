@@ -4,12 +4,15 @@ manner of the VTS ValidateModel/ValidateRequest tests.
 A mutation is (id, build, mutate): ``build()`` returns a fresh valid ModelCase and
 ``mutate`` turns its model (or request) invalid in place. Ids read like
 "add/main/operand 1/scale=1.0". Both the validator tests and the device tests use them.
+A model mutation names the rule that must reject it (``rule``: text of its message, or a
+pattern of a family of rules), so that one stopped by another check is seen.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, Union
 
 import numpy as np
 
@@ -29,16 +32,25 @@ Build = Callable[[], ModelCase]
 Select = Callable[[Model], Subgraph]
 
 
+Rule = Union[str, "re.Pattern[str]"]
+
+
 @dataclass(frozen=True)
 class ModelMutation:
     id: str
     build: Build
     mutate: Callable[[Model], None]
+    rule: Rule
 
     def invalid_model(self) -> Model:
         model = self.build().model
         self.mutate(model)
         return model
+
+    def rejects(self, message: str) -> bool:
+        """Whether ``message`` is one of the rule this mutation breaks."""
+        rule = self.rule
+        return rule in message if isinstance(rule, str) else rule.search(message) is not None
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,26 @@ def is_validated_operation(type_code: int) -> bool:
     return type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None
 
 
+#: The rules of IF and WHILE against the subgraphs they call (driver/validation/control_flow.py).
+CONTROL_FLOW = re.compile(r"\((IF|WHILE)\): (needs at least|.*\b(branch|condition|body)\b)")
+
+
+def signature_rule(operation: Operation, kind: str, count: int) -> Rule:
+    """The rule an operation breaks with ``count`` operands of ``kind`` ("inputs",
+    "outputs"): the signature checker's count of a registered operation, or one of
+    IF's and WHILE's."""
+    if operation.type in (Op.IF, Op.WHILE):
+        return CONTROL_FLOW
+    return f"expected {len(getattr(operation, kind))} {kind}, got {count}"
+
+
+def _unwritten_rule(subgraph: Subgraph, index: int) -> str:
+    """The data-flow rule operand ``index`` breaks once no operation writes it."""
+    if subgraph.operands[index].numberOfConsumers > 0:
+        return f"(operand {index}) is read before it is written"
+    return f"operand {index}: no operation writes it"
+
+
 # --- helpers that keep the rest of a model consistent -----------------------------------
 
 def _byte_size(operand: Operand) -> int:
@@ -112,9 +144,12 @@ def _remove_operand(subgraph: Subgraph, index: int) -> None:
     subgraph.outputIndexes = remap(subgraph.outputIndexes)
 
 
-def _set(select: Select, index: int, **fields) -> Callable[[Model], None]:
+def _set(select: Select, index: int | Callable[[Subgraph], int],
+         **fields) -> Callable[[Model], None]:
+    """Set fields of operand ``index`` (or ``index(subgraph)``) of the subgraph selected."""
     def mutate(model: Model) -> None:
-        operand = select(model).operands[index]
+        subgraph = select(model)
+        operand = subgraph.operands[index if isinstance(index, int) else index(subgraph)]
         for name, value in fields.items():
             setattr(operand, name, value)
     return mutate
@@ -136,35 +171,42 @@ _INVALID_ZERO_POINTS = {
 }
 
 
-def _invalid_scales(type_code: int) -> tuple[float, ...]:
+def _invalid_scales(type_code: int) -> tuple[tuple[float, str], ...]:
+    """(scale, the rule it breaks)."""
     if type_code in _NO_SCALE or type_code > 0xFFFF:
-        return (1.0,)
+        return ((1.0, "operand has non-zero scale 1.0"),)
     if type_code == T.TENSOR_INT32:
-        return (-1.0,)
+        return ((-1.0, "TENSOR_INT32 operand has negative scale -1.0"),)
     if type_code in _POSITIVE_SCALE:
-        return (0.0, math.nan)
+        return ((0.0, "operand has non-positive scale 0.0"),
+                (math.nan, "scale nan is not a finite float32"))
     return ()   # OEM types: any scale
 
 
-def _invalid_zero_points(type_code: int) -> tuple[int, ...]:
+def _invalid_zero_points(type_code: int) -> tuple[tuple[int, str], ...]:
+    """(zero point, the rule it breaks)."""
     if type_code in _INVALID_ZERO_POINTS:
-        return _INVALID_ZERO_POINTS[type_code]
+        return tuple((zero_point, f"operand has zeroPoint {zero_point} outside")
+                     for zero_point in _INVALID_ZERO_POINTS[type_code])
     if type_code in (T.OEM, T.TENSOR_OEM_BYTE):
         return ()
-    return (1,)
+    return ((1, "operand has non-zero zeroPoint 1"),)
 
 
-def _lifetime_mutations(model: Model, subgraph: Subgraph, index: int) -> list[L]:
-    """VTS getInvalidLifeTimes: change whether the operand should have a writer."""
+def _lifetime_mutations(model: Model, subgraph: Subgraph, index: int) -> list[tuple[L, str]]:
+    """VTS getInvalidLifeTimes: change whether the operand should have a writer. (lifetime,
+    the rule it breaks)."""
     operand = subgraph.operands[index]
     if operand.lifetime in (L.SUBGRAPH_OUTPUT, L.TEMPORARY_VARIABLE):
-        targets = [L.SUBGRAPH_INPUT, L.CONSTANT_COPY]
+        targets = [(t, f"has lifetime {t.name} and cannot be written")
+                   for t in (L.SUBGRAPH_INPUT, L.CONSTANT_COPY)]
     elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.SUBGRAPH_INPUT):
-        targets = [L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT]
+        targets = [(t, _unwritten_rule(subgraph, index))
+                   for t in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)]
     else:
         return []
     if _byte_size(operand) == 0:
-        targets = [t for t in targets if t != L.CONSTANT_COPY]
+        targets = [(t, rule) for t, rule in targets if t != L.CONSTANT_COPY]
     return targets
 
 
@@ -196,6 +238,15 @@ def _input_output_swap(operand: Operand) -> L | None:
             L.TEMPORARY_VARIABLE: L.SUBGRAPH_OUTPUT}.get(operand.lifetime)
 
 
+#: The rule each swap breaks: an operand missing from its list, or listed with another lifetime.
+_SWAP_RULES = {
+    L.SUBGRAPH_INPUT: "SUBGRAPH_INPUT operand missing from inputIndexes",
+    L.SUBGRAPH_OUTPUT: "SUBGRAPH_OUTPUT operand missing from outputIndexes",
+    L.CONSTANT_COPY: "has lifetime CONSTANT_COPY, expected SUBGRAPH_INPUT",
+    L.TEMPORARY_VARIABLE: "has lifetime TEMPORARY_VARIABLE, expected SUBGRAPH_OUTPUT",
+}
+
+
 def _swap_lifetime(select: Select, index: int, lifetime: L) -> Callable[[Model], None]:
     def mutate(model: Model) -> None:
         operand = select(model).operands[index]
@@ -206,25 +257,37 @@ def _swap_lifetime(select: Select, index: int, lifetime: L) -> Callable[[Model],
     return mutate
 
 
-def _location_mutations(model: Model, operand: Operand) -> list[tuple[str, DataLocation]]:
+def _location_mutations(model: Model, operand: Operand) -> list[tuple[str, DataLocation, str]]:
+    """(what, location, the rule it breaks)."""
     loc = operand.location
+    not_uint32, all_zero = "location fields", "expected all zero"
+    if operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+        def wrong_length(length: int) -> str:
+            return f"needs {loc.length} bytes, location gives {length}"
     if operand.lifetime == L.CONSTANT_COPY:
-        return [("poolIndex=1", replace(loc, poolIndex=1)),
-                ("offset past end", replace(loc, offset=len(model.operandValues))),
-                ("length+1", replace(loc, length=loc.length + 1)),
-                ("length-1", replace(loc, length=loc.length - 1))]
+        return [("poolIndex=1", replace(loc, poolIndex=1),
+                 "CONSTANT_COPY with non-zero poolIndex 1"),
+                ("offset past end", replace(loc, offset=len(model.operandValues)),
+                 "outside operandValues"),
+                ("length+1", replace(loc, length=loc.length + 1), wrong_length(loc.length + 1)),
+                ("length-1", replace(loc, length=loc.length - 1), wrong_length(loc.length - 1))]
     if operand.lifetime == L.CONSTANT_REFERENCE:
         pool_size = model.pools[loc.poolIndex].size
-        return [("poolIndex out of range", replace(loc, poolIndex=len(model.pools))),
-                ("offset past pool", replace(loc, offset=pool_size)),
-                ("length-1", replace(loc, length=loc.length - 1)),
-                ("offset 2**32", replace(loc, offset=2 ** 32))]
+        return [("poolIndex out of range", replace(loc, poolIndex=len(model.pools)),
+                 f"CONSTANT_REFERENCE poolIndex {len(model.pools)} out of range"),
+                ("offset past pool", replace(loc, offset=pool_size),
+                 f"outside pool {loc.poolIndex}"),
+                ("length-1", replace(loc, length=loc.length - 1), wrong_length(loc.length - 1)),
+                ("offset 2**32", replace(loc, offset=2 ** 32), not_uint32)]
     if operand.lifetime == L.SUBGRAPH:
-        return [("poolIndex=1", replace(loc, poolIndex=1)),
-                ("reference out of range", replace(loc, offset=len(model.referenced))),
-                ("length=1", replace(loc, length=1))]
-    return [("poolIndex=1", replace(loc, poolIndex=1)), ("offset=1", replace(loc, offset=1)),
-            ("length=1", replace(loc, length=1)), ("offset=-1", replace(loc, offset=-1))]
+        return [("poolIndex=1", replace(loc, poolIndex=1), "SUBGRAPH with non-zero poolIndex 1"),
+                ("reference out of range", replace(loc, offset=len(model.referenced)),
+                 f"subgraph reference {len(model.referenced)} out of range"),
+                ("length=1", replace(loc, length=1), "SUBGRAPH with non-zero length 1")]
+    return [("poolIndex=1", replace(loc, poolIndex=1), all_zero),
+            ("offset=1", replace(loc, offset=1), all_zero),
+            ("length=1", replace(loc, length=1), all_zero),
+            ("offset=-1", replace(loc, offset=-1), not_uint32)]
 
 
 def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
@@ -233,62 +296,91 @@ def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
         subgraph = select(model)
         for index, operand in enumerate(subgraph.operands):
             prefix = f"{name}/{sg_name}/operand {index}"
+            type_name = T(operand.type).name if operand.type <= 0xFFFF else None
 
-            def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
-                return ModelMutation(f"{prefix}/{what}", build, mutate)
+            def mutation(what: str, mutate: Callable[[Model], None], rule: Rule) -> ModelMutation:
+                return ModelMutation(f"{prefix}/{what}", build, mutate, rule)
 
             for bad_type in _INVALID_OPERAND_TYPES:
-                yield mutation(f"type={bad_type:#x}", _set(select, index, type=bad_type))
+                yield mutation(f"type={bad_type:#x}", _set(select, index, type=bad_type),
+                               _type_rule("operand", bad_type))
             if operand.type in (*_SCALARS, T.SUBGRAPH, T.OEM):
-                yield mutation("scalar rank 1", _set(select, index, dimensions=[0]))
-                yield mutation("scalar dims [1]", _set(select, index, dimensions=[1]))
+                for what, dims in (("scalar rank 1", [0]), ("scalar dims [1]", [1])):
+                    yield mutation(what, _set(select, index, dimensions=dims),
+                                   f"scalar {type_name} has dimensions {dims}")
             elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-                yield mutation("constant rank 0", _set(select, index, dimensions=[]))
+                yield mutation("constant rank 0", _set(select, index, dimensions=[]),
+                               "tensor has unknown rank")
                 dims = list(operand.dimensions)
                 yield mutation("constant unknown dim",
-                               _set(select, index, dimensions=[0] + dims[1:]))
+                               _set(select, index, dimensions=[0] + dims[1:]),
+                               "tensor has unknown dimensions")
             if operand.type <= 0xFFFF and STORAGE_DTYPE.get(operand.type) is not None \
                     and operand.type not in (*_SCALARS, T.OEM):
-                yield mutation("dims overflow", _set(select, index, dimensions=[0xFFFF_FFFF, 2]))
-                yield mutation("dims product overflow",
-                               _set(select, index, dimensions=[65536, 65536]))
-            for scale in _invalid_scales(operand.type):
-                yield mutation(f"scale={scale}", _set(select, index, scale=scale))
-            for zero_point in _invalid_zero_points(operand.type):
-                yield mutation(f"zeroPoint={zero_point}", _set(select, index, zeroPoint=zero_point))
-            for lifetime in _lifetime_mutations(model, subgraph, index):
+                for what, dims in (("dims overflow", [0xFFFF_FFFF, 2]),
+                                   ("dims product overflow", [65536, 65536])):
+                    yield mutation(what, _set(select, index, dimensions=dims),
+                                   f"dimensions {dims} needs more than 4294967295 bytes")
+            for scale, rule in _invalid_scales(operand.type):
+                yield mutation(f"scale={scale}", _set(select, index, scale=scale), rule)
+            for zero_point, rule in _invalid_zero_points(operand.type):
+                yield mutation(f"zeroPoint={zero_point}", _set(select, index, zeroPoint=zero_point),
+                               rule)
+            for lifetime, rule in _lifetime_mutations(model, subgraph, index):
                 yield mutation(f"lifetime={lifetime.name}",
-                               _change_lifetime(select, index, lifetime))
+                               _change_lifetime(select, index, lifetime), rule)
             swapped = _input_output_swap(operand)
             if swapped is not None:
                 yield mutation(f"io lifetime={swapped.name}",
-                               _swap_lifetime(select, index, swapped))
+                               _swap_lifetime(select, index, swapped), _SWAP_RULES[swapped])
             if operand.type == T.SUBGRAPH:
                 yield mutation("SUBGRAPH type as TEMPORARY",
                                _set(select, index, lifetime=L.TEMPORARY_VARIABLE,
-                                    location=DataLocation()))
+                                    location=DataLocation()),
+                               "of type SUBGRAPH cannot have lifetime TEMPORARY_VARIABLE")
             else:
                 yield mutation("lifetime SUBGRAPH", _set(select, index, lifetime=L.SUBGRAPH,
-                                                         location=DataLocation()))
+                                                         location=DataLocation()),
+                               "cannot have lifetime SUBGRAPH")
             consumers = operand.numberOfConsumers
             for bad in ((1,) if consumers == 0 else (consumers - 1, consumers + 1)):
                 yield mutation(f"numberOfConsumers={bad}",
-                               _set(select, index, numberOfConsumers=bad))
-            for what, location in _location_mutations(model, operand):
-                yield mutation(f"location {what}", _set(select, index, location=location))
+                               _set(select, index, numberOfConsumers=bad),
+                               f"operand {index}: numberOfConsumers is {bad}, but")
+            for what, location, rule in _location_mutations(model, operand):
+                yield mutation(f"location {what}", _set(select, index, location=location), rule)
             if operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
                 quant = SymmPerChannelQuantParams(scales=[1.0], channelDim=0)
                 params = OperandExtraParams(channelQuant=quant)
                 yield mutation("channelQuant on non-per-channel",
-                               _set(select, index, extraParams=params))
-            if operand.type <= 0xFFFF:
+                               _set(select, index, extraParams=params), "operand has channelQuant")
+            # (A per-channel operand's channelQuant and extension together: "per_channel/".)
+            if operand.type <= 0xFFFF and operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
                 yield mutation("extension params on base type",
-                               _set(select, index, extraParams=OperandExtraParams(extension=b"x")))
+                               _set(select, index, extraParams=OperandExtraParams(extension=b"x")),
+                               "operand has extension parameters")
             if operand.numberOfConsumers > 0 and all(
                     is_validated_operation(op.type) for op in subgraph.operations
                     if index in op.inputs):
                 # Without its operand, a validated operation has a wrong signature.
-                yield mutation("removed", lambda m, s=select, i=index: _remove_operand(s(m), i))
+                yield mutation("removed", lambda m, s=select, i=index: _remove_operand(s(m), i),
+                               _operand_removed_rule(sg_name, subgraph, index))
+
+
+def _type_rule(kind: str, bad_type: int) -> str:
+    if bad_type > 0xFFFF:
+        return f"extension {kind} type {bad_type:#x} has prefix"
+    return f"invalid {kind} type {bad_type}"
+
+
+def _operand_removed_rule(sg_name: str, subgraph: Subgraph, index: int) -> Rule:
+    """A referenced subgraph's input or output breaks the IF or WHILE calling it; any other
+    operand the first operation that names it."""
+    if sg_name != "main" and index in (*subgraph.inputIndexes, *subgraph.outputIndexes):
+        return CONTROL_FLOW
+    first = next(op for op in subgraph.operations if index in (*op.inputs, *op.outputs))
+    kind = "outputs" if index in first.outputs else "inputs"
+    return signature_rule(first, kind, sum(i != index for i in getattr(first, kind)))
 
 
 # --- operation mutations ----------------------------------------------------------------
@@ -312,56 +404,83 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
         for p, operation in enumerate(subgraph.operations):
             prefix = f"{name}/{sg_name}/operation {p}"
 
-            def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
-                return ModelMutation(f"{prefix}/{what}", build, mutate)
+            def mutation(what: str, mutate: Callable[[Model], None], rule: Rule) -> ModelMutation:
+                return ModelMutation(f"{prefix}/{what}", build, mutate, rule)
 
             def op(m: Model, s=select, p=p) -> Operation:
                 return s(m).operations[p]
 
             for bad_type in _INVALID_OPERATION_TYPES:
                 yield mutation(f"type={bad_type:#x}",
-                               lambda m, t=bad_type, op=op: setattr(op(m), "type", t))
+                               lambda m, t=bad_type, op=op: setattr(op(m), "type", t),
+                               _type_rule("operation", bad_type))
             for j in range(len(operation.inputs)):
                 yield mutation(f"input {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).inputs.__setitem__(j, n))
+                               lambda m, j=j, op=op, n=count: op(m).inputs.__setitem__(j, n),
+                               f"input {j} names operand {count}, out of range")
             for j in range(len(operation.outputs)):
                 yield mutation(f"output {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).outputs.__setitem__(j, n))
+                               lambda m, j=j, op=op, n=count: op(m).outputs.__setitem__(j, n),
+                               f"output {j} names operand {count}, out of range")
             yield from _execution_order_mutations(prefix, build, select, subgraph, p)
             for j, index in enumerate(operation.outputs):
                 yield mutation(f"second writer of output {j}",
-                               lambda m, j=j, s=select, p=p: _add_writer(s(m), p, j))
+                               lambda m, j=j, s=select, p=p: _add_writer(s(m), p, j),
+                               f"output {j} (operand {index}) was already written")
                 if subgraph.operands[index].numberOfConsumers > 0:
                     yield mutation(f"output {j} no longer written",
-                                   lambda m, j=j, s=select, p=p: _remove_write(s(m), p, j))
-            yield mutation("removed", lambda m, s=select, p=p: _remove_operation(s(m), p))
+                                   lambda m, j=j, s=select, p=p: _remove_write(s(m), p, j),
+                                   _unwritten_rule(subgraph, index))
+            yield mutation("removed", lambda m, s=select, p=p: _remove_operation(s(m), p),
+                           _operation_removed_rule(subgraph, p))
             if not is_validated_operation(operation.type):
                 continue   # an unimplemented type's signature is not checked
-            for j in range(len(operation.inputs)):
+            inputs, outputs = len(operation.inputs), len(operation.outputs)
+            for j in range(inputs):
                 yield mutation(f"input {j} removed",
-                               lambda m, j=j, s=select, p=p: _remove_input(s(m), p, j))
-            for j in range(len(operation.outputs)):
+                               lambda m, j=j, s=select, p=p: _remove_input(s(m), p, j),
+                               signature_rule(operation, "inputs", inputs - 1))
+            for j, index in enumerate(operation.outputs):
                 yield mutation(f"output {j} removed",
-                               lambda m, j=j, op=op: op(m).outputs.pop(j))
-            yield mutation("extra input", lambda m, s=select, p=p: _add_input(s(m), p))
-            yield mutation("extra output", lambda m, s=select, p=p: _add_output(s(m), p))
+                               lambda m, j=j, op=op: op(m).outputs.pop(j),
+                               _unwritten_rule(subgraph, index))
+            # In a referenced subgraph, the new operand is one of its inputs or outputs too:
+            # the IF or WHILE calling it is checked first.
+            called = sg_name != "main"
+            yield mutation("extra input", lambda m, s=select, p=p: _add_input(s(m), p),
+                           CONTROL_FLOW if called else
+                           signature_rule(operation, "inputs", inputs + 1))
+            yield mutation("extra output", lambda m, s=select, p=p: _add_output(s(m), p),
+                           CONTROL_FLOW if called else
+                           signature_rule(operation, "outputs", outputs + 1))
 
 
 def _execution_order_mutations(prefix, build, select, subgraph, p) -> Iterator[ModelMutation]:
     """VTS mutateExecutionOrderTest: move a reader before its writer, a writer after its
     reader."""
     operation = subgraph.operations[p]
+    read_early = "is read before it is written"
     if any(subgraph.operands[i].lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)
            for i in operation.inputs):
         def reader_first(m: Model, s=select, p=p) -> None:
             ops = s(m).operations
             ops.insert(0, ops.pop(p))
-        yield ModelMutation(f"{prefix}/reader moved first", build, reader_first)
+        yield ModelMutation(f"{prefix}/reader moved first", build, reader_first, read_early)
     if any(subgraph.operands[i].numberOfConsumers > 0 for i in operation.outputs):
         def writer_last(m: Model, s=select, p=p) -> None:
             ops = s(m).operations
             ops.append(ops.pop(p))
-        yield ModelMutation(f"{prefix}/writer moved last", build, writer_last)
+        yield ModelMutation(f"{prefix}/writer moved last", build, writer_last, read_early)
+
+
+def _operation_removed_rule(subgraph: Subgraph, p: int) -> str:
+    """A subgraph left without operations, or the outputs of operation p unwritten."""
+    if len(subgraph.operations) == 1:
+        return "has no operations"
+    outputs = subgraph.operations[p].outputs
+    if any(index in later.inputs for later in subgraph.operations[p + 1:] for index in outputs):
+        return "is read before it is written"
+    return "no operation writes it"
 
 
 def _add_writer(subgraph: Subgraph, p: int, output: int) -> None:
@@ -440,58 +559,89 @@ MODEL_LEVEL_MUTATED = ("add", "constant_reference", "nested", "extension")
 def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
     model = build().model
 
-    def mutation(what: str, mutate: Callable[[Model], None]) -> ModelMutation:
-        return ModelMutation(f"{name}/model/{what}", build, mutate)
+    def mutation(what: str, mutate: Callable[[Model], None], rule: Rule) -> ModelMutation:
+        return ModelMutation(f"{name}/model/{what}", build, mutate, rule)
 
     for i in range(len(model.referenced)):
         yield mutation(f"referenced {i} empty",
-                       lambda m, i=i: m.referenced.__setitem__(i, Subgraph()))
+                       lambda m, i=i: m.referenced.__setitem__(i, Subgraph()),
+                       f"referenced subgraph {i}: has no operands")
         yield mutation(f"referenced {i} without operations",
-                       lambda m, i=i: setattr(m.referenced[i], "operations", []))
+                       lambda m, i=i: setattr(m.referenced[i], "operations", []),
+                       f"referenced subgraph {i}: has no operations")
     if name not in MODEL_LEVEL_MUTATED:
         return
-    yield mutation("main without operations", lambda m: setattr(m.main, "operations", []))
-    yield mutation("main without operands", lambda m: setattr(m, "main", Subgraph()))
-    yield mutation("relax is an int", lambda m: setattr(m, "relaxComputationFloat32toFloat16", 1))
-    yield mutation("pool closed", lambda m: m.pools.append(_closed_memory()))
-    yield mutation("pool of size 0", lambda m: m.pools.append(Memory.create(0)))
-    yield mutation("pool of unknown kind", lambda m: m.pools.append(Memory.create(8, name="bogus")))
-    yield mutation("pool is None", lambda m: m.pools.append(None))
-    yield mutation("operandValues is a list", lambda m: setattr(m, "operandValues", [0]))
-    yield mutation("extension name invalid", lambda m: m.extensionNameToPrefix.append(
-        ExtensionNameAndPrefix("NoPeriod", 40)))
-    yield mutation("extension name repeated", lambda m: m.extensionNameToPrefix.extend(
-        [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.b", 41)]))
-    yield mutation("extension prefix repeated", lambda m: m.extensionNameToPrefix.extend(
-        [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.c", 40)]))
-    yield mutation("extension prefix 2**16", lambda m: m.extensionNameToPrefix.append(
-        ExtensionNameAndPrefix("com.a.b", 0x10000)))
-    yield mutation("main input listed twice",
-                   lambda m: m.main.inputIndexes.append(m.main.inputIndexes[0]))
-    yield mutation("main output index out of range", lambda m: m.main.outputIndexes.append(
-        len(m.main.operands)))
-    yield mutation("main is not a Subgraph", lambda m: setattr(m, "main", None))
     main = lambda m: m.main   # noqa: E731
-    for what, fields in {
-        "operand type -1": {"type": -1}, "operand type 9999": {"type": 9999},
-        "operand type 1.0": {"type": 1.0}, "dims negative": {"dimensions": [-1, 2]},
-        "dims not ints": {"dimensions": [2, 1.5]},
-        "dims a tuple of bools": {"dimensions": (True, True)},
-        "dims 2**32": {"dimensions": [2 ** 32, 1]}, "zeroPoint 2**31": {"zeroPoint": 2 ** 31},
-        "scale inf": {"scale": math.inf}, "scale -inf": {"scale": -math.inf},
-        "scale a string": {"scale": "0"}, "lifetime 7": {"lifetime": 7},
-        "lifetime -1": {"lifetime": -1}, "numberOfConsumers -1": {"numberOfConsumers": -1},
-        "location None": {"location": None}, "extraParams None": {"extraParams": None},
+    for what, (mutate, rule) in {
+        "main without operations": (lambda m: setattr(m.main, "operations", []),
+                                    "main subgraph: has no operations"),
+        "main without operands": (lambda m: setattr(m, "main", Subgraph()),
+                                  "main subgraph: has no operands"),
+        "relax is an int": (lambda m: setattr(m, "relaxComputationFloat32toFloat16", 1),
+                            "relaxComputationFloat32toFloat16 1 is not a bool"),
+        "pool closed": (lambda m: m.pools.append(_closed_memory()), "memory is closed"),
+        "pool of size 0": (lambda m: m.pools.append(Memory.create(0)), "memory has size 0"),
+        "pool of unknown kind": (lambda m: m.pools.append(Memory.create(8, name="bogus")),
+                                 "unsupported memory type 'bogus'"),
+        "pool is None": (lambda m: m.pools.append(None), "NoneType is not a Memory"),
+        "operandValues is a list": (lambda m: setattr(m, "operandValues", [0]),
+                                    "operandValues is a list, not bytes"),
+        "extension name invalid": (lambda m: m.extensionNameToPrefix.append(
+            ExtensionNameAndPrefix("NoPeriod", 40)), "invalid extension name 'NoPeriod'"),
+        "extension name repeated": (lambda m: m.extensionNameToPrefix.extend(
+            [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.b", 41)]),
+            "extension name 'com.a.b' listed twice"),
+        "extension prefix repeated": (lambda m: m.extensionNameToPrefix.extend(
+            [ExtensionNameAndPrefix("com.a.b", 40), ExtensionNameAndPrefix("com.a.c", 40)]),
+            "prefix 40 listed twice"),
+        "extension prefix 2**16": (lambda m: m.extensionNameToPrefix.append(
+            ExtensionNameAndPrefix("com.a.b", 0x10000)), "prefix 65536 is not a uint16"),
+        "main input listed twice": (lambda m: m.main.inputIndexes.append(m.main.inputIndexes[0]),
+                                    "is listed as input twice"),
+        "main output index out of range": (
+            lambda m: m.main.outputIndexes.append(len(m.main.operands)),
+            re.compile(r"main subgraph: output \d+ names operand \d+, out of range")),
+        "main is not a Subgraph": (lambda m: setattr(m, "main", None),
+                                   "main subgraph: NoneType is not a Subgraph"),
+        "operation type -1": (lambda m: setattr(m.main.operations[0], "type", -1),
+                              "invalid operation type -1"),
+        "operation type 9999": (lambda m: setattr(m.main.operations[0], "type", 9999),
+                                "invalid operation type 9999"),
+        "operation inputs None": (lambda m: setattr(m.main.operations[0], "inputs", None),
+                                  "inputs None are not uint32"),
+        "operand not an Operand": (lambda m: m.main.operands.append(None),
+                                   "NoneType is not an Operand"),
+        "operands a tuple": (lambda m: setattr(m.main, "operands", tuple(m.main.operands)),
+                             "operands is not a list"),
+        "operations None": (lambda m: setattr(m.main, "operations", None),
+                            "operations is not a list"),
+        "operation not an Operation": (lambda m: m.main.operations.append(None),
+                                       "NoneType is not an Operation"),
+        "referenced is a tuple": (lambda m: setattr(m, "referenced", tuple(m.referenced)),
+                                  "referenced is not a list"),
+        **{f"operand 0 {what}": (_set(main, 0, **fields), rule) for what, (fields, rule) in {
+            "operand type -1": ({"type": -1}, "invalid operand type -1"),
+            "operand type 9999": ({"type": 9999}, "invalid operand type 9999"),
+            "operand type 1.0": ({"type": 1.0}, "invalid operand type 1.0"),
+            "dims negative": ({"dimensions": [-1, 2]}, "dimensions [-1, 2] are not"),
+            "dims not ints": ({"dimensions": [2, 1.5]}, "dimensions [2, 1.5] are not"),
+            "dims a tuple of bools": ({"dimensions": (True, True)},
+                                      "dimensions (True, True) are not"),
+            "dims 2**32": ({"dimensions": [2 ** 32, 1]}, "dimensions [4294967296, 1] are not"),
+            "zeroPoint 2**31": ({"zeroPoint": 2 ** 31}, "zeroPoint 2147483648 is not an int32"),
+            "scale inf": ({"scale": math.inf}, "scale inf is not a finite float32"),
+            "scale -inf": ({"scale": -math.inf}, "scale -inf is not a finite float32"),
+            "scale a string": ({"scale": "0"}, "scale '0' is not a finite float32"),
+            "lifetime 7": ({"lifetime": 7}, "invalid lifetime 7"),
+            "lifetime -1": ({"lifetime": -1}, "invalid lifetime -1"),
+            "numberOfConsumers -1": ({"numberOfConsumers": -1},
+                                     "numberOfConsumers -1 is not a uint32"),
+            "location None": ({"location": None}, "location None is not a DataLocation"),
+            "extraParams None": ({"extraParams": None},
+                                 "extraParams None is not an OperandExtraParams"),
+        }.items()},
     }.items():
-        yield mutation(f"operand 0 {what}", _set(main, 0, **fields))
-    yield mutation("operation type -1", lambda m: setattr(m.main.operations[0], "type", -1))
-    yield mutation("operation type 9999", lambda m: setattr(m.main.operations[0], "type", 9999))
-    yield mutation("operation inputs None", lambda m: setattr(m.main.operations[0], "inputs", None))
-    yield mutation("operand not an Operand", lambda m: m.main.operands.append(None))
-    yield mutation("operands a tuple", lambda m: setattr(m.main, "operands", tuple(m.main.operands)))
-    yield mutation("operations None", lambda m: setattr(m.main, "operations", None))
-    yield mutation("operation not an Operation", lambda m: m.main.operations.append(None))
-    yield mutation("referenced is a tuple", lambda m: setattr(m, "referenced", tuple(m.referenced)))
+        yield mutation(what, mutate, rule)
 
 
 def _reference(subgraph: Subgraph, target: int) -> None:
@@ -500,80 +650,122 @@ def _reference(subgraph: Subgraph, target: int) -> None:
                                       location=DataLocation(offset=target)))
 
 
-def _specific(name: str, build: Build, cases: dict[str, Callable[[Model], None]]
+def _specific(name: str, build: Build, cases: dict[str, tuple[Callable[[Model], None], Rule]]
               ) -> Iterator[ModelMutation]:
-    for what, mutate in cases.items():
-        yield ModelMutation(f"{name}/{what}", build, mutate)
+    for what, (mutate, rule) in cases.items():
+        yield ModelMutation(f"{name}/{what}", build, mutate, rule)
 
 
 def _channel_quant(m: Model) -> SymmPerChannelQuantParams:
     return m.main.operands[0].extraParams.channelQuant
 
 
+def _main_operand(index: int, **fields) -> Callable[[Model], None]:
+    return _set(lambda m: m.main, index, **fields)
+
+
+def _io_operand(subgraph: int, kind: str, position: int, **fields) -> Callable[[Model], None]:
+    """Set fields of input or output (``kind``) ``position`` of referenced subgraph ``subgraph``."""
+    return _set(lambda m: m.referenced[subgraph], lambda g: getattr(g, kind)[position], **fields)
+
+
 def specific_mutations() -> Iterator[ModelMutation]:
     yield from _specific("per_channel", models.per_channel_model, {
-        "channelDim = rank": lambda m: setattr(_channel_quant(m), "channelDim", 2),
-        "too few scales": lambda m: setattr(_channel_quant(m), "scales", [0.5, 0.25]),
-        "scale 0": lambda m: _channel_quant(m).scales.__setitem__(1, 0.0),
-        "scale negative": lambda m: _channel_quant(m).scales.__setitem__(2, -1.0),
-        "scale nan": lambda m: _channel_quant(m).scales.__setitem__(0, math.nan),
-        "no channelQuant": _set(lambda m: m.main, 0, extraParams=OperandExtraParams()),
-        "channel dimension unknown": lambda m: setattr(m.main.operands[0], "dimensions", [2, 0]),
-        "channelQuant and extension": lambda m: setattr(
+        "channelDim = rank": (lambda m: setattr(_channel_quant(m), "channelDim", 2),
+                              "channelQuant.channelDim 2 is not a dimension index of rank 2"),
+        "too few scales": (lambda m: setattr(_channel_quant(m), "scales", [0.5, 0.25]),
+                           "channelQuant has 2 scales for 3 channels"),
+        "scale 0": (lambda m: _channel_quant(m).scales.__setitem__(1, 0.0),
+                    "channelQuant.scales[1] = 0.0 is not a positive finite float32"),
+        "scale negative": (lambda m: _channel_quant(m).scales.__setitem__(2, -1.0),
+                           "channelQuant.scales[2] = -1.0 is not a positive finite float32"),
+        "scale nan": (lambda m: _channel_quant(m).scales.__setitem__(0, math.nan),
+                      "channelQuant.scales[0] = nan is not a positive finite float32"),
+        "no channelQuant": (_main_operand(0, extraParams=OperandExtraParams()),
+                            "TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant"),
+        "channel dimension unknown": (_main_operand(0, dimensions=[2, 0]),
+                                      "channel dimension 1 is unknown"),
+        "channelQuant and extension": (lambda m: setattr(
             m.main.operands[0].extraParams, "extension", b"\x01"),
+            "extraParams sets both channelQuant and extension"),
     })
     yield from _specific("if", models.if_model, {
-        "condition dims [2]": _set(lambda m: m.main, 0, dimensions=[2]),
-        "condition dims unknown": _set(lambda m: m.main, 0, dimensions=[0]),
-        "condition rank unknown": _set(lambda m: m.main, 0, dimensions=[]),
-        "condition TENSOR_INT32": _set(lambda m: m.main, 0, type=T.TENSOR_INT32),
-        "then branch not a subgraph": lambda m: _replace_input(m.main, 0, 1, 1),
-        "else branch output dims [3]": lambda m: setattr(
-            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [3]),
-        "then branch input dims [3]": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [3]),
-        "then branch input rank 2": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [2, 1]),
-        "then branch output TENSOR_INT32": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "type", T.TENSOR_INT32),
-        "no data input": lambda m: _remove_input(m.main, 0, 3),
-        "only 2 inputs": lambda m: (_remove_input(m.main, 0, 3), _remove_input(m.main, 0, 2)),
-        "no output": lambda m: _remove_output_operand(m.main, 0, 0),
-        "branch references itself": lambda m: _reference(m.referenced[0], 0),
+        "condition dims [2]": (_main_operand(0, dimensions=[2]),
+                               "condition (operand 0) has dimensions [2], expected [1]"),
+        "condition dims unknown": (_main_operand(0, dimensions=[0]),
+                                   "condition (operand 0) has dimensions [0], expected [1]"),
+        "condition rank unknown": (_main_operand(0, dimensions=[]),
+                                   "condition (operand 0) has dimensions [], expected [1]"),
+        "condition TENSOR_INT32": (
+            _main_operand(0, type=T.TENSOR_INT32),
+            "condition (operand 0) has type TENSOR_INT32, expected TENSOR_BOOL8"),
+        "then branch not a subgraph": (
+            lambda m: _replace_input(m.main, 0, 1, 1),
+            "then branch (operand 1) has type TENSOR_FLOAT32, expected SUBGRAPH"),
+        "else branch output dims [3]": (_io_operand(1, "outputIndexes", 0, dimensions=[3]),
+                                        "else branch (referenced subgraph 1) output 0"),
+        "then branch input dims [3]": (_io_operand(0, "inputIndexes", 0, dimensions=[3]),
+                                       "dimensions [3] are incompatible with the caller's [2]"),
+        "then branch input rank 2": (_io_operand(0, "inputIndexes", 0, dimensions=[2, 1]),
+                                     "dimensions [2, 1] are incompatible with the caller's [2]"),
+        "then branch output TENSOR_INT32": (
+            _io_operand(0, "outputIndexes", 0, type=T.TENSOR_INT32),
+            "type TENSOR_INT32 differs from the caller's TENSOR_FLOAT32"),
+        "no data input": (lambda m: _remove_input(m.main, 0, 3),
+                          "then branch (referenced subgraph 0) has 1 inputs, the IF passes 0"),
+        "only 2 inputs": (lambda m: (_remove_input(m.main, 0, 3), _remove_input(m.main, 0, 2)),
+                          "(IF): needs at least 3 inputs, has 2"),
+        "no output": (lambda m: _remove_output_operand(m.main, 0, 0),
+                      "(IF): needs at least 1 output"),
+        "branch references itself": (lambda m: _reference(m.referenced[0], 0),
+                                     "referenced subgraph 0 references itself"),
     })
     yield from _specific("while_counter", models.while_counter_model, {
-        "condition output TENSOR_INT32": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "type", T.TENSOR_INT32),
-        "condition output dims [2]": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].outputIndexes[0]], "dimensions", [2]),
-        "condition used as body": lambda m: setattr(m.main.operands[2].location, "offset", 0),
-        "body used as condition": lambda m: setattr(m.main.operands[1].location, "offset", 1),
-        "body output dims [2]": lambda m: setattr(
-            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [2]),
-        "body references itself": lambda m: _reference(m.referenced[1], 1),
-        "condition references body, body condition": lambda m: (
-            _reference(m.referenced[0], 1), _reference(m.referenced[1], 0)),
+        "condition output TENSOR_INT32": (_io_operand(0, "outputIndexes", 0, type=T.TENSOR_INT32),
+                                          "has type TENSOR_INT32, expected TENSOR_BOOL8"),
+        "condition output dims [2]": (_io_operand(0, "outputIndexes", 0, dimensions=[2]),
+                                      "has dimensions [2], expected [1]"),
+        "condition used as body": (lambda m: setattr(m.main.operands[2].location, "offset", 0),
+                                   "type TENSOR_BOOL8 differs from the caller's TENSOR_INT32"),
+        "body used as condition": (lambda m: setattr(m.main.operands[1].location, "offset", 1),
+                                   "condition (referenced subgraph 1) output"),
+        "body output dims [2]": (_io_operand(1, "outputIndexes", 0, dimensions=[2]),
+                                 "body (referenced subgraph 1) output 0"),
+        "body references itself": (lambda m: _reference(m.referenced[1], 1),
+                                   "referenced subgraph 1 references itself"),
+        "condition references body, body condition": (
+            lambda m: (_reference(m.referenced[0], 1), _reference(m.referenced[1], 0)),
+            "referenced subgraph 0 -> referenced subgraph 1 -> referenced subgraph 0"),
     })
     yield from _specific("fibonacci_while", models.fibonacci_while_model, {
-        "state-only body input dims [2]": lambda m: setattr(
-            m.referenced[1].operands[m.referenced[1].inputIndexes[2]], "dimensions", [2]),
-        "input-only condition input TENSOR_FLOAT32": lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].inputIndexes[3]], "type", T.TENSOR_FLOAT32),
-        "input-only operand dropped": lambda m: _remove_input(m.main, 0, 5),
-        "body output count > input count": lambda m: _remove_body_input(m),
+        "state-only body input dims [2]": (_io_operand(1, "inputIndexes", 2, dimensions=[2]),
+                                           "body (referenced subgraph 1) input 2"),
+        "input-only condition input TENSOR_FLOAT32": (
+            _io_operand(0, "inputIndexes", 3, type=T.TENSOR_FLOAT32),
+            "type TENSOR_FLOAT32 differs from the caller's TENSOR_INT32"),
+        "input-only operand dropped": (
+            lambda m: _remove_input(m.main, 0, 5),
+            "condition (referenced subgraph 0) has 4 inputs, the WHILE passes 3"),
+        "body output count > input count": (
+            _remove_body_input, "body (referenced subgraph 1) has 3 inputs, the WHILE passes 4"),
     })
     yield from _specific("nested", models.nested_model, {
-        "loop body references the IF branch (cycle)": lambda m: _reference(m.referenced[3], 0),
-        "unreferenced subgraphs form a cycle": lambda m: _append_cycle(m),
+        "loop body references the IF branch (cycle)": (
+            lambda m: _reference(m.referenced[3], 0),
+            "referenced subgraph 0 -> referenced subgraph 3 -> referenced subgraph 0"),
+        "unreferenced subgraphs form a cycle": (_append_cycle, "references itself"),
     })
     yield from _specific("extension", models.extension_model, {
-        "prefix no longer declared": lambda m: m.extensionNameToPrefix.clear(),
-        "operation prefix unknown": lambda m: setattr(
+        "prefix no longer declared": (lambda m: m.extensionNameToPrefix.clear(),
+                                      "which extensionNameToPrefix does not list"),
+        "operation prefix unknown": (lambda m: setattr(
             m.main.operations[0], "type", (models.EXTENSION_PREFIX + 1) << 16),
-        "extension operand with channelQuant": _set(
-            lambda m: m.main, 0, extraParams=OperandExtraParams(
-                channelQuant=SymmPerChannelQuantParams([1.0] * 4, 0))),
-        "extension operand with scale": _set(lambda m: m.main, 0, scale=0.5),
+            "extension operation type"),
+        "extension operand with channelQuant": (_main_operand(0, extraParams=OperandExtraParams(
+            channelQuant=SymmPerChannelQuantParams([1.0] * 4, 0))),
+            "extension operand has channelQuant"),
+        "extension operand with scale": (_main_operand(0, scale=0.5),
+                                         "operand has non-zero scale 0.5"),
     })
 
 
@@ -596,9 +788,18 @@ def unknown_size_while_mutations() -> list[ModelMutation]:
     """WHILE operands of unknown size: invalid under the strict HAL 1.3 reference rule,
     valid for this driver by default (validate_model(allow_unknown_size_while=True))."""
     return list(_specific("while_counter", models.while_counter_model, {
-        "outer output of unknown size": _set(lambda m: m.main, 3, dimensions=[0]),
-        "outer input of unknown rank": _set(lambda m: m.main, 0, dimensions=[]),
+        "outer output of unknown size": (_main_operand(3, dimensions=[0]), "which WHILE requires"),
+        "outer input of unknown rank": (_main_operand(0, dimensions=[]), "which WHILE requires"),
     }))
+
+
+def by_model(mutations: Iterable) -> dict[str, list]:
+    """Mutations by the model they mutate (the first part of their ids): the tests run
+    those of one model as one case, listing every mutation at fault."""
+    groups: dict[str, list] = {}
+    for mutation in mutations:
+        groups.setdefault(mutation.id.split("/")[0], []).append(mutation)
+    return groups
 
 
 def all_model_mutations() -> list[ModelMutation]:
@@ -803,6 +1004,16 @@ def valid_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None],
             r.pools.__setitem__(1, MemoryPool(hidlMemory=Memory.create(32))),
             setattr(r.outputs[0].location, "length", 17)), {}),
     }
+
+
+def valid_request(name: str) -> tuple[Request, Model, dict]:
+    """valid_requests()[name] made: (the edited request, its model, validate_request's
+    keyword arguments)."""
+    build, edit, options = valid_requests()[name]
+    case = build()
+    request = case.request()
+    edit(request, case.model)
+    return request, case.model, options
 
 
 def invalid_fenced_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None]]]:

@@ -12,6 +12,8 @@ import pytest
 from driver.errors import ValidationError
 from driver.validation import validate_model
 
+pytestmark = pytest.mark.usefixtures("memo_setting")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CTS = REPO_ROOT.parent / "shared" / "conformance" / "cts"
 loader = pytest.importorskip("hal_client.conformance.loader")

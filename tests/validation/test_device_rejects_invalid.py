@@ -1,6 +1,7 @@
 """Through the HAL surface: every invalid model mutation makes getSupportedOperations_1_3
 and prepareModel_1_3 answer INVALID_ARGUMENT (and notify it), and every invalid request
-mutation makes each execution path answer INVALID_ARGUMENT, without raising."""
+mutation makes each execution path answer INVALID_ARGUMENT, without raising; with the
+driver's memo off and on."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,12 +12,16 @@ from driver.hal import (ErrorStatus, ExecutionCallback, ExecutionPreference, Mea
                         PreparedModelCallback, Priority)
 from tests import models
 from tests.validation.mutations import (REQUEST_BUILDERS, RequestMutation, all_model_mutations,
-                                        request_mutations)
+                                        by_model, request_mutations)
 
 device_module = pytest.importorskip("driver.device")
 
-MODEL_MUTATIONS = all_model_mutations()
-REQUEST_MUTATIONS = [m for m in request_mutations() if m.build in REQUEST_BUILDERS.values()]
+pytestmark = pytest.mark.usefixtures("memo_setting")
+
+# The validator tests run each model's mutations as one case, and so do these: a failure
+# lists every mutation at fault.
+MODEL_GROUPS = by_model(all_model_mutations())
+REQUEST_GROUPS = by_model(m for m in request_mutations() if m.build in REQUEST_BUILDERS.values())
 CALLBACK_TIMEOUT_S = 10
 
 
@@ -48,16 +53,14 @@ def model_answers(device, mutation) -> list:
     return wrong
 
 
-# The validator tests run each model mutation as its own case; here they are grouped by
-# model (one case each) to keep the suite fast, and a failure lists every mutation at fault.
-MODEL_GROUPS = sorted({m.id.split("/")[0] for m in MODEL_MUTATIONS})
-
-
-@pytest.mark.parametrize("group", MODEL_GROUPS)
-def test_invalid_models(device, group):
-    failures = {m.id: wrong for m in MODEL_MUTATIONS if m.id.split("/")[0] == group
-                for wrong in [model_answers(device, m)] if wrong}
+def assert_no_failures(mutations, wrong_answers) -> None:
+    failures = {m.id: wrong for m in mutations for wrong in [wrong_answers(m)] if wrong}
     assert not failures, "\n".join(f"{id}: {wrong}" for id, wrong in failures.items())
+
+
+@pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
+def test_invalid_models(device, group):
+    assert_no_failures(MODEL_GROUPS[group], lambda m: model_answers(device, m))
 
 
 _prepared: dict[str, object] = {}
@@ -107,21 +110,33 @@ def test_model_builders_compute_expected(device, name):
         np.testing.assert_array_equal(actual, expected)
 
 
-@pytest.mark.parametrize("mutation", REQUEST_MUTATIONS, ids=[m.id for m in REQUEST_MUTATIONS])
-def test_invalid_request(device, mutation):
+#: What an execution path answers an invalid request.
+REJECTED = (ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
+
+
+def request_answers(device, mutation: RequestMutation) -> list:
+    """What each execution path said about the mutated request, where that was not
+    INVALID_ARGUMENT."""
     prepared = prepared_model(device, builder_name(mutation))
     no_time, no_timeout = OptionalTimePoint(), OptionalTimeoutDuration()
-
+    wrong = []
     request, _ = mutation.invalid_request()
-    assert prepared.executeSynchronously_1_3(request, MeasureTiming.NO, no_time, no_timeout) \
-        == (ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
-
+    answer = prepared.executeSynchronously_1_3(request, MeasureTiming.NO, no_time, no_timeout)
+    if answer != REJECTED:
+        wrong.append(("executeSynchronously_1_3", answer))
     request, _ = mutation.invalid_request()
     callback = ExecutionCallback()
-    assert prepared.execute_1_3(request, MeasureTiming.YES, no_time, no_timeout, callback) \
-        == ErrorStatus.INVALID_ARGUMENT
-    assert callback.wait(CALLBACK_TIMEOUT_S) == (ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
-
+    status = prepared.execute_1_3(request, MeasureTiming.YES, no_time, no_timeout, callback)
+    notified = callback.wait(CALLBACK_TIMEOUT_S)
+    if (status, notified) != (ErrorStatus.INVALID_ARGUMENT, REJECTED):
+        wrong.append(("execute_1_3", status, notified))
     request, _ = mutation.invalid_request()
-    assert prepared.executeFenced(request, [], MeasureTiming.NO, no_time, no_timeout,
-                                  no_timeout) == (ErrorStatus.INVALID_ARGUMENT, None, None)
+    answer = prepared.executeFenced(request, [], MeasureTiming.NO, no_time, no_timeout, no_timeout)
+    if answer != (ErrorStatus.INVALID_ARGUMENT, None, None):
+        wrong.append(("executeFenced", answer))
+    return wrong
+
+
+@pytest.mark.parametrize("group", sorted(REQUEST_GROUPS))
+def test_invalid_requests(device, group):
+    assert_no_failures(REQUEST_GROUPS[group], lambda m: request_answers(device, m))

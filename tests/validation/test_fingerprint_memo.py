@@ -1,11 +1,15 @@
-"""The content memos of validation and of the device: a model of the same content as a
-recent one is not validated (or compiled) again, a model that differs in any field is, and
-fields of unexpected types bypass the memos altogether. Whatever the memos do, every model
-gets exactly the verdict uncached validation gives it."""
+"""The driver's memo (driver/validation/memo.py): a model of the same content as a recent
+one is not validated (or compiled) again, a model that differs in any field is, and fields
+of unexpected types bypass the memo altogether. Whatever the memo does, with its parts or
+without, every model and request gets exactly the verdict validation gives it, message for
+message; and with it off, it remembers nothing."""
 from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -16,53 +20,83 @@ import pytest
 from driver import device as device_module
 from driver import fingerprint as fingerprint_module
 from driver.errors import ValidationError
-from driver.fingerprint import MODEL_MEMO, VALID_PARTS, ContentMemo, MISSING, model_fingerprint
+from driver.fingerprint import ContentMemo, MISSING, model_fingerprint
 from driver.hal import (DataLocation, ErrorStatus, ExtensionNameAndPrefix, Model, Operand,
                         OperandExtraParams, OperandLifeTime as L, OperandType as T, Operation,
                         OperationType as Op, Subgraph, SymmPerChannelQuantParams)
-from driver.validation import model as model_validation
-from driver.validation import validate_model
+from driver.validation import memo, validate_model, validate_request
+from driver.validation.model import check_model
+from driver.validation.request import check_request
 from tests import models
 from tests.driver.execution import Path, execute, prepare
 from tests.models import ALL_MODELS
 from tests.validation import mutations
-from tests.validation.mutations import ModelMutation, all_model_mutations, valid_variants
+from tests.validation.mutations import (all_model_mutations, by_model, request_mutations,
+                                        valid_request, valid_requests, valid_variants)
 
 MODEL_MUTATIONS = all_model_mutations()
+MODEL_GROUPS = by_model(MODEL_MUTATIONS)
+REQUEST_GROUPS = by_model(request_mutations())
+MEMO, VALID_PARTS = memo.MEMO, memo.VALID_PARTS
 
 
-_check_model = model_validation.check_model     # before any test counts its calls
-
-
-def uncached_verdict(model: Model) -> str | None:
-    """The error message of full validation, None for a valid model."""
+def verdict(validate: Callable[[], object]) -> str | None:
+    """The message of the ValidationError ``validate()`` raises, None when it returns."""
     try:
-        _check_model(model)
-    except ValidationError as error:
-        return str(error)
-    return None
-
-
-def memo_verdict(model: Model, **flags) -> str | None:
-    try:
-        validate_model(model, **flags)
+        validate()
     except ValidationError as error:
         assert error.status == ErrorStatus.INVALID_ARGUMENT
         return str(error)
     return None
 
 
+def uncached_verdict(model: Model) -> str | None:
+    """check_model's verdict."""
+    return verdict(lambda: check_model(model))
+
+
+def memo_verdict(model: Model, **flags) -> str | None:
+    return verdict(lambda: validate_model(model, **flags))
+
+
+#: The memo's settings (ENABLED, PARTS_ENABLED).
+SETTINGS = {"on": (True, True), "parts off": (True, False), "off": (False, False)}
+
+
+@pytest.fixture(autouse=True)
+def memo_on(monkeypatch) -> None:
+    """The memo on, parts included, whatever the environment says."""
+    monkeypatch.setattr(memo, "ENABLED", True)
+    monkeypatch.setattr(memo, "PARTS_ENABLED", True)
+
+
+def verdicts_in_every_setting(validate: Callable[[], object]) -> dict[str, str | None]:
+    """``validate()``'s verdict in each setting of the memo, whose verdicts are forgotten
+    first (the parts found valid are kept): a miss, and with the memo on a hit too."""
+    said = {}
+    for name, (enabled, parts) in SETTINGS.items():
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(memo, "ENABLED", enabled)
+            patched.setattr(memo, "PARTS_ENABLED", parts)
+            MEMO.clear()
+            said[name] = verdict(validate)
+            if name == "on":
+                said["on, again"] = verdict(validate)
+    return said
+
+
 @pytest.fixture
 def full_validations(monkeypatch) -> list[Model]:
-    """The models check_model (full validation) sees from now on; starts with empty memos."""
-    MODEL_MEMO.clear()
+    """The models validated anew (not found in the memo) from now on; starts with an empty
+    memo."""
+    MEMO.clear()
     seen: list[Model] = []
-    check_model = model_validation.check_model
+    validate_anew = memo.validate_anew
 
-    def counting(model, *args, **kwargs):
+    def counting(model, *args):
         seen.append(model)
-        return check_model(model, *args, **kwargs)
-    monkeypatch.setattr(model_validation, "check_model", counting)
+        return validate_anew(model, *args)
+    monkeypatch.setattr(memo, "validate_anew", counting)
     return seen
 
 
@@ -111,32 +145,78 @@ def test_remembered_parts_still_get_the_checks_that_depend_on_the_rest_of_the_mo
     model.operandValues = b""                       # the constant's bytes are gone
     remembered = memo_verdict(model)
     VALID_PARTS.clear()
-    MODEL_MEMO.clear()
+    MEMO.clear()
     assert remembered == memo_verdict(model)
     assert "outside operandValues of 0 bytes" in remembered
 
 
 # --- misses: every one-field change -------------------------------------------------------
 
-@pytest.mark.parametrize("mutation", MODEL_MUTATIONS, ids=[m.id for m in MODEL_MUTATIONS])
-def test_a_mutated_model_misses_and_gets_the_uncached_verdict(mutation: ModelMutation):
-    original = mutation.build().model
-    validate_model(original)                        # the valid original is remembered
-    mutated = mutation.invalid_model()
-    fingerprint = model_fingerprint(mutated)
-    assert fingerprint is None or fingerprint != model_fingerprint(original)
-    expected = uncached_verdict(mutated)
-    assert expected is not None
-    assert memo_verdict(mutated) == expected
-    assert memo_verdict(mutated) == expected        # and again, from the memo
+@pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
+def test_every_setting_gives_mutated_models_the_verdicts_of_validation(group):
+    """Each mutation of the model, after its valid original (so the parts they share are
+    known valid): check_model's verdict, message for message, whether the memo is on (a
+    miss, then a hit), on without parts, or off."""
+    failures = {}
+    for mutation in MODEL_GROUPS[group]:
+        validate_model(mutation.build().model)
+        mutated = mutation.invalid_model()
+        expected = uncached_verdict(mutated)
+        said = verdicts_in_every_setting(lambda: validate_model(mutated))
+        if expected is None or set(said.values()) != {expected}:
+            failures[mutation.id] = (expected, said)
+    assert not failures, "\n".join(f"{id}: {said}" for id, said in failures.items())
 
 
-@pytest.mark.parametrize("mutation", MODEL_MUTATIONS, ids=[m.id for m in MODEL_MUTATIONS])
-def test_a_model_mutated_in_place_after_validation_is_validated_again(mutation: ModelMutation):
-    model = mutation.build().model
-    assert memo_verdict(model) is None
-    mutation.mutate(model)                          # the client edits its Model between calls
-    assert memo_verdict(model) == uncached_verdict(model)
+@pytest.mark.parametrize("group", sorted(REQUEST_GROUPS))
+def test_every_setting_gives_requests_the_verdicts_of_validation(group):
+    """Likewise for each mutation of the model's request, after the request it mutates."""
+    failures = {}
+    for mutation in REQUEST_GROUPS[group]:
+        case = mutation.build()
+        verdict(lambda: validate_request(case.request(), case.model))
+        request, model = mutation.invalid_request()
+        expected = verdict(lambda: check_request(request, model))
+        said = verdicts_in_every_setting(lambda: validate_request(request, model))
+        if expected is None or set(said.values()) != {expected}:
+            failures[mutation.id] = (expected, said)
+    assert not failures, "\n".join(f"{id}: {said}" for id, said in failures.items())
+
+
+@pytest.mark.parametrize("name", sorted(valid_requests()))
+def test_every_setting_accepts_the_valid_requests(name):
+    request, model, options = valid_request(name)
+    said = verdicts_in_every_setting(lambda: validate_request(request, model, **options))
+    assert set(said.values()) == {None}
+
+
+def test_a_request_changed_after_validation_is_validated_again():
+    case = models.add_model()
+    request = case.request()
+    validate_request(request, case.model)
+    request.pools[0].hidlMemory.close()             # the client closes a pool between calls
+    said = verdict(lambda: validate_request(request, case.model))
+    assert said == "request pool 0: memory is closed"
+
+
+@pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
+def test_mutated_models_have_other_fingerprints(group):
+    same = [m.id for m in MODEL_GROUPS[group]
+            for fingerprint in [model_fingerprint(m.invalid_model())]
+            if fingerprint is not None and fingerprint == model_fingerprint(m.build().model)]
+    assert not same
+
+
+@pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
+def test_models_mutated_in_place_after_validation_are_validated_again(group):
+    failures = {}
+    for mutation in MODEL_GROUPS[group]:
+        model = mutation.build().model
+        assert memo_verdict(model) is None
+        mutation.mutate(model)                      # the client edits its Model between calls
+        if memo_verdict(model) != uncached_verdict(model):
+            failures[mutation.id] = (memo_verdict(model), uncached_verdict(model))
+    assert not failures, "\n".join(f"{id}: {said}" for id, said in failures.items())
 
 
 @pytest.mark.parametrize("name", sorted(valid_variants()))
@@ -413,6 +493,36 @@ def test_models_over_the_limits_are_not_fingerprinted(name, monkeypatch):
 
 # --- the memo itself ----------------------------------------------------------------------
 
+@pytest.mark.parametrize("setting", ["off", "parts off"])
+def test_what_is_turned_off_is_not_remembered(setting, monkeypatch, full_validations):
+    """Off, every call validates (and compiles) anew; with the parts off, whole contents
+    alone are remembered."""
+    enabled, parts = SETTINGS[setting]
+    monkeypatch.setattr(memo, "ENABLED", enabled)
+    monkeypatch.setattr(memo, "PARTS_ENABLED", parts)
+    VALID_PARTS.clear()
+    model = models.nested_model().model
+    for _ in range(2):
+        validate_model(model)
+        assert device_module.SampleDriver().getSupportedOperations_1_3(model)[0] == ErrorStatus.NONE
+    assert full_validations == [model] * (1 if enabled else 4)
+    assert (len(MEMO), len(VALID_PARTS)) == ((2, 0) if enabled else (0, 0))
+
+
+def test_the_memo_switches_start_from_the_environment():
+    code = "from driver.validation import memo; print(memo.ENABLED, memo.PARTS_ENABLED)"
+    said = {}
+    for variable in (None, memo.NO_MEMO_ENV, memo.NO_PART_MEMO_ENV):
+        env = {name: value for name, value in os.environ.items()
+               if name not in (memo.NO_MEMO_ENV, memo.NO_PART_MEMO_ENV)}
+        if variable is not None:
+            env[variable] = "1"
+        said[variable] = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                        capture_output=True, text=True).stdout.split()
+    assert said == {None: ["True", "True"], memo.NO_MEMO_ENV: ["False", "True"],
+                    memo.NO_PART_MEMO_ENV: ["True", "False"]}
+
+
 def test_the_memo_is_bounded_and_least_recently_used_goes_first():
     memo: ContentMemo[int] = ContentMemo(3)
     for key in range(5):
@@ -425,11 +535,11 @@ def test_the_memo_is_bounded_and_least_recently_used_goes_first():
 
 
 def test_the_model_memo_is_bounded():
-    for i in range(MODEL_MEMO.capacity + 10):
+    for i in range(MEMO.capacity + 10):
         model = models.add_model().model
         model.main.operands[0].dimensions = [2, 2 + i]  # invalid: a different message each
         memo_verdict(model)
-    assert len(MODEL_MEMO) == MODEL_MEMO.capacity
+    assert len(MEMO) == MEMO.capacity
 
 
 def test_concurrent_validations_agree_with_uncached_ones():

@@ -16,6 +16,8 @@ from driver.validation.structure import first_missing_field
 from tests import models
 from tests.driver.execution import Path, execute, prepare
 
+pytestmark = pytest.mark.usefixtures("memo_setting")
+
 
 def field_paths(value, where: str):
     """(object, field name, where) of every dataclass field inside ``value``."""
@@ -76,8 +78,8 @@ def test_the_message_names_where_the_field_is_missing():
 
 
 def test_an_attribute_error_of_the_driver_itself_still_propagates(monkeypatch):
-    def buggy(model, *args):
-        return model.no_such_field
-    monkeypatch.setattr(model_validation, "check_model", buggy)
+    def buggy(subgraph, *args):
+        return subgraph.no_such_field
+    monkeypatch.setattr(model_validation, "check_not_empty", buggy)
     with pytest.raises(AttributeError, match="no_such_field"):
-        model_validation.validate_fingerprinted_model(models.add_model().model, None)
+        model_validation.check_model(models.add_model().model)

@@ -11,6 +11,8 @@ from driver.validation import validate_model, validate_request
 from tests import models
 from tests.validation.mutations import _reference, _replace_input
 
+pytestmark = pytest.mark.usefixtures("memo_setting")
+
 
 def rejection(model) -> str:
     with pytest.raises(ValidationError) as raised:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from driver.errors import ValidationError
@@ -11,6 +12,8 @@ from driver.hal import DataLocation, OperandExtraParams, SymmPerChannelQuantPara
 from driver.operands import subgraph_infos
 from driver.validation import validate_model, validate_request
 from tests.models import ALL_MODELS
+
+pytestmark = pytest.mark.usefixtures("memo_setting")
 
 INTS = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 15, 16, 255, 256, 10000, 10001, 65535, 65536,
                         0x70001, 2 ** 31, 2 ** 32 - 1, 2 ** 32, -1, -129])
@@ -49,7 +52,9 @@ def corrupt(data, model) -> None:
                     indexes.append(data.draw(INTS, "index"))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The memo's setting holds for every example alike.
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_corrupted_models_fail_only_with_validation_error(data):
     case = ALL_MODELS[data.draw(st.sampled_from(sorted(ALL_MODELS)), "model")]()
