@@ -30,7 +30,8 @@ custom mutator changes a copy of such a spec and serializes only what changed.
 NaN scale (read as +inf), because NaN would not compare equal to itself.
 
 The wire format (``v`` a LEB128 varint, ``b`` a byte; counts are capped at the MAX_* limits
-below, 32-bit fields at 2^32-1; every byte string is some case)::
+below, 32-bit fields at 2^32-1; every byte string is some case; the operand, operation,
+argument and request pool are the records of grammar.py's field tables)::
 
     case      = choices model request
     choices   = b(path:2 second_path:2 measure:1 priority:2 has_deadline:1)
@@ -64,27 +65,30 @@ operand order (main, then referenced), arguments inputs first. A placed value is
 its operand's storage (the argument's dimensions when given, plus size_delta) except a
 literal, which is its bytes.
 
-Modules: ``limits`` (the caps), ``values`` (varints, floats, texts; generated values),
-``spec`` (the CaseSpec dataclasses), ``wire`` (parse, serialize), ``parts`` (encode_parts,
-parse_parts), ``lowering`` (lower), ``decoding`` (decode: lower(parse()) in one pass),
-``lifting`` (lift, encode, relayout).
+Modules: ``grammar`` (the caps, the codes and the field tables of the records), ``values``
+(varints, floats, texts; generated values), ``spec`` (the CaseSpec dataclasses), ``wire``
+(parse, serialize: the one reader and writer of the records, walking their field tables),
+``parts`` (encode_parts, parse_parts), ``lowering`` (lower), ``decoding`` (decode:
+lower(parse()) in one fused pass, or through the field tables), ``lifting`` (lift, encode,
+relayout).
 """
 # The package's names (imported from here by the mutator, the seeds, the scripts, the tests).
-from .limits import (  # noqa: F401
-    DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET, GENERATED_BUDGET, LOOP_TIMEOUT_CAP_US,
-    MAX_CHANNEL_SCALES, MAX_LONG_RANK, MAX_EXTENSION_BYTES, MAX_EXTENSIONS, MAX_GENERATED_VALUE, MAX_IO_INDEXES,
-    MAX_NAME_BYTES, MAX_OPERANDS, MAX_REPEATED_RANK, REPEATED_RANK_BASE, MAX_OPERATION_INPUTS, MAX_OPERATION_OUTPUTS, MAX_OPERATIONS,
-    MAX_POOLS, MAX_RANK, MAX_REFERENCED, MAX_REQUEST_ARGUMENTS, MAX_SEGMENTS, MAX_SIZE_DELTA,
-    MAX_WAIT_FENCES, NUM_SEEDS, UINT16_MAX, UINT32_MAX, WAIT_FENCE_DELAY_CAP_US, CodecLimitError)
+from .grammar import (  # noqa: F401
+    CHOICES_MAX_BYTES, DEADLINE_CAP_US, FENCED_DURATION_CAP_US, FILL_BUDGET, GENERATED_BUDGET,
+    LOOP_TIMEOUT_CAP_US, MAX_CHANNEL_SCALES, MAX_LONG_RANK, MAX_EXTENSION_BYTES, MAX_EXTENSIONS,
+    MAX_GENERATED_VALUE, MAX_IO_INDEXES, MAX_NAME_BYTES, MAX_OPERANDS, MAX_REPEATED_RANK,
+    REPEATED_RANK_BASE, MAX_OPERATION_INPUTS, MAX_OPERATION_OUTPUTS, MAX_OPERATIONS, MAX_POOLS,
+    MAX_RANK, MAX_REFERENCED, MAX_REQUEST_ARGUMENTS, MAX_SEGMENTS, MAX_SIZE_DELTA,
+    MAX_WAIT_FENCES, MEMORY_NAMES, NUM_SEEDS, UINT16_MAX, UINT32_MAX, WAIT_FENCE_DELAY_CAP_US,
+    CodecLimitError)
 from .values import (  # noqa: F401
     ELEMENT_KIND_OF_TYPE, ElementKind, element_kind, find_seed, generated_bytes)
 from .spec import (  # noqa: F401
     ArgumentSpec, BlobSpec, CaseSpec, ModelSpec, OperandSpec, RequestPoolSpec, RequestSpec,
     Segment, SubgraphSpec, ValueKind, ValueSpec, writable_argument, writable_operand,
     writable_operation)
-from .wire import (  # noqa: F401
-    CHOICES_MAX_BYTES, MEMORY_NAMES, parse, read_choices, serialize, with_choices)
-from .parts import Elements, EncodedSpec, Origins, encode_parts, parse_parts  # noqa: F401
+from .wire import parse, read_choices, serialize, with_choices  # noqa: F401
+from .parts import Elements, EncodedSpec, Origin, Origins, encode_parts, parse_parts  # noqa: F401
 from .lowering import VALUE_ALIGNMENT, lower, storage_bytes, value_bytes  # noqa: F401
 from .decoding import decode  # noqa: F401
 from .lifting import encode, lift, relayout  # noqa: F401

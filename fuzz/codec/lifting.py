@@ -11,12 +11,11 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, Model, Operand, Op
 
 from ..case import FuzzCase
 from .decoding import decode
-from .limits import (FILL_BUDGET, MAX_GENERATED_VALUE, MAX_SEGMENTS, MAX_SIZE_DELTA,
-                     NUM_SEEDS, CodecLimitError)
-from .lowering import NO_TYPE, _aligned, consumer_counts, lower_extra, storage_bytes
-from .spec import (_COPY, _REFERENCE, _SUBGRAPH, ArgumentSpec, BlobSpec, CaseSpec,
-                   ModelSpec, OperandSpec, RequestPoolSpec, RequestSpec, Segment,
-                   SubgraphSpec, ValueKind, ValueSpec)
+from .grammar import (COPY, FILL_BUDGET, MAX_GENERATED_VALUE, MAX_SEGMENTS, MAX_SIZE_DELTA,
+                      NUM_SEEDS, REFERENCE, SUBGRAPH, CodecLimitError)
+from .lowering import NO_TYPE, aligned, consumer_counts, lower_extra, storage_bytes
+from .spec import (ArgumentSpec, BlobSpec, CaseSpec, ModelSpec, OperandSpec, RequestPoolSpec,
+                   RequestSpec, Segment, SubgraphSpec, ValueKind, ValueSpec)
 from .values import ElementKind, element_kind, find_seed
 from .wire import serialize
 
@@ -54,7 +53,7 @@ def _chain(blob: bytes, items: Sequence[_Placeable], pool_index: int, compact: b
     offset = 0
     for item in items:
         loc = item.location
-        start = _aligned(offset)
+        start = aligned(offset)
         end = start + loc.length
         if loc.poolIndex != pool_index or loc.offset != start or end > len(blob):
             return False
@@ -143,20 +142,20 @@ def _lift_model(model: Model, placed: bool, compact: bool) -> ModelSpec:
             blob, [(o.location.offset, o.location.length, o.type) for _, o in members
                    if o.location.poolIndex == pool_index], compact)
 
-    copies = [(s, o) for s, o in pairs if o.lifetime == _COPY]
+    copies = [(s, o) for s, o in pairs if o.lifetime == COPY]
     values = place(model.operandValues, copies, 0, None)
     pools = []
     for j, memory in enumerate(model.pools):
         members = [(s, o) for s, o in pairs
-                   if o.lifetime == _REFERENCE and o.location.poolIndex == j]
+                   if o.lifetime == REFERENCE and o.location.poolIndex == j]
         pools.append(BlobSpec(memory.name, place(memory.read(), members, j, j)))
     if placed:
         for spec, o in pairs:
             loc = o.location
-            if o.lifetime == _SUBGRAPH:
+            if o.lifetime == SUBGRAPH:
                 if loc.poolIndex == 0 and loc.length == 0:
                     spec.location, spec.target = None, loc.offset
-            elif (o.lifetime not in (_COPY, _REFERENCE)
+            elif (o.lifetime not in (COPY, REFERENCE)
                   and loc.poolIndex == loc.offset == loc.length == 0):
                 spec.location = None
     extensions = [ExtensionNameAndPrefix(e.name, e.prefix) for e in model.extensionNameToPrefix]
@@ -274,16 +273,16 @@ def relayout(case: FuzzCase, *, max_literal: int | None = None, zero_outputs: bo
     for sg_spec, sg in zip(spec.model.subgraphs(), [model.main, *model.referenced]):
         for o_spec, o in zip(sg_spec.operands, sg.operands):
             loc = o.location
-            if o.lifetime == _SUBGRAPH:
+            if o.lifetime == SUBGRAPH:
                 o_spec.location, o_spec.target = None, loc.offset
-            elif o.lifetime in (_COPY, _REFERENCE):
-                blob = (model.operandValues if o.lifetime == _COPY
+            elif o.lifetime in (COPY, REFERENCE):
+                blob = (model.operandValues if o.lifetime == COPY
                         else pools[loc.poolIndex] if loc.poolIndex < len(pools) else None)
                 content = _readable(blob, loc)
                 if content is not None:
                     o_spec.value, _ = _recipe(content, o.type, o.dimensions, False, max_literal)
                     o_spec.location = None
-                    o_spec.target = loc.poolIndex if o.lifetime == _REFERENCE else 0
+                    o_spec.target = loc.poolIndex if o.lifetime == REFERENCE else 0
             elif loc.poolIndex == loc.offset == loc.length == 0:
                 o_spec.location = None
     spec.model.operandValues = []

@@ -13,16 +13,17 @@ from driver.hal.dtypes import byte_size
 from driver.memory import Memory
 
 from ..case import ExecutionChoices, FuzzCase
-from .limits import FILL_BUDGET, GENERATED_BUDGET, MAX_GENERATED_VALUE, MAX_LONG_RANK
-from .spec import (_COPY, _REFERENCE, _SUBGRAPH, BlobSpec, CaseSpec, ModelSpec, OperandSpec,
-                   RequestPoolSpec, RequestSpec, Segment, SubgraphSpec, ValueKind, ValueSpec,
-                   _new_instance, copy_choices, require_fields)
+from .grammar import (COPY, FILL_BUDGET, GENERATED_BUDGET, MAX_GENERATED_VALUE, MAX_LONG_RANK,
+                      REFERENCE, SUBGRAPH)
+from .spec import (BlobSpec, CaseSpec, ModelSpec, OperandSpec, RequestPoolSpec, RequestSpec,
+                   Segment, SubgraphSpec, ValueKind, ValueSpec, copy_choices, new_instance,
+                   require_fields)
 from .values import ELEMENT_KIND_OF_TYPE, ElementKind, generated_bytes
 
 _LITERAL, _GENERATED, _ZERO = ValueKind.LITERAL, ValueKind.GENERATED, ValueKind.ZERO
 
 
-class _Fill:
+class Fill:
     """What is left of the per-case budget of bytes the decoder fills itself."""
     __slots__ = ("fill", "generated")
 
@@ -71,7 +72,7 @@ def _repeated_rank_storage_bytes(operand_type: int, dims: Sequence[int]) -> int:
     return storage_bytes(operand_type, [1]) if dims.count(1) == len(dims) else 0
 
 
-def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:
+def value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int) -> int:
     """Bytes a placed value takes before the budget applies."""
     kind = value.kind
     if kind == _LITERAL:
@@ -85,8 +86,8 @@ def _value_size(operand_type: int, dims: Sequence[int], value: ValueSpec, delta:
 
 def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta: int = 0) -> bytes:
     """The bytes a placed value stands for, on its own (no per-case budget applies)."""
-    blob = _Blob()
-    _place_value(blob, 0, operand_type, dims, value, delta, _Fill())
+    blob = Blob()
+    _place_value(blob, 0, operand_type, dims, value, delta, Fill())
     return blob.content()
 
 
@@ -95,7 +96,7 @@ def value_bytes(operand_type: int, dims: Sequence[int], value: ValueSpec, delta:
 VALUE_ALIGNMENT = 4
 
 
-def _aligned(offset: int) -> int:
+def aligned(offset: int) -> int:
     return -(-offset // VALUE_ALIGNMENT) * VALUE_ALIGNMENT
 
 
@@ -118,7 +119,7 @@ def _is_zeros(part: bytes | memoryview) -> bool:
     return isinstance(part, memoryview) and part.obj is _ZERO_BYTES
 
 
-class _Blob:
+class Blob:
     """The content of a memory pool (or of operandValues) as the decoder lays it out: its
     size and its parts, runs of zeros (zero segments and values, alignment padding) being
     views of _ZEROS. So a large zero fill is never built, and never written into a
@@ -182,8 +183,8 @@ class _Blob:
         return memory
 
 
-def _segment_blob(segments: Sequence[Segment], fill: _Fill) -> _Blob:
-    blob = _Blob()
+def segment_blob(segments: Sequence[Segment], fill: Fill) -> Blob:
+    blob = Blob()
     for segment in segments:
         if segment.kind == _LITERAL:
             blob.extend(segment.data)
@@ -206,8 +207,8 @@ require_fields(Model, "main", "referenced", "operandValues", "pools",
 require_fields(FuzzCase, "model", "request", "choices")
 
 
-def _location(pool_index: int, offset: int, length: int) -> DataLocation:
-    location = _new_instance(DataLocation)
+def data_location(pool_index: int, offset: int, length: int) -> DataLocation:
+    location = new_instance(DataLocation)
     location.poolIndex = pool_index
     location.offset = offset
     location.length = length
@@ -216,62 +217,62 @@ def _location(pool_index: int, offset: int, length: int) -> DataLocation:
 
 def subgraph(operands: list[Operand], operations: list[Operation], inputs: list[int],
              outputs: list[int]) -> Subgraph:
-    sg = _new_instance(Subgraph)
+    sg = new_instance(Subgraph)
     sg.operands, sg.operations, sg.inputIndexes, sg.outputIndexes = (operands, operations,
                                                                      inputs, outputs)
     return sg
 
 
 def argument(has_no_value: bool, location: DataLocation, dims: list[int]) -> RequestArgument:
-    a = _new_instance(RequestArgument)
+    a = new_instance(RequestArgument)
     a.hasNoValue, a.location, a.dimensions = has_no_value, location, dims
     return a
 
 
 def request(inputs: list[RequestArgument], outputs: list[RequestArgument],
             pools: list[MemoryPool]) -> Request:
-    r = _new_instance(Request)
+    r = new_instance(Request)
     r.inputs, r.outputs, r.pools = inputs, outputs, pools
     return r
 
 
 def case(model: Model, request: Request, choices: ExecutionChoices) -> FuzzCase:
-    c = _new_instance(FuzzCase)
+    c = new_instance(FuzzCase)
     c.model, c.request, c.choices = model, request, choices
     return c
 
 
-def _place_value(blob: _Blob, pool_index: int, operand_type: int, dims: Sequence[int],
-           value: ValueSpec, delta: int, fill: _Fill) -> DataLocation:
+def _place_value(blob: Blob, pool_index: int, operand_type: int, dims: Sequence[int],
+                 value: ValueSpec, delta: int, fill: Fill) -> DataLocation:
     """Append the bytes ``value`` stands for (for an operand of this type and dimensions,
     ``delta`` bytes more) to ``blob``, pool ``pool_index``, and return where they went."""
-    size = _value_size(operand_type, dims, value, delta)
+    size = value_size(operand_type, dims, value, delta)
     kind = value.kind
     if kind == _ZERO:
         # (fill.zero_count inline: zero values are the most common kind.)
         n = size if size <= fill.fill else fill.fill
         fill.fill -= n
-        return _location(pool_index, blob.place_zeros(n), n)
+        return data_location(pool_index, blob.place_zeros(n), n)
     raw = (value.data if kind == _LITERAL
            else fill.generate(ELEMENT_KIND_OF_TYPE.get(operand_type, ElementKind.BYTES),
                               value.seed, size))
-    return _location(pool_index, blob.place(raw), len(raw))
+    return data_location(pool_index, blob.place(raw), len(raw))
 
 
 def placed_location(lifetime: int, operand_type: int, dims: Sequence[int], target: int,
-                    value: ValueSpec, values: _Blob, blobs: list[_Blob],
-                    fill: _Fill) -> DataLocation:
+                    value: ValueSpec, values: Blob, blobs: list[Blob],
+                    fill: Fill) -> DataLocation:
     """The location of an operand the decoder places, after placing its value
     (constants)."""
-    if lifetime == _COPY:
+    if lifetime == COPY:
         return _place_value(values, 0, operand_type, dims, value, 0, fill)
-    if lifetime == _REFERENCE:
+    if lifetime == REFERENCE:
         if target < len(blobs):
             return _place_value(blobs[target], target, operand_type, dims, value, 0, fill)
-        return _location(target, 0, _value_size(operand_type, dims, value, 0))
-    if lifetime == _SUBGRAPH:
-        return _location(0, target, 0)
-    return _location(0, 0, 0)
+        return data_location(target, 0, value_size(operand_type, dims, value, 0))
+    if lifetime == SUBGRAPH:
+        return data_location(0, target, 0)
+    return data_location(0, 0, 0)
 
 
 def lower_extra(extra: OperandExtraParams) -> OperandExtraParams:
@@ -283,14 +284,14 @@ def lower_extra(extra: OperandExtraParams) -> OperandExtraParams:
         extra.extension)
 
 
-def lower_operand(o: OperandSpec, counted: int, values: _Blob, blobs: list[_Blob],
-                  fill: _Fill) -> Operand:
+def lower_operand(o: OperandSpec, counted: int, values: Blob, blobs: list[Blob],
+                  fill: Fill) -> Operand:
     """The operand ``o`` describes, its value placed; ``counted``: its consumers in the
     operations."""
     loc = o.location
     location = (placed_location(o.lifetime, o.type, o.dimensions, o.target, o.value, values,
                                 blobs, fill) if loc is None
-                else _location(loc.poolIndex, loc.offset, loc.length))
+                else data_location(loc.poolIndex, loc.offset, loc.length))
     return Operand(o.type, list(o.dimensions), counted if o.consumers is None else o.consumers,
                    o.scale, o.zeroPoint, o.lifetime, location, lower_extra(o.extraParams))
 
@@ -305,8 +306,8 @@ def consumer_counts(operand_count: int, operations: Sequence[Operation]) -> list
     return counts
 
 
-def _lower_subgraph(sg: SubgraphSpec, values: _Blob, blobs: list[_Blob],
-                    fill: _Fill) -> Subgraph:
+def _lower_subgraph(sg: SubgraphSpec, values: Blob, blobs: list[Blob],
+                    fill: Fill) -> Subgraph:
     counted = consumer_counts(len(sg.operands), sg.operations)
     operands = [lower_operand(o, counted[k], values, blobs, fill)
                 for k, o in enumerate(sg.operands)]
@@ -315,16 +316,16 @@ def _lower_subgraph(sg: SubgraphSpec, values: _Blob, blobs: list[_Blob],
 
 
 def pool_blobs(operand_values: Sequence[Segment], pools: Sequence[BlobSpec],
-               fill: _Fill) -> tuple[_Blob, list[_Blob]]:
+               fill: Fill) -> tuple[Blob, list[Blob]]:
     """The explicit content of operandValues and of the model's pools."""
-    return _segment_blob(operand_values, fill), [_segment_blob(p.segments, fill) for p in pools]
+    return segment_blob(operand_values, fill), [segment_blob(p.segments, fill) for p in pools]
 
 
-def lowered_model(subgraphs: list[Subgraph], values: _Blob, blobs: list[_Blob],
+def lowered_model(subgraphs: list[Subgraph], values: Blob, blobs: list[Blob],
                   pools: Sequence[BlobSpec], relaxed: bool,
                   extensions: list[ExtensionNameAndPrefix]) -> Model:
     """The model of these lowered subgraphs, pool contents and the rest."""
-    model = _new_instance(Model)
+    model = new_instance(Model)
     model.main, model.referenced = subgraphs[0], subgraphs[1:]
     model.operandValues = values.content()
     model.pools = [blob.memory(pool.name) for blob, pool in zip(blobs, pools)]
@@ -332,7 +333,7 @@ def lowered_model(subgraphs: list[Subgraph], values: _Blob, blobs: list[_Blob],
     return model
 
 
-def _lower_model(m: ModelSpec, fill: _Fill) -> Model:
+def _lower_model(m: ModelSpec, fill: Fill) -> Model:
     values, blobs = pool_blobs(m.operandValues, m.pools, fill)
     subgraphs = [_lower_subgraph(sg, values, blobs, fill) for sg in m.subgraphs()]
     return lowered_model(subgraphs, values, blobs, m.pools, m.relaxComputationFloat32toFloat16,
@@ -343,9 +344,9 @@ def _lower_model(m: ModelSpec, fill: _Fill) -> Model:
 NO_TYPE = -1   # an argument without a matching model operand: no storage size
 
 
-def lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
-    blobs: list[_Blob | None] = [
-        None if pool.token is not None else _segment_blob(pool.blob.segments, fill)
+def lower_request(r: RequestSpec, main: Subgraph, fill: Fill) -> Request:
+    blobs: list[Blob | None] = [
+        None if pool.token is not None else segment_blob(pool.blob.segments, fill)
         for pool in r.pools]
     operands = main.operands
     n = len(operands)
@@ -356,18 +357,18 @@ def lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
         io_operands += [None] * (len(args) - len(io_operands))
         for a, operand in zip(args, io_operands):
             if a.location is not None:
-                location = _location(a.location.poolIndex, a.location.offset, a.location.length)
+                location = data_location(a.location.poolIndex, a.location.offset, a.location.length)
             elif a.hasNoValue:
-                location = _location(0, 0, 0)
+                location = data_location(0, 0, 0)
             else:
                 operand_type = NO_TYPE if operand is None else operand.type
                 dims = a.dimensions or ([] if operand is None else operand.dimensions)
                 target = a.target
                 if target >= len(blobs):
-                    location = _location(target, 0, _value_size(operand_type, dims, a.value,
-                                                                a.size_delta))
+                    location = data_location(target, 0, value_size(operand_type, dims, a.value,
+                                                                   a.size_delta))
                 elif blobs[target] is None:        # driver-allocated buffer: whole buffer
-                    location = _location(target, 0, 0)
+                    location = data_location(target, 0, 0)
                 else:
                     location = _place_value(blobs[target], target, operand_type, dims, a.value,
                                             a.size_delta, fill)
@@ -375,11 +376,11 @@ def lower_request(r: RequestSpec, main: Subgraph, fill: _Fill) -> Request:
     return request(lowered[0], lowered[1], lowered_pools(r.pools, blobs))
 
 
-def lowered_pools(pools: Sequence[RequestPoolSpec], blobs: list[_Blob | None]) -> list[MemoryPool]:
+def lowered_pools(pools: Sequence[RequestPoolSpec], blobs: list[Blob | None]) -> list[MemoryPool]:
     """A request's pools: their tokens, or new shared memories holding their contents."""
     lowered = []
     for pool, blob in zip(pools, blobs):
-        memory_pool = _new_instance(MemoryPool)
+        memory_pool = new_instance(MemoryPool)
         memory_pool.hidlMemory = None if blob is None else blob.memory(pool.blob.name)
         memory_pool.token = pool.token if blob is None else None
         lowered.append(memory_pool)
@@ -388,7 +389,7 @@ def lowered_pools(pools: Sequence[RequestPoolSpec], blobs: list[_Blob | None]) -
 
 def lower(spec: CaseSpec) -> FuzzCase:
     """The FuzzCase a spec describes (fresh objects: later changes to the spec do not leak)."""
-    fill = _Fill()
+    fill = Fill()
     model = _lower_model(spec.model, fill)
     return case(model, lower_request(spec.request, model.main, fill),
                 copy_choices(spec.choices))

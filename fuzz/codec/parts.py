@@ -7,21 +7,20 @@ from dataclasses import dataclass
 from itertools import chain, compress, islice
 from math import copysign
 from operator import is_not, length_hint
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar
 
 from driver.hal import ExtensionNameAndPrefix
 
 from ..case import ExecutionChoices
-from .limits import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_REQUEST_ARGUMENTS,
-                     CodecLimitError)
-from .spec import (_COPY, _REFERENCE, _SUBGRAPH, _ZERO_VALUE, ArgumentSpec, CaseSpec,
-                   ModelSpec, OperandSpec, RequestSpec, SubgraphSpec, ValueSpec,
-                   copy_choices, copy_subgraph, writable)
-from .values import _indexes_out, _place, _varint_out
-from .wire import (_argument_out, _choices_out, _model_head_out, _model_tail_out,
-                   _operand_out, _operation_out, _read_choices, _read_extensions,
-                   _read_model_head, _read_request, _read_subgraph, _request_out,
-                   _request_pools_out, _subgraph_name, _subgraph_out, parse)
+from .grammar import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_POOLS,
+                      MAX_REQUEST_ARGUMENTS, CodecLimitError)
+from .spec import CaseSpec, ModelSpec, RequestSpec, SubgraphSpec, copy_choices, copy_subgraph
+from .values import place_name, write_indexes
+from .wire import (ARGUMENT, OPERAND, OPERATION, REQUEST_POOL, Record, parse, parse_choices,
+                   parse_extensions, parse_model_head, parse_request, parse_subgraph,
+                   serialize_choices, serialize_model_head, serialize_model_tail,
+                   serialize_request, serialize_subgraph, subgraph_name, write_count,
+                   write_records)
 
 _P = TypeVar("_P")
 # The custom mutator changes a few things of a spec per call. An EncodedSpec keeps the bytes
@@ -37,9 +36,20 @@ _P = TypeVar("_P")
 Elements = tuple[tuple[bytes, ...], tuple[bytes, ...]]
 _NO_ELEMENTS: Elements = ((), ())
 
-#: id() of a part of a copied spec -> (that part, the part it was copied from, its bytes,
-#: its elements' bytes). Holding the copy keeps its id from being reused by another object.
-Origins = dict[int, tuple[object, object, bytes, Elements]]
+
+class Origin(NamedTuple):
+    """Where a part of a copied spec came from: the part it was copied from, with the bytes
+    of that part and of its elements. Holding the copy keeps its id from being reused by
+    another object."""
+    copy: object
+    source: Any
+    data: bytes
+    elements: Elements
+
+
+#: id() of a part of a copied spec -> its Origin.
+Origins = dict[int, Origin]
+
 
 @dataclass(frozen=True)
 class EncodedSpec:
@@ -57,7 +67,7 @@ class EncodedSpec:
         """A copy of the spec to change; its parts' origins are added to ``origins``."""
         r = self.spec.request
         request = RequestSpec(r.inputs.copy(), r.outputs.copy(), r.pools.copy())
-        origins[id(request)] = (request, r, self.parts[-1], self.elements[-1])
+        origins[id(request)] = Origin(request, r, self.parts[-1], self.elements[-1])
         return CaseSpec(self.copy_model(origins), request, self.copy_choices(origins))
 
     def with_choices(self, choices: ExecutionChoices, origins: Origins) -> EncodedSpec:
@@ -80,7 +90,7 @@ class EncodedSpec:
     def copy_choices(self, origins: Origins) -> ExecutionChoices:
         c = self.spec.choices
         copy = copy_choices(c)
-        origins[id(copy)] = (copy, c, self.parts[0], self.elements[0])
+        origins[id(copy)] = Origin(copy, c, self.parts[0], self.elements[0])
         return copy
 
     def copy_subgraph(self, k: int, origins: Origins) -> SubgraphSpec:
@@ -88,7 +98,7 @@ class EncodedSpec:
         model = self.spec.model
         sg = model.main if k == 0 else model.referenced[k - 1]
         copy = copy_subgraph(sg)
-        origins[id(copy)] = (copy, sg, self.parts[2 + k], self.elements[2 + k])
+        origins[id(copy)] = Origin(copy, sg, self.parts[2 + k], self.elements[2 + k])
         return copy
 
     def copy_model(self, origins: Origins) -> ModelSpec:
@@ -99,43 +109,12 @@ class EncodedSpec:
         copies = []
         for k, sg in enumerate([m.main, *m.referenced]):
             copy = copy_subgraph(sg)
-            origins[id(copy)] = (copy, sg, parts[2 + k], elements[2 + k])
+            origins[id(copy)] = Origin(copy, sg, parts[2 + k], elements[2 + k])
             copies.append(copy)
         model = ModelSpec(copies[0], copies[1:], m.operandValues.copy(), m.pools.copy(),
                           m.relaxComputationFloat32toFloat16, m.extensionNameToPrefix.copy())
-        origins[id(model)] = (model, m, parts[1], elements[1])
+        origins[id(model)] = Origin(model, m, parts[1], elements[1])
         return model
-
-
-
-def _is_zero_value(value: ValueSpec) -> bool:
-    return value is _ZERO_VALUE or value == _ZERO_VALUE
-
-
-def _encoded_operand(operands: list[OperandSpec], i: int) -> OperandSpec:
-    """operands[i] without a value or target where its lifetime or location has no use for
-    them."""
-    o = operands[i]
-    placed = o.location is None
-    lifetime = o.lifetime
-    value_unused = not (placed and (lifetime == _COPY or lifetime == _REFERENCE))
-    target_unused = not (placed and (lifetime == _REFERENCE or lifetime == _SUBGRAPH))
-    if (value_unused and not _is_zero_value(o.value)) or (target_unused and o.target):
-        o = writable(operands, i)
-        if value_unused:
-            o.value = _ZERO_VALUE
-        if target_unused:
-            o.target = 0
-    return o
-
-
-def _encoded_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
-    """arguments[i] without a pool or value where it has a location or no value."""
-    a = arguments[i]
-    if (a.location is not None or a.hasNoValue) and (a.target or not _is_zero_value(a.value)):
-        a = writable(arguments, i)
-        a.target, a.value = 0, _ZERO_VALUE
-    return a
 
 
 #: The ``room`` of an encoding without a size limit.
@@ -143,21 +122,21 @@ _UNLIMITED = 1 << 62
 
 
 def _too_long(where: tuple, size: int, room: int) -> CodecLimitError:
-    return CodecLimitError(f"{_place(where)}: {size} bytes, more than the {max(room, 0)} bytes"
+    return CodecLimitError(f"{place_name(where)}: {size} bytes, more than the {max(room, 0)} bytes"
                            " left of the size allowed")
 
 
-def _elements_out(out: bytearray, items: list[_P], origin_items: Sequence[_P],
-                  origin_bytes: tuple[bytes, ...], write: Callable[[bytearray, _P, tuple], None],
-                  where: tuple, encoded: Callable[[list[_P], int], _P] | None,
+def _elements_out(out: bytearray, record: Record, items: list[_P], where: tuple,
+                  origin_items: Sequence[_P], origin_bytes: tuple[bytes, ...],
                   room: int) -> tuple[bytes, ...]:
     """The items (which are not those of the origin) serialized and appended to ``out``,
-    each item the origin holds taking the origin's bytes; returns each item's bytes.
-    ``encoded`` gives an item as it is to be serialized anew. Raises CodecLimitError as
-    soon as one item serialized anew is longer than ``room``: a mutation that expands a
-    large value into literal bytes makes a result too long to use, and writing a megabyte
-    into every buffer on the way would cost milliseconds."""
+    each item the origin holds taking the origin's bytes; returns each item's bytes. An
+    item is serialized anew as Record.encoded gives it. Raises CodecLimitError as soon as
+    one item serialized anew is longer than ``room``: a mutation that expands a large value
+    into literal bytes makes a result too long to use, and writing a megabyte into every
+    buffer on the way would cost milliseconds."""
     n, count = len(origin_items), len(items)
+    write, encoded = record.write, record.encoded if record.conditional else None
     if not n:
         return _new_elements_out(out, items, write, where, encoded, room)
     if count >= n:
@@ -217,102 +196,99 @@ def _new_elements_out(out: bytearray, items: list[_P],
 # which no mutation produces on purpose. Each list is compared once: a list equal to the
 # origin's takes the origin's bytes, the others are serialized element by element.
 
-_Origin = tuple[object, Any, bytes, Elements]
 _Part = tuple[bytes, Elements]
 # What a part without an origin is compared with: nothing (never changed).
 _NO_SUBGRAPH = SubgraphSpec()
 _NO_REQUEST = RequestSpec()
 
 
-def _choices_part(c: ExecutionChoices, origin: _Origin | None) -> _Part:
-    if origin is not None and vars(c) == vars(origin[1]):
-        return origin[2], origin[3]
+def _written(write: Callable[[bytearray, list[list[int]]], None]) -> _Part:
+    """A part as ``write`` writes it (with offsets: see wire.write_records), with its
+    elements' bytes."""
     out = bytearray()
-    _choices_out(out, c)
-    return bytes(out), _NO_ELEMENTS
+    offsets: list[list[int]] = []
+    write(out, offsets)
+    part = bytes(out)
+    return part, (_cut(part, offsets[0]), _cut(part, offsets[1])) if offsets else _NO_ELEMENTS
 
 
-def _model_head_part(m: ModelSpec, origin: _Origin | None) -> _Part:
+def _cut(whole: bytes, offsets: list[int]) -> tuple[bytes, ...]:
+    """The bytes between each offset and the next."""
+    return tuple([whole[start:end] for start, end in zip(offsets, offsets[1:])])
+
+
+def _choices_part(c: ExecutionChoices, origin: Origin | None) -> _Part:
+    if origin is not None and vars(c) == vars(origin.source):
+        return origin.data, origin.elements
+    return _written(lambda out, _: serialize_choices(out, c))
+
+
+def _model_head_part(m: ModelSpec, origin: Origin | None) -> _Part:
     if origin is not None:
-        known = origin[1]
+        known = origin.source
         if (m.relaxComputationFloat32toFloat16 == known.relaxComputationFloat32toFloat16
                 and bool(m.extensionNameToPrefix) == bool(known.extensionNameToPrefix)
                 and len(m.referenced) == len(known.referenced)
                 and m.operandValues == known.operandValues and m.pools == known.pools):
-            return origin[2], origin[3]
-    out = bytearray()
-    _model_head_out(out, m)
-    return bytes(out), _NO_ELEMENTS
+            return origin.data, origin.elements
+    return _written(lambda out, _: serialize_model_head(out, m))
 
 
-def _kept_list_out(out: bytearray, items: list[_P], same: bool, origin_items: Sequence[_P],
-                   origin_bytes: tuple[bytes, ...],
-                   write: Callable[[bytearray, _P, tuple], None], where: tuple,
-                   encoded: Callable[[list[_P], int], _P] | None,
+def _kept_list_out(out: bytearray, record: Record, items: list[_P], cap: int, where: tuple,
+                   same: bool, origin_items: Sequence[_P], origin_bytes: tuple[bytes, ...],
                    room: int) -> tuple[bytes, ...]:
-    """_elements_out, or, for a list equal to its origin's (``same``), the origin's bytes
-    as they are."""
+    """The count and the items, as wire.write_records writes them: _elements_out, or, for
+    a list equal to its origin's (``same``), the origin's bytes as they are."""
+    write_count(out, items, cap, where)
     if same:
         out += b"".join(origin_bytes)
         return origin_bytes
-    return _elements_out(out, items, origin_items, origin_bytes, write, where, encoded, room)
+    return _elements_out(out, record, items, where, origin_items, origin_bytes, room)
 
 
-def _subgraph_part(sg: SubgraphSpec, k: int, origin: _Origin | None, room: int) -> _Part:
-    """_subgraph_out of subgraph k, taking the bytes of the origin's operands and
+def _subgraph_part(sg: SubgraphSpec, k: int, origin: Origin | None, room: int) -> _Part:
+    """serialize_subgraph of subgraph k, taking the bytes of the origin's operands and
     operations that ``sg`` still holds (see _elements_out for ``room``)."""
-    if origin is None:
-        known, known_bytes = _NO_SUBGRAPH, _NO_ELEMENTS
-        same_operands = same_operations = False
-    else:
-        known, known_bytes = origin[1], origin[3]
-        same_operands = sg.operands == known.operands
-        same_operations = sg.operations == known.operations
-        if (same_operands and same_operations and sg.inputIndexes == known.inputIndexes
-                and sg.outputIndexes == known.outputIndexes):
-            return origin[2], known_bytes
-    name = _subgraph_name(k)
+    known = _NO_SUBGRAPH if origin is None else origin.source
+    same_operands = sg.operands == known.operands
+    same_operations = sg.operations == known.operations
+    if (origin is not None and same_operands and same_operations
+            and sg.inputIndexes == known.inputIndexes and sg.outputIndexes == known.outputIndexes):
+        return origin.data, origin.elements
+    operands, operations = _NO_ELEMENTS if origin is None else origin.elements
+    name = subgraph_name(k)
     out = bytearray()
-    _varint_out(out, len(sg.operands), MAX_OPERANDS, (name,), "operand count")
-    operand_bytes = _kept_list_out(out, sg.operands, same_operands, known.operands,
-                                   known_bytes[0], _operand_out, (name, "operand"),
-                                   _encoded_operand, room)
-    _varint_out(out, len(sg.operations), MAX_OPERATIONS, (name,), "operation count")
-    operation_bytes = _kept_list_out(out, sg.operations, same_operations, known.operations,
-                                     known_bytes[1], _operation_out, (name, "operation"), None,
-                                     room)
-    _indexes_out(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
-    _indexes_out(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
-    return bytes(out), (operand_bytes, operation_bytes)
+    operands = _kept_list_out(out, OPERAND, sg.operands, MAX_OPERANDS, (name, "operand"),
+                              same_operands, known.operands, operands, room)
+    operations = _kept_list_out(out, OPERATION, sg.operations, MAX_OPERATIONS,
+                                (name, "operation"), same_operations, known.operations,
+                                operations, room)
+    write_indexes(out, sg.inputIndexes, MAX_IO_INDEXES, (name,), "inputIndexes")
+    write_indexes(out, sg.outputIndexes, MAX_IO_INDEXES, (name,), "outputIndexes")
+    return bytes(out), (operands, operations)
 
 
-def _request_part(r: RequestSpec, origin: _Origin | None, room: int) -> _Part:
-    """_request_out, taking the bytes of the origin's arguments that ``r`` still holds (see
-    _elements_out for ``room``)."""
-    if origin is None:
-        known, known_bytes = _NO_REQUEST, _NO_ELEMENTS
-        same_inputs = same_outputs = False
-    else:
-        known, known_bytes = origin[1], origin[3]
-        same_inputs = r.inputs == known.inputs
-        same_outputs = r.outputs == known.outputs
-        if same_inputs and same_outputs and r.pools == known.pools:
-            return origin[2], known_bytes
+def _request_part(r: RequestSpec, origin: Origin | None, room: int) -> _Part:
+    """serialize_request, taking the bytes of the origin's arguments that ``r`` still
+    holds (see _elements_out for ``room``)."""
+    known = _NO_REQUEST if origin is None else origin.source
+    same_inputs = r.inputs == known.inputs
+    same_outputs = r.outputs == known.outputs
+    if origin is not None and same_inputs and same_outputs and r.pools == known.pools:
+        return origin.data, origin.elements
+    inputs, outputs = _NO_ELEMENTS if origin is None else origin.elements
     out = bytearray()
-    _request_pools_out(out, r)
-    pieces = []
-    for role, args, same, known_args, bytes_of_known in (
-            ("input", r.inputs, same_inputs, known.inputs, known_bytes[0]),
-            ("output", r.outputs, same_outputs, known.outputs, known_bytes[1])):
-        _varint_out(out, len(args), MAX_REQUEST_ARGUMENTS, ("request",), f"{role} count")
-        pieces.append(_kept_list_out(out, args, same, known_args, bytes_of_known, _argument_out,
-                                     ("request", role), _encoded_argument, room))
-    return bytes(out), (pieces[0], pieces[1])
+    write_records(out, REQUEST_POOL, r.pools, MAX_POOLS, ("request", "pool"))
+    inputs = _kept_list_out(out, ARGUMENT, r.inputs, MAX_REQUEST_ARGUMENTS, ("request", "input"),
+                            same_inputs, known.inputs, inputs, room)
+    outputs = _kept_list_out(out, ARGUMENT, r.outputs, MAX_REQUEST_ARGUMENTS,
+                             ("request", "output"), same_outputs, known.outputs, outputs, room)
+    return bytes(out), (inputs, outputs)
 
 
-def _origin(origins: Origins, part: object) -> _Origin | None:
+def _origin(origins: Origins, part: object) -> Origin | None:
     origin = origins.get(id(part))
-    return origin if origin is not None and origin[0] is part else None
+    return origin if origin is not None and origin.copy is part else None
 
 
 def encode_parts(spec: CaseSpec, origins: Origins | None = None,
@@ -335,12 +311,9 @@ def encode_parts(spec: CaseSpec, origins: Origins | None = None,
         part = _subgraph_part(sg, k, _origin(origins, sg), room)
         room -= len(part[0])
         written.append(part)
-    tail = bytearray()
-    _model_tail_out(tail, m)
-    written.append((bytes(tail), _NO_ELEMENTS))
-    request = _request_part(spec.request, _origin(origins, spec.request), room)
-    written.append(request)
-    room -= len(tail) + len(request[0])
+    written.append(_written(lambda out, _: serialize_model_tail(out, m)))
+    written.append(_request_part(spec.request, _origin(origins, spec.request), room))
+    room -= len(written[-2][0]) + len(written[-1][0])
     if room < 0:
         raise CodecLimitError(f"the spec takes {max_size - room} bytes, more than the"
                               f" {max_size} allowed")
@@ -350,8 +323,8 @@ def encode_parts(spec: CaseSpec, origins: Origins | None = None,
 
 def parse_parts(data: bytes, near: EncodedSpec | None = None) -> EncodedSpec:
     """``encode_parts(parse(data))``, cheaper: a spec parse() made has no field to reset
-    and no part to take from an origin, so it is serialized in one go, as serialize()
-    does, noting where each part and element ends, and the bytes are cut up afterwards.
+    and no part to take from an origin, so each part is serialized as it is, noting where
+    each element ends, and its bytes are cut up afterwards.
 
     ``near`` is an EncodedSpec that ``data`` is likely to share parts with (the input a
     byte-level mutation made ``data`` from): see _parse_parts_near."""
@@ -359,37 +332,15 @@ def parse_parts(data: bytes, near: EncodedSpec | None = None) -> EncodedSpec:
         return _parse_parts_near(bytes(data), near)
     spec = parse(data)
     m = spec.model
-    out = bytearray()
-    part_ends: list[int] = []
-    part_offsets: list[list[list[int]]] = []     # per part: see _list_out
-    _choices_out(out, spec.choices)
-    part_ends.append(len(out))
-    part_offsets.append([])
-    _model_head_out(out, m)
-    part_ends.append(len(out))
-    part_offsets.append([])
-    for k, sg in enumerate(m.subgraphs()):
-        offsets: list[list[int]] = []
-        _subgraph_out(out, sg, _subgraph_name(k), offsets)
-        part_ends.append(len(out))
-        part_offsets.append(offsets)
-    _model_tail_out(out, m)
-    part_ends.append(len(out))
-    part_offsets.append([])
-    offsets = []
-    _request_out(out, spec.request, offsets)
-    part_ends.append(len(out))
-    part_offsets.append(offsets)
-    whole = bytes(out)
-    parts = tuple([whole[start:end] for start, end in zip([0, *part_ends], part_ends)])
-    elements = tuple([(_cut(whole, offsets[0]), _cut(whole, offsets[1])) if offsets
-                      else _NO_ELEMENTS for offsets in part_offsets])
+    written = [_written(lambda out, _: serialize_choices(out, spec.choices)),
+               _written(lambda out, _: serialize_model_head(out, m)),
+               *[_written(lambda out, offsets, sg=sg, k=k:
+                          serialize_subgraph(out, sg, subgraph_name(k), offsets))
+                 for k, sg in enumerate(m.subgraphs())],
+               _written(lambda out, _: serialize_model_tail(out, m)),
+               _written(lambda out, offsets: serialize_request(out, spec.request, offsets))]
+    parts, elements = zip(*written)
     return EncodedSpec(spec, parts, elements)
-
-
-def _cut(whole: bytes, offsets: list[int]) -> tuple[bytes, ...]:
-    """The bytes between each offset and the next."""
-    return tuple([whole[start:end] for start, end in zip(offsets, offsets[1:])])
 
 
 # Parsing near a known spec. A byte-level mutation changes an input in one place or a few, and
@@ -416,33 +367,18 @@ def _drops_a_negative_zero(sg: SubgraphSpec) -> bool:
                for o in sg.operands)
 
 
-def _listed_part(write: Callable[[bytearray, list[list[int]]], None]) -> _Part:
-    """A subgraph or request serialized by ``write`` (with offsets: see _list_out), with
-    its elements' bytes."""
-    out = bytearray()
-    offsets: list[list[int]] = []
-    write(out, offsets)
-    part = bytes(out)
-    return part, (_cut(part, offsets[0]), _cut(part, offsets[1]))
-
-
 def _parse_parts_near(data: bytes, near: EncodedSpec) -> EncodedSpec:
     """parse_parts(data), taking from ``near`` the parts ``data`` holds as they are."""
     it = iter(data)
     known, known_parts, known_elements = near.spec, near.parts, near.elements
     known_model = known.model
-    parts: list[bytes] = []
-    elements: list[Elements] = []
     if _holds(data, it, known_parts[0]):
         _skip(it, len(known_parts[0]))
         choices = known.choices
-        parts.append(known_parts[0])
+        written = [(known_parts[0], _NO_ELEMENTS)]
     else:
-        choices = _read_choices(it)
-        out = bytearray()
-        _choices_out(out, choices)
-        parts.append(bytes(out))
-    elements.append(_NO_ELEMENTS)
+        choices = parse_choices(it)
+        written = [_written(lambda out, _: serialize_choices(out, choices))]
     # The model head's bytes are written once the extensions are known (they have a flag).
     head_kept = _holds(data, it, known_parts[1])
     if head_kept:
@@ -452,10 +388,9 @@ def _parse_parts_near(data: bytes, near: EncodedSpec) -> EncodedSpec:
         referenced_count = len(known_model.referenced)
         values, pools = known_model.operandValues, known_model.pools
     else:
-        flags, referenced_count, values, pools = _read_model_head(it, data)
+        flags, referenced_count, values, pools = parse_model_head(it, data)
         relaxed, has_extensions = bool(flags & 1), bool(flags & 2)
-    parts.append(b"")
-    elements.append(_NO_ELEMENTS)
+    written.append((b"", _NO_ELEMENTS))
     known_subgraphs = known_model.subgraphs()
     subgraphs = []
     for k in range(referenced_count + 1):
@@ -463,15 +398,12 @@ def _parse_parts_near(data: bytes, near: EncodedSpec) -> EncodedSpec:
                 and not _drops_a_negative_zero(known_subgraphs[k])):
             _skip(it, len(known_parts[2 + k]))
             sg = known_subgraphs[k]
-            part, part_elements = known_parts[2 + k], known_elements[2 + k]
+            written.append((known_parts[2 + k], known_elements[2 + k]))
         else:
-            sg = _read_subgraph(it, data)
-            name = _subgraph_name(k)
-            part, part_elements = _listed_part(
-                lambda out, offsets: _subgraph_out(out, sg, name, offsets))
+            sg = parse_subgraph(it, data)
+            written.append(_written(lambda out, offsets, sg=sg, k=k:
+                                    serialize_subgraph(out, sg, subgraph_name(k), offsets)))
         subgraphs.append(sg)
-        parts.append(part)
-        elements.append(part_elements)
     known_extensions = known_model.extensionNameToPrefix
     if not has_extensions:
         extensions: list[ExtensionNameAndPrefix] = []
@@ -479,31 +411,17 @@ def _parse_parts_near(data: bytes, near: EncodedSpec) -> EncodedSpec:
         _skip(it, len(known_parts[-2]))
         extensions = known_extensions
     else:
-        extensions = _read_extensions(it, data)
+        extensions = parse_extensions(it, data)
     model = ModelSpec(subgraphs[0], subgraphs[1:], values, pools, relaxed, extensions)
-    if head_kept and bool(extensions) == has_extensions:
-        parts[1] = known_parts[1]
-    else:
-        out = bytearray()
-        _model_head_out(out, model)
-        parts[1] = bytes(out)
-    if extensions is known_extensions:
-        parts.append(known_parts[-2])
-    else:
-        out = bytearray()
-        _model_tail_out(out, model)
-        parts.append(bytes(out))
-    elements.append(_NO_ELEMENTS)
+    written[1] = ((known_parts[1], _NO_ELEMENTS) if head_kept and bool(extensions) == has_extensions
+                  else _written(lambda out, _: serialize_model_head(out, model)))
+    written.append((known_parts[-2], _NO_ELEMENTS) if extensions is known_extensions
+                   else _written(lambda out, _: serialize_model_tail(out, model)))
     if _holds(data, it, known_parts[-1]):
         request = known.request
-        parts.append(known_parts[-1])
-        elements.append(known_elements[-1])
+        written.append((known_parts[-1], known_elements[-1]))
     else:
-        request = _read_request(it, data)
-        part, part_elements = _listed_part(
-            lambda out, offsets: _request_out(out, request, offsets))
-        parts.append(part)
-        elements.append(part_elements)
-    return EncodedSpec(CaseSpec(model, request, choices), tuple(parts), tuple(elements))
-
-
+        request = parse_request(it, data)
+        written.append(_written(lambda out, offsets: serialize_request(out, request, offsets)))
+    parts, elements = zip(*written)
+    return EncodedSpec(CaseSpec(model, request, choices), parts, elements)

@@ -18,7 +18,7 @@ _D = TypeVar("_D", "OperandSpec", "ArgumentSpec")
 # The hottest structures (specs and HAL ones) are made as their dataclass __init__ makes them
 # (every field assigned, in declaration order, to a bare instance), without the generic
 # dispatch of type.__call__ and the __init__ frame: a case holds dozens to hundreds of them.
-_new_instance = object.__new__
+new_instance = object.__new__
 
 
 def require_fields(cls: type, *names: str) -> None:
@@ -51,12 +51,7 @@ class ValueSpec:
     data: bytes = b""      # LITERAL
 
 
-_ZERO_VALUE = ValueSpec()
-
-# Lifetimes as plain ints: they are compared with raw codes as well as with enum members.
-_COPY = int(OperandLifeTime.CONSTANT_COPY)
-_REFERENCE = int(OperandLifeTime.CONSTANT_REFERENCE)
-_SUBGRAPH = int(OperandLifeTime.SUBGRAPH)
+ZERO_VALUE = ValueSpec()
 
 
 @dataclass
@@ -90,7 +85,7 @@ class OperandSpec:
     #: subgraph ``target``; any other lifetime gets the all-zero location.
     location: DataLocation | None = None
     target: int = 0
-    value: ValueSpec = _ZERO_VALUE
+    value: ValueSpec = ZERO_VALUE
     extraParams: OperandExtraParams = field(default_factory=OperandExtraParams)
 
 
@@ -122,7 +117,7 @@ class ArgumentSpec:
     #: None: placed by the decoder in request pool ``target`` (no location for hasNoValue).
     location: DataLocation | None = None
     target: int = 0
-    value: ValueSpec = _ZERO_VALUE
+    value: ValueSpec = ZERO_VALUE
     #: Added to the operand's storage size (not for literals): < 0 gives a too-small buffer.
     size_delta: int = 0
 
@@ -150,7 +145,7 @@ class CaseSpec:
 
 def copy_subgraph(sg: SubgraphSpec) -> SubgraphSpec:
     """A copy with lists of its own, sharing their elements."""
-    copy = _new_instance(SubgraphSpec)
+    copy = new_instance(SubgraphSpec)
     copy.operands = sg.operands.copy()
     copy.operations = sg.operations.copy()
     copy.inputIndexes = sg.inputIndexes.copy()
@@ -170,7 +165,7 @@ def writable(items: list[_D], i: int) -> _D:
     item = items[i]
     fields = item.__dict__.copy()
     fields["dimensions"] = fields["dimensions"].copy()
-    copy = _new_instance(type(item))
+    copy = new_instance(type(item))
     copy.__dict__ = fields
     items[i] = copy
     return copy
@@ -201,7 +196,7 @@ def writable_argument(arguments: list[ArgumentSpec], i: int) -> ArgumentSpec:
 def copy_choices(c: ExecutionChoices) -> ExecutionChoices:
     # Copying the instance's __dict__: copy.copy without the cost of its generic protocol
     # (every field is an int, an enum member or None).
-    copy = _new_instance(ExecutionChoices)
+    copy = new_instance(ExecutionChoices)
     copy.__dict__ = c.__dict__.copy()
     return copy
 

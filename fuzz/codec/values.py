@@ -14,7 +14,7 @@ import numpy as np
 
 from driver.hal import OperandType
 
-from .limits import (INT32_MAX, INT32_MIN, MAX_LONG_RANK, MAX_NAME_BYTES, MAX_RANK,
+from .grammar import (INT32_MAX, INT32_MIN, MAX_LONG_RANK, MAX_NAME_BYTES, MAX_RANK,
                      MAX_REPEATED_RANK, NUM_SEEDS, REPEATED_RANK_BASE,
                      UINT32_MAX, CodecLimitError)
 
@@ -142,9 +142,11 @@ _INF = float("inf")
 # --- reading -------------------------------------------------------------------------------
 # Parsing runs once per fuzz iteration (twice with the custom mutator), so the hot fields are
 # read inline with ``next(it, 0)`` on a bytes iterator: a builtin call per byte and no
-# per-field Python calls. Past the end of the input every field reads as zero.
+# per-field Python calls. Past the end of the input every field reads as zero. The readers
+# of a record's fields (see grammar.Kind) take the input's bytes too, which those of short
+# fields ignore, so that the fields of a record are all read alike.
 
-def _varint_tail(it: Iterator[int], first: int) -> int:
+def varint_tail(it: Iterator[int], first: int) -> int:
     """The rest of a varint whose first byte had its continuation bit set (at most 10
     bytes are read; a varint cut off by the end of the input ends there)."""
     result = first & 0x7F
@@ -158,52 +160,52 @@ def _varint_tail(it: Iterator[int], first: int) -> int:
     return result
 
 
-def _varint(it: Iterator[int]) -> int:
+def read_varint(it: Iterator[int]) -> int:
     b = next(it, 0)
-    return b if b < 0x80 else _varint_tail(it, b)
+    return b if b < 0x80 else varint_tail(it, b)
 
 
-def _count(it: Iterator[int], cap: int) -> int:
+def read_count(it: Iterator[int], cap: int) -> int:
     b = next(it, 0)
     if b >= 0x80:
-        b = _varint_tail(it, b)
+        b = varint_tail(it, b)
     return b if b <= cap else cap
 
 
-def _capped(it: Iterator[int], first: int, cap: int) -> int:
+def capped(it: Iterator[int], first: int, cap: int) -> int:
     """A count whose first byte ``first`` (already read) is over ``cap``: the cap, unless
     the varint it starts ends under the cap."""
-    return cap if first < 0x80 else min(_varint_tail(it, first), cap)
+    return cap if first < 0x80 else min(varint_tail(it, first), cap)
 
 
-def _long_dimensions(it: Iterator[int], first: int) -> list[int]:
+def long_dimensions(it: Iterator[int], first: int) -> list[int]:
     """The dimensions of a rank whose first byte ``first`` (already read) is over MAX_RANK:
     a longer varint up to MAX_LONG_RANK is the rank, as many dimensions follow; one in the
     repeated range (see REPEATED_RANK_BASE) is followed by the one dimension it repeats;
     anything else reads as MAX_RANK."""
     if first < 0x80:
-        return _u32s(it, MAX_RANK)
-    rank = _varint_tail(it, first)
+        return read_u32s(it, MAX_RANK)
+    rank = varint_tail(it, first)
     if rank <= MAX_LONG_RANK:
-        return _u32s(it, rank)
+        return read_u32s(it, rank)
     if REPEATED_RANK_BASE < rank <= REPEATED_RANK_BASE + MAX_REPEATED_RANK:
-        return [_u32(it)] * (rank - REPEATED_RANK_BASE)
-    return _u32s(it, MAX_RANK)
+        return [read_u32(it)] * (rank - REPEATED_RANK_BASE)
+    return read_u32s(it, MAX_RANK)
 
 
-def _dimensions(it: Iterator[int]) -> list[int]:
+def read_dimensions(it: Iterator[int], data: bytes = b"") -> list[int]:
     """A rank, then as many dimensions."""
     n = next(it, 0)
     if not n:
         return []
-    return _u32s(it, n) if n <= MAX_RANK else _long_dimensions(it, n)
+    return read_u32s(it, n) if n <= MAX_RANK else long_dimensions(it, n)
 
 
-def _u32(it: Iterator[int]) -> int:
+def read_u32(it: Iterator[int], data: bytes = b"") -> int:
     b = next(it, 0)
     if b < 0x80:
         return b
-    b = _varint_tail(it, b)
+    b = varint_tail(it, b)
     return b if b <= UINT32_MAX else UINT32_MAX
 
 
@@ -211,23 +213,23 @@ def _u32s_from(source: Iterator[int], n: int) -> list[int]:
     values = []
     for _ in range(n):
         b = next(source, 0)
-        values.append(b if b < 0x80 else min(_varint_tail(source, b), UINT32_MAX))
+        values.append(b if b < 0x80 else min(varint_tail(source, b), UINT32_MAX))
     return values
 
 
-def _u32s(it: Iterator[int], n: int) -> list[int]:
+def read_u32s(it: Iterator[int], n: int) -> list[int]:
     """``n`` varints capped at UINT32_MAX (dimensions, indexes). Nearly always each is one
     byte: they are taken in one slice, and only decoded one by one when some is longer."""
     if n == 1:
         b = next(it, 0)
-        return [b if b < 0x80 else min(_varint_tail(it, b), UINT32_MAX)]
+        return [b if b < 0x80 else min(varint_tail(it, b), UINT32_MAX)]
     values = list(islice(it, n))
     if len(values) < n or (values and max(values) >= 0x80):
-        return _finish_u32s(it, values, n)
+        return finish_u32s(it, values, n)
     return values
 
 
-def _finish_u32s(it: Iterator[int], taken: list[int], n: int) -> list[int]:
+def finish_u32s(it: Iterator[int], taken: list[int], n: int) -> list[int]:
     """``n`` varints of which the first ``taken`` bytes were read in one slice, found to be
     cut short by the end of the input or to hold a multi-byte varint."""
     if len(taken) < n:                      # the input ended: the rest reads as zeros
@@ -239,13 +241,13 @@ def _finish_u32s(it: Iterator[int], taken: list[int], n: int) -> list[int]:
     return _u32s_from(chain(taken, it), n)
 
 
-def _i32(it: Iterator[int]) -> int:
-    value = _varint(it)
+def read_i32(it: Iterator[int], data: bytes = b"") -> int:
+    value = read_varint(it)
     value = (value >> 1) ^ -(value & 1)
     return min(max(value, INT32_MIN), INT32_MAX)
 
 
-def _take(it: Iterator[int], data: bytes, n: int) -> bytes:
+def take(it: Iterator[int], data: bytes, n: int) -> bytes:
     """The next n bytes (fewer at the end of the input)."""
     if n <= 64:
         return bytes(islice(it, n)) if n > 0 else b""
@@ -256,32 +258,32 @@ def _take(it: Iterator[int], data: bytes, n: int) -> bytes:
     return chunk
 
 
-def _float(it: Iterator[int], wide: bool) -> float:
+def read_float(it: Iterator[int], wide: bool) -> float:
     size = 8 if wide else 4
     raw = bytes([next(it, 0) for _ in range(size)])
     value = (_F64 if wide else _F32).unpack(raw)[0]
     return _INF if value != value else value    # NaN never compares equal to itself
 
 
-def _text(it: Iterator[int], data: bytes) -> str:
-    return _take(it, data, _count(it, MAX_NAME_BYTES)).decode("utf-8", "surrogateescape")
+def read_text(it: Iterator[int], data: bytes) -> str:
+    return take(it, data, read_count(it, MAX_NAME_BYTES)).decode("utf-8", "surrogateescape")
 
 
-def _memory_name(it: Iterator[int], data: bytes) -> str:
+def read_memory_name(it: Iterator[int], data: bytes) -> str:
     # A memory's name becomes a memfd name, a C string: NUL bytes are dropped (before
     # decoding, so that the name encodes back to the same bytes).
-    raw = _take(it, data, _count(it, MAX_NAME_BYTES)).replace(b"\0", b"")
+    raw = take(it, data, read_count(it, MAX_NAME_BYTES)).replace(b"\0", b"")
     return raw.decode("utf-8", "surrogateescape")
 
 
 
-def _indexes(it: Iterator[int], cap: int) -> list[int]:
+def read_indexes(it: Iterator[int], cap: int) -> list[int]:
     n = next(it, 0)
     if n >= 0x80 or n > cap:
-        n = _capped(it, n, cap)
+        n = capped(it, n, cap)
     elif not n:
         return []
-    return _u32s(it, n)
+    return read_u32s(it, n)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -289,37 +291,37 @@ def _indexes(it: Iterator[int], cap: int) -> list[int]:
 # message naming the field at fault is only built when a check fails, from ``where`` (a
 # tuple such as ("main", "operand", 3)) and the field's name.
 
-def _place(where: tuple) -> str:
+def place_name(where: tuple) -> str:
     return " ".join(str(part) for part in where)
 
 
-def _limit(where: tuple, what: str, value: object, allowed: str) -> CodecLimitError:
-    return CodecLimitError(f"{_place(where)}: {what} = {value} outside {allowed}")
+def limit_error(where: tuple, what: str, value: object, allowed: str) -> CodecLimitError:
+    return CodecLimitError(f"{place_name(where)}: {what} = {value} outside {allowed}")
 
 
-def _varint_out(out: bytearray, value: int, cap: int, where: tuple, what: str) -> None:
+def write_varint(out: bytearray, value: int, cap: int, where: tuple, what: str) -> None:
     if 0 <= value < 0x80 and value <= cap:
         out.append(value)
         return
     if not 0 <= value <= cap:
-        raise _limit(where, what, value, f"[0, {cap}]")
+        raise limit_error(where, what, value, f"[0, {cap}]")
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
 
 
-def _u32_out(out: bytearray, value: int, where: tuple, what: str) -> None:
+def write_u32(out: bytearray, value: int, where: tuple, what: str) -> None:
     if 0 <= value < 0x80:
         out.append(value)
     else:
-        _varint_out(out, value, UINT32_MAX, where, what)
+        write_varint(out, value, UINT32_MAX, where, what)
 
 
-def _i32_out(out: bytearray, value: int, where: tuple, what: str) -> None:
+def write_i32(out: bytearray, value: int, where: tuple, what: str) -> None:
     if not INT32_MIN <= value <= INT32_MAX:
-        raise _limit(where, what, value, "the int32 range")
-    _varint_out(out, (value << 1) if value >= 0 else ((-value) << 1) - 1, UINT32_MAX, where, what)
+        raise limit_error(where, what, value, "the int32 range")
+    write_varint(out, (value << 1) if value >= 0 else ((-value) << 1) - 1, UINT32_MAX, where, what)
 
 
 def _is_float32(value: float) -> bool:
@@ -329,58 +331,59 @@ def _is_float32(value: float) -> bool:
         return False
 
 
-def _floats_out(out: bytearray, values: Sequence[float], count_cap: int | None,
+def write_floats(out: bytearray, values: Sequence[float], count_cap: int | None,
                 where: tuple, what: str) -> None:
     """A width flag, [a count,] then the values: float32 if all are exactly float32 (the
     usual case: the HAL's scales are floats), else float64."""
     narrow = all(_is_float32(v) for v in values)
     out.append(0 if narrow else 1)
     if count_cap is not None:
-        _varint_out(out, len(values), count_cap, where, f"{what} count")
+        write_varint(out, len(values), count_cap, where, f"{what} count")
     packer = _F32 if narrow else _F64
     for v in values:
         out += packer.pack(v)
 
 
-def _text_out(out: bytearray, value: str, where: tuple, what: str) -> None:
+def write_text(out: bytearray, value: str, where: tuple, what: str) -> None:
     raw = value.encode("utf-8", "surrogateescape")
-    _varint_out(out, len(raw), MAX_NAME_BYTES, where, f"{what} length")
+    write_varint(out, len(raw), MAX_NAME_BYTES, where, f"{what} length")
     out += raw
 
 
 #: Whether every element of a list of ints is a one-byte varint: one C call, where a
 #: min() and a max() of it were two.
-_all_one_byte = frozenset(range(0x80)).issuperset
+all_one_byte = frozenset(range(0x80)).issuperset
 
 
-def _dimensions_out(out: bytearray, dims: Sequence[int], where: tuple) -> None:
+def write_dimensions(out: bytearray, dims: Sequence[int], where: tuple,
+                     what: str = "dimension") -> None:
     """A rank, then the dimensions; a rank over MAX_RANK as a two-byte varint, and one over
-    MAX_LONG_RANK of a dimension repeated as a repeated rank (see _long_dimensions)."""
+    MAX_LONG_RANK of a dimension repeated as a repeated rank (see long_dimensions)."""
     rank = len(dims)
     if rank <= MAX_RANK:
-        _indexes_out(out, dims, MAX_RANK, where, "dimension", "rank")
+        write_indexes(out, dims, MAX_RANK, where, what, "rank")
         return
     if rank <= MAX_LONG_RANK:
         out += bytes((0x80 | rank & 0x7F, rank >> 7))
         for d in dims:
-            _u32_out(out, d, where, "dimension")
+            write_u32(out, d, where, what)
         return
     if rank > MAX_REPEATED_RANK or dims.count(dims[0]) != rank:
-        raise _limit(where, "rank", rank, f"[0, {MAX_LONG_RANK}], or up to {MAX_REPEATED_RANK}"
-                     " of one dimension repeated")
-    _varint_out(out, REPEATED_RANK_BASE + rank, REPEATED_RANK_BASE + MAX_REPEATED_RANK, where,
-                "rank")
-    _u32_out(out, dims[0], where, "dimension")
+        raise limit_error(where, "rank", rank, f"[0, {MAX_LONG_RANK}], or up to "
+                          f"{MAX_REPEATED_RANK} of one dimension repeated")
+    write_varint(out, REPEATED_RANK_BASE + rank, REPEATED_RANK_BASE + MAX_REPEATED_RANK, where,
+                 "rank")
+    write_u32(out, dims[0], where, what)
 
 
-def _indexes_out(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,
-                 what: str, count_what: str | None = None) -> None:
+def write_indexes(out: bytearray, indexes: Sequence[int], cap: int, where: tuple,
+                  what: str, count_what: str | None = None) -> None:
     n = len(indexes)
-    if n < 0x80 and n <= cap and _all_one_byte(indexes):
+    if n < 0x80 and n <= cap and all_one_byte(indexes):
         out.append(n)
         out += bytes(indexes)      # all one-byte varints: the usual case
         return
-    _varint_out(out, n, cap, where, count_what or f"{what} count")
+    write_varint(out, n, cap, where, count_what or f"{what} count")
     for i in indexes:
-        _u32_out(out, i, where, what)
+        write_u32(out, i, where, what)
 

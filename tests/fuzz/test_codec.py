@@ -2,8 +2,12 @@
 generated as promised, sizes stay bounded, and seeds keep their compact form."""
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +21,8 @@ from driver.hal import (DataLocation, ExtensionNameAndPrefix, MeasureTiming, Mem
                         SymmPerChannelQuantParams)
 from driver.memory import Memory
 from fuzz import codec
+from fuzz.codec import grammar
+from fuzz.codec.decoding import UNFUSED_DECODE_ENV, fused_decode
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
 from fuzz.codec import (ArgumentSpec, CaseSpec, ElementKind, ModelSpec, OperandSpec,
                         RequestPoolSpec, RequestSpec, SubgraphSpec, ValueKind, ValueSpec)
@@ -74,8 +80,9 @@ def test_every_input_decodes_and_encodes_back_exactly(data):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ANY_INPUT)
 def test_one_pass_decode_equals_parse_then_lower(data):
-    """The fast path of fuzz/codec/decoding.py against the definition of decode."""
-    assert codec.decode(data) == codec.lower(codec.parse(data))
+    """The fused pass of fuzz/codec/decoding.py against the definition of decode, which reads
+    through the grammar's field tables."""
+    assert fused_decode(data) == codec.lower(codec.parse(data))
 
 
 def stored_files() -> list:
@@ -87,7 +94,32 @@ def stored_files() -> list:
 def test_one_pass_decode_equals_parse_then_lower_on_the_corpus():
     for path in stored_files():
         data = path.read_bytes()
-        assert codec.decode(data) == codec.lower(codec.parse(data)), path.name
+        assert fused_decode(data) == codec.lower(codec.parse(data)), path.name
+
+
+def test_the_unfused_decode_is_chosen_by_its_environment_variable():
+    """What the fused pass is worth is measured with it off (scripts/bench_fuzz.py run with
+    the variable set), in the fuzzer's processes and their children."""
+    script = "from fuzz import codec; print(codec.decode.__name__)"
+    for value, chosen in (("", "fused_decode"), ("1", "unfused_decode")):
+        run = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, check=True,
+                             env={**os.environ, UNFUSED_DECODE_ENV: value},
+                             capture_output=True, text=True)
+        assert run.stdout.strip() == chosen
+
+
+def test_the_field_tables_name_every_field_of_their_specs():
+    """serialize writes what the grammar's field tables name: a field of a spec that they
+    left out would be lost on the way through the bytes."""
+    def names(cls: type, prefix: str = "") -> set[str]:
+        return {prefix + f.name for f in dataclasses.fields(cls)}
+    tables = {cls: {f.name for f in fields} for cls, fields in (
+        (OperandSpec, grammar.OPERAND_FIELDS), (Operation, grammar.OPERATION_FIELDS),
+        (ArgumentSpec, grammar.ARGUMENT_FIELDS), (RequestPoolSpec, grammar.REQUEST_POOL_FIELDS))}
+    assert tables[OperandSpec] == names(OperandSpec) - {"extraParams"} | names(
+        OperandExtraParams, "extraParams.")
+    for cls in (Operation, ArgumentSpec, RequestPoolSpec):
+        assert tables[cls] == names(cls)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -118,7 +150,7 @@ def test_an_input_cut_inside_dimensions_or_indexes_reads_zeros_past_its_end():
         [OperandSpec(T.TENSOR_FLOAT32, [5, 6, 7, 8])], [Operation(Op.ADD, [0, 0, 0], [0])])))
     data = codec.serialize(spec)
     for cut in range(len(data)):
-        case = codec.decode(data[:cut])
+        case = fused_decode(data[:cut])
         assert case == codec.lower(codec.parse(data[:cut]))
         for operand in case.model.main.operands:     # cut before its rank: no dimensions
             dims = operand.dimensions
