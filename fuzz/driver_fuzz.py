@@ -58,6 +58,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(REPO_ROOT)
 
+from fuzz import pristine  # noqa: E402
 from fuzz.cpu_binding import NO_BINDING_ENV, bind_to_free_cpu, supervises_others  # noqa: E402
 from fuzz.drivers import (DRIVER_ENV, NO_RELATIONS_ENV, REFERENCE_ENV, configured_spec,  # noqa: E402
                           top_package)
@@ -257,51 +258,60 @@ class CoverageCounting:
             self._counters.flush()
 
 
-def main() -> None:
-    spec, argv = split_driver_flag(sys.argv)
-    if spec:
-        os.environ[DRIVER_ENV] = spec   # inherited by -fork / -jobs / -minimize_crash children
-    spec = configured_spec()
-    reference, argv = split_driver_flag(argv, REFERENCE_FLAG)
-    reference_rev, argv = split_driver_flag(argv, REFERENCE_REV_FLAG)
-    if reference_rev:
-        if reference:
-            raise SystemExit(f"{REFERENCE_FLAG} or {REFERENCE_REV_FLAG}: not both")
-        from fuzz import pristine
-        reference = pristine.install(reference_rev)
-    if reference:
-        os.environ[REFERENCE_ENV] = reference
-    no_relations, argv = split_switch(argv, NO_RELATIONS_FLAG)
-    if no_relations:
-        os.environ[NO_RELATIONS_ENV] = "1"
-    trace_comparisons, argv = split_switch(argv, TRACE_COMPARISONS_FLAG)
-    if trace_comparisons:
-        os.environ[TRACE_COMPARISONS_ENV] = "1"
-    trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
-    no_custom_mutator, argv = split_switch(argv, NO_CUSTOM_MUTATOR_FLAG)
-    if no_custom_mutator:
-        os.environ[NO_CUSTOM_MUTATOR_ENV] = "1"
-    no_binding, argv = split_switch(argv, NO_CPU_BINDING_FLAG)
-    if no_binding:
-        os.environ[NO_BINDING_ENV] = "1"
+#: This script's own flags: (flag, the variable handing it on to the children libFuzzer starts,
+#: the variable's value from the flag's; None: a switch, "1").
+OWN_FLAGS = ((DRIVER_FLAG, DRIVER_ENV, str),
+             (REFERENCE_FLAG, REFERENCE_ENV, str),
+             (REFERENCE_REV_FLAG, REFERENCE_ENV, pristine.install),
+             (NO_RELATIONS_FLAG, NO_RELATIONS_ENV, None),
+             (TRACE_COMPARISONS_FLAG, TRACE_COMPARISONS_ENV, None),
+             (NO_CUSTOM_MUTATOR_FLAG, NO_CUSTOM_MUTATOR_ENV, None),
+             (NO_CPU_BINDING_FLAG, NO_BINDING_ENV, None))
+
+
+def configure(argv: list[str]) -> list[str]:
+    """This script's own flags (OWN_FLAGS) into the environment, a CPU bound; libFuzzer's
+    arguments, with its defaults."""
+    given: dict[str, str] = {}          # flag by variable
+    for flag, variable, value_of in OWN_FLAGS:
+        if value_of is None:
+            switched, argv = split_switch(argv, flag)
+            value = "1" if switched else None
+        else:
+            value, argv = split_driver_flag(argv, flag)
+        if not value:
+            continue
+        if variable in given:
+            raise SystemExit(f"{given[variable]} or {flag}: not both")
+        given[variable] = flag
+        os.environ[variable] = "1" if value_of is None else value_of(value)
     keep_interpreter_for_children()
     argv = with_default_flags(argv)
     bind_cpu(argv)
+    return argv
 
-    import atheris
+
+def instrumented_device(spec: str):
+    """(the device of ``spec``, the configured oracles), with the bundled driver and the
+    named driver's package instrumented as they are imported."""
+    trace_comparisons = os.environ.get(TRACE_COMPARISONS_ENV) == "1"
     try:
         with instrumented_imports({"driver", top_package(spec)}, trace_comparisons):
             from driver.operations.registry import supported_types
             from fuzz import harness
-            from fuzz import oracles as oracles_module
             from fuzz.drivers import make_device
-            from hal_client.watchdog import WATCHDOG
             supported_types()            # operation modules load lazily: load them instrumented
             device = make_device(spec)
-        oracles = harness.configured_oracles()
+        return device, harness.configured_oracles()
     except DriverSpecError as error:
         sys.exit(report_spec_error(error))
 
+
+def set_up(atheris, argv: list[str], device, oracles) -> None:
+    """atheris.Setup with the input function, the custom mutator unless turned off, and
+    the statistics printed at exit, at a hang and at a failure."""
+    from fuzz import harness, oracles as oracles_module
+    from hal_client.watchdog import WATCHDOG
     stats_dir = os.environ.get(STATS_DIR_ENV)
 
     def print_stats() -> None:
@@ -336,6 +346,13 @@ def main() -> None:
     else:
         atheris.Setup(argv, test_one_input, custom_mutator=mutate, custom_crossover=crossover)
     print_stats_at_exit(print_stats)
+
+
+def main() -> None:
+    argv = configure(sys.argv)
+    import atheris
+    device, oracles = instrumented_device(configured_spec())
+    set_up(atheris, argv, device, oracles)
     atheris.Fuzz()
 
 

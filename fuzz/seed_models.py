@@ -26,7 +26,7 @@ from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import OperandInfo, definitions
 from driver.operations.signatures import ExampleOperand, Range, concrete_types
-from hal_client.builder import (ModelBuilder, OperandSpec, SubgraphBuilder, make_request,
+from hal_client.builder import (ModelBuilder, OperandDeclaration, SubgraphBuilder, make_request,
                                 out_bytes, out_for)
 from hal_client.examples import count_condition
 
@@ -76,13 +76,13 @@ def case(mb: ModelBuilder, inputs: Sequence[np.ndarray], path: ExecutionPath = E
 
 # --- control-flow building blocks ----------------------------------------------------------
 
-def counter_cond(mb: ModelBuilder, acc: OperandSpec = (F32, [2]),
+def counter_cond(mb: ModelBuilder, acc: OperandDeclaration = (F32, [2]),
                  comparison: int = Op.LESS) -> SubgraphBuilder:
     """cond(i, n, acc): i <comparison> n, for the loops of accumulate_body."""
     return count_condition(mb, I32, comparison=comparison, others=[acc])
 
 
-def accumulate_body(mb: ModelBuilder, acc: OperandSpec = (F32, [2]),
+def accumulate_body(mb: ModelBuilder, acc: OperandDeclaration = (F32, [2]),
                     operation: int = Op.MUL) -> SubgraphBuilder:
     """body(i, n, acc) -> (i + 1, n, acc <operation> acc)."""
     body = mb.subgraph()
@@ -325,7 +325,7 @@ class OperationSeed:
     the seed of the generated values of its first input (the next inputs count on)."""
     operation: int
     args: Sequence[ExampleOperand]
-    outputs: Sequence[OperandSpec]
+    outputs: Sequence[OperandDeclaration]
     path: ExecutionPath = ExecutionPath.SYNC
     first_seed: int = 20
 

@@ -18,6 +18,7 @@ import numpy as np
 from driver.hal import (DataLocation, Model, Operand, OperandLifeTime as L, OperandType as T, OperationType as Op,
                         Subgraph)
 from driver.hal.dtypes import STORAGE_DTYPE
+from hal_client import VALUE_ALIGNMENT
 from hal_client.accuracy import FLOAT16_TOLERANCE, compare_values, tolerance_for
 
 from .case import FuzzCase
@@ -128,7 +129,6 @@ class Ambiguity:
 # float16 computed between operations in another precision -------------------------------------
 
 WIDER = {T.TENSOR_FLOAT16: T.TENSOR_FLOAT32, T.FLOAT16: T.FLOAT32}
-_ALIGNMENT = 4
 
 
 def float16_chain(case: FuzzCase, output: int) -> bool:
@@ -161,7 +161,7 @@ def widened(model: Model) -> Model:
         raw = (bytes(model.operandValues[where.offset:where.offset + where.length]) if o.lifetime == L.CONSTANT_COPY
                else model.pools[where.poolIndex].read(where.offset, where.length))
         data = np.frombuffer(raw, np.float16).astype(np.float32).tobytes()
-        values.extend(bytes(-len(values) % _ALIGNMENT))
+        values.extend(bytes(-len(values) % VALUE_ALIGNMENT))
         location = DataLocation(0, len(values), len(data))
         values.extend(data)
         return replace(o, type=wider, lifetime=L.CONSTANT_COPY, location=location)

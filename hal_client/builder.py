@@ -43,20 +43,21 @@ from driver.hal.structs import (DataLocation, ExtensionNameAndPrefix, MemoryPool
 from driver.memory import Memory
 from driver.operations.common import STORAGE_DTYPE
 
-#: Values in operandValues and in pools start at multiples of this, as a runtime lays them.
-ALIGNMENT = 8
+from . import VALUE_ALIGNMENT
+
 #: Zero bytes before each value in the model's pool: a reader that ignores offsets fails.
 POOL_GAP = 16
 
 NO_ACTIVATION = 0
 
 Dims = Sequence[int]
-#: An operation output: (operand type, dimensions[, scale, zero point]).
-OperandSpec = tuple
+#: What an operand is declared with, as NNAPI's ANeuralNetworksOperandType: (operand type,
+#: dimensions[, scale, zero point]); an operation's output is given as one.
+OperandDeclaration = tuple
 
 
 def _aligned(size: int) -> int:
-    return -(-size // ALIGNMENT) * ALIGNMENT
+    return -(-size // VALUE_ALIGNMENT) * VALUE_ALIGNMENT
 
 
 class SubgraphBuilder:
@@ -123,14 +124,14 @@ class SubgraphBuilder:
             raise ValueError("the main subgraph cannot be referenced")
         return self._operand(T.SUBGRAPH, [], L.SUBGRAPH, location=DataLocation(offset=subgraph.index))
 
-    def spec(self, index: int) -> OperandSpec:
+    def spec(self, index: int) -> OperandDeclaration:
         operand = self.operands[index]
         return operand.type, list(operand.dimensions), operand.scale, operand.zeroPoint
 
     # --- operations ----------------------------------------------------------------------
 
     def operation(self, operation_type: int, inputs: Sequence[int],
-                  outputs: Sequence[OperandSpec]) -> list[int]:
+                  outputs: Sequence[OperandDeclaration]) -> list[int]:
         """Append an operation writing new temporaries of the given specs."""
         out = [self.temporary(*spec) for spec in outputs]
         self.operations.append(Operation(type=operation_type, inputs=list(inputs), outputs=out))
@@ -172,7 +173,7 @@ class SubgraphBuilder:
                           self.spec(a)[1] if dims is None else dims)
 
     def if_(self, condition: int, then: "SubgraphBuilder", otherwise: "SubgraphBuilder",
-            inputs: Sequence[int], outputs: Optional[Sequence[OperandSpec]] = None) -> list[int]:
+            inputs: Sequence[int], outputs: Optional[Sequence[OperandDeclaration]] = None) -> list[int]:
         """IF; outputs default to the specs of the then branch's outputs."""
         if outputs is None:
             outputs = [then.spec(i) for i in then.output_indexes]
@@ -180,7 +181,7 @@ class SubgraphBuilder:
                               outputs)
 
     def while_(self, condition: "SubgraphBuilder", body: "SubgraphBuilder", inputs: Sequence[int],
-               outputs: Optional[Sequence[OperandSpec]] = None, count: Optional[int] = None,
+               outputs: Optional[Sequence[OperandDeclaration]] = None, count: Optional[int] = None,
                ) -> list[int]:
         """WHILE; by default it outputs every value the body outputs (no state-only values),
         with the body's specs; ``count`` keeps only the first ``count`` of them."""
@@ -332,14 +333,14 @@ def make_request(inputs: Sequence[Optional[np.ndarray]], outputs: Sequence[Outpu
         output_args.append(RequestArgument(
             location=DataLocation(poolIndex=output_pool_index, offset=offset, length=buffer.length),
             dimensions=list(buffer.dims)))
-        offset += max(_aligned(buffer.length), ALIGNMENT)
+        offset += max(_aligned(buffer.length), VALUE_ALIGNMENT)
     # A pool may not be empty, even when every argument is.
     if one_pool:
-        input_pool = output_pool = Memory.from_bytes(bytes(data.ljust(max(offset, ALIGNMENT), b"\0")))
+        input_pool = output_pool = Memory.from_bytes(bytes(data.ljust(max(offset, VALUE_ALIGNMENT), b"\0")))
         pools = [input_pool]
     else:
-        input_pool = Memory.from_bytes(bytes(data) or bytes(ALIGNMENT))
-        output_pool = Memory.create(max(offset, ALIGNMENT))
+        input_pool = Memory.from_bytes(bytes(data) or bytes(VALUE_ALIGNMENT))
+        output_pool = Memory.create(max(offset, VALUE_ALIGNMENT))
         pools = [input_pool, output_pool]
     request = Request(inputs=input_args, outputs=output_args,
                       pools=[MemoryPool(hidlMemory=pool) for pool in pools])

@@ -22,13 +22,13 @@ from driver.hal.enums import (Constant, ErrorStatus, ExecutionPreference, Operan
                               OperationType as Op, Priority)
 from driver.hal.structs import Model, OptionalTimePoint
 
-from .builder import (ModelBuilder, OperandSpec, RequestIO, SubgraphBuilder, make_request,
+from .builder import (ModelBuilder, OperandDeclaration, RequestIO, SubgraphBuilder, make_request,
                       out_like)
 
 
 def count_condition(mb: ModelBuilder, operand_type: int = T.TENSOR_INT32,
                     limit: Optional[float] = None, comparison: int = Op.LESS,
-                    others: Sequence[OperandSpec] = ()) -> SubgraphBuilder:
+                    others: Sequence[OperandDeclaration] = ()) -> SubgraphBuilder:
     """cond(i) = i <comparison> limit, or with no ``limit`` cond(i, n) = i <comparison> n,
     on [1] tensors of ``operand_type``; inputs of the specs ``others`` follow, for the
     loop's other values (the condition does not read them)."""

@@ -110,6 +110,15 @@ def timeout_in_force_ns(arguments: ExecutionArguments, fenced: bool = False) -> 
     return min(timeouts)
 
 
+def check_timed_result(status: ErrorStatus, arguments: ExecutionArguments, elapsed_ns: int, what: str,
+                       timings: dict[str, Any], shapes: Any = None, fenced: bool = False) -> None:
+    """An execution's timings (by the names they came under), missed deadline and shapes."""
+    for name, timing in timings.items():
+        contract.check_timing(status, timing, arguments.measureTiming, name, elapsed_ns)
+    contract.check_missed_deadline(status, timeout_in_force_ns(arguments, fenced), elapsed_ns, what)
+    contract.check_shapes_only_on_success(status, shapes, what)
+
+
 def read_outputs(request: Request) -> list[bytes | None]:
     """Each output buffer's content (None where the output has no readable buffer)."""
     contents: list[bytes | None] = []
@@ -267,9 +276,7 @@ class HalClient:
         elapsed_ns = time.monotonic_ns() - started
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
-        contract.check_timing(status, timing, arguments.measureTiming, what, elapsed_ns)
-        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, what)
-        contract.check_shapes_only_on_success(status, shapes, what)
+        check_timed_result(status, arguments, elapsed_ns, what, {what: timing}, shapes)
         return status, shapes
 
     def run_async(self, prepared: Any, request: Request, arguments: ExecutionArguments,
@@ -285,9 +292,8 @@ class HalClient:
         contract.check_notified_once(callback, what)
         status, shapes, timing = callback.calls[0]
         contract.check_launch_matches_callback(launch, status, what)
-        contract.check_timing(status, timing, arguments.measureTiming, f"{what} callback", elapsed_ns)
-        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, f"{what} callback")
-        contract.check_shapes_only_on_success(status, shapes, f"{what} callback")
+        what = f"{what} callback"
+        check_timed_result(status, arguments, elapsed_ns, what, {what: timing}, shapes)
         return status, shapes
 
     def run_fenced(self, prepared: Any, request: Request, arguments: ExecutionArguments,
@@ -307,8 +313,7 @@ class HalClient:
         status = contract.as_status(status, what)
         contract.check_fenced_failure_bare(status, fence, callback)
         if status != ErrorStatus.NONE:
-            contract.check_missed_deadline(status, timeout_in_force_ns(arguments, fenced=True),
-                                           time.monotonic_ns() - started, what)
+            check_timed_result(status, arguments, time.monotonic_ns() - started, what, {}, fenced=True)
             return status, None
         contract.check_present(status, callback, what, "an IFencedExecutionCallback")
         fence_failed = False
@@ -322,9 +327,8 @@ class HalClient:
         info = contract.unpack(self.call(self.call_limit_s, what, callback.getExecutionInfo), 3, what)
         elapsed_ns = time.monotonic_ns() - started
         status = contract.as_status(info[0], what)
-        contract.check_timing(status, info[1], arguments.measureTiming, f"{what} timingLaunched", elapsed_ns)
-        contract.check_timing(status, info[2], arguments.measureTiming, f"{what} timingFenced", elapsed_ns)
-        contract.check_missed_deadline(status, timeout_in_force_ns(arguments, fenced=True), elapsed_ns, what)
+        timings = {f"{what} timingLaunched": info[1], f"{what} timingFenced": info[2]}
+        check_timed_result(status, arguments, elapsed_ns, what, timings, fenced=True)
         contract.check_fence_consistent(fence_failed, status)
         return status, None
 
@@ -355,9 +359,7 @@ class HalClient:
         elapsed_ns = time.monotonic_ns() - started
         status, shapes, timing = contract.unpack(result, 3, what)
         status = contract.as_status(status, what)
-        contract.check_timing(status, timing, arguments.measureTiming, what, elapsed_ns)
-        contract.check_missed_deadline(status, timeout_in_force_ns(arguments), elapsed_ns, what)
-        contract.check_shapes_only_on_success(status, shapes, what)
+        check_timed_result(status, arguments, elapsed_ns, what, {what: timing}, shapes)
         for slot in slots:
             self.call(self.call_limit_s, "IBurstContext.freeMemory", burst.freeMemory, slot)
         return status, shapes

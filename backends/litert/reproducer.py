@@ -45,8 +45,7 @@ from hal_client.accuracy import tolerance_for
 
 from . import standalone
 from .engine import UNBOUNDED_LIMIT_NS
-from . import worker
-from .worker import Worker, WorkerDied, WorkerTimeout
+from .worker import KERNEL_SETS, Worker, WorkerDied, WorkerTimeout
 
 #: What a standalone reproducer folder holds besides its script.
 TFLITE, ARRAYS, SCRIPT = ".tflite", ".npz", ".py"
@@ -316,8 +315,6 @@ def specimen_bucket(found: Specimen) -> str | None:
     return f"{STATUS_DISAGREEMENTS[found.kind]}: {kernel_text(*selected_kernel(found.model, operation))} on {found.kernel_set}"
 
 
-#: LiteRT's kernel sets, by their OpResolverType names.
-KERNEL_SETS = tuple(worker.KERNEL_SETS.values())
 #: What the outputs of such a run may take.
 CRASH_RUN_BUDGET_BYTES = 1 << 30
 
@@ -326,7 +323,7 @@ def crashing_kernel_sets(found: Specimen) -> tuple[str, ...]:
     """The kernel sets whose run of the specimen's .tflite and inputs crashes LiteRT (a
     worker of each runs it once)."""
     crashing = []
-    for kernel_set in KERNEL_SETS:
+    for kernel_set in KERNEL_SETS.values():
         worker = Worker(kernel_set)
         try:
             limit_ns = time.monotonic_ns() + UNBOUNDED_LIMIT_NS

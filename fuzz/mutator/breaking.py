@@ -1,14 +1,17 @@
 """Near-misses: one field set to a value validation must reject (or at least survive)."""
 from __future__ import annotations
 
-from driver.hal import (DataLocation, OperandExtraParams, OperandLifeTime as L, OperationType,
-                        SymmPerChannelQuantParams)
+from functools import wraps
+from typing import Callable
 
-from ..codec import (MAX_IO_INDEXES, CaseSpec, RequestPoolSpec, SubgraphSpec, writable_argument,
+from driver.hal import (DataLocation, OperandExtraParams, OperandLifeTime as L, Operation,
+                        OperationType, SymmPerChannelQuantParams)
+
+from ..codec import (MAX_IO_INDEXES, CaseSpec, OperandSpec, RequestPoolSpec, writable_argument,
                      writable_operand, writable_operation)
 from .blocks import ALL_OPERAND_TYPES, Rng, argument_slots, subgraphs
 from .operations import FORM_OF, FORMS, accepted_types, accepts, near_miss_value, scalar_operand
-from .registry import mutation
+from .registry import Mutation, mutation
 
 _ALL_LIFETIMES_AND_INVALID = (*L, 7, 0xFFFF)
 #: The operation types the driver registers, and every type of the HAL (IF, WHILE, the OEM
@@ -17,91 +20,147 @@ _REGISTERED_TYPES = tuple(sorted({f.type for f in FORMS}))
 _HAL_TYPES = tuple(OperationType)
 
 
-def _any_operand(spec: CaseSpec, rng: Rng) -> tuple[SubgraphSpec, int] | None:
-    """(subgraph, operand index) of an operand of any subgraph."""
-    pairs = [(sg, i) for sg in subgraphs(spec) for i in range(len(sg.operands))]
-    return rng.choice(pairs) if pairs else None
+#: The names of the breakers: mutations that each set one field to a value validation must
+#: reject (or at least survive). They share the weight of breaking a field equally.
+BREAKERS: set[str] = set()
+BREAKING_WEIGHT = 5
+_BREAKER_COUNT = 14
 
 
-@mutation(weight=5)
-def break_something(spec: CaseSpec, rng: Rng) -> bool:
-    """One field set to a value validation must reject (or at least survive)."""
-    picked = _any_operand(spec, rng)
-    kind = rng.randrange(14)
-    if kind < 9:                # kinds 0-8 change that operand
-        if picked is None:
+def breaker(apply: Mutation) -> Mutation:
+    """Register ``apply`` as one of the breakers, with its equal share of BREAKING_WEIGHT."""
+    BREAKERS.add(apply.__name__)
+    return mutation(weight=BREAKING_WEIGHT / _BREAKER_COUNT)(apply)
+
+
+def operand_breaker(change: Callable[[OperandSpec, Rng], None]) -> Mutation:
+    """A breaker that changes one field of an operand of any subgraph."""
+    @wraps(change)
+    def apply(spec: CaseSpec, rng: Rng) -> bool:
+        pairs = [(sg, i) for sg in subgraphs(spec) for i in range(len(sg.operands))]
+        if not pairs:
             return False
-        o = writable_operand(*picked)
-    if kind == 0:
-        o.type = rng.choice([*ALL_OPERAND_TYPES, rng.randrange(16, 200),
-                             0x10000 | rng.randrange(4)])
-    elif kind == 1:
-        o.lifetime = rng.choice(_ALL_LIFETIMES_AND_INVALID)
-        o.location = None if rng.random() < 0.5 else o.location
-    elif kind == 2:
-        if o.dimensions:
-            o.dimensions[rng.randrange(len(o.dimensions))] = rng.choice(
-                [0, 1 << 16, (1 << 31) - 1, (1 << 32) - 1])
-        else:
-            o.dimensions = [rng.randint(1, 4)]
-    elif kind == 3:
-        grow = rng.random() < 0.5
-        o.dimensions = o.dimensions + [rng.randint(1, 3)] if grow else o.dimensions[:-1]
-    elif kind == 4:
-        o.location = DataLocation(rng.randrange(3), rng.choice([0, 2, 4, 1 << 20, (1 << 32) - 1]),
-                                  rng.choice([0, 1, 4, 16, (1 << 32) - 1]))
-    elif kind == 5:
-        o.consumers = rng.randrange(4)
-    elif kind == 6:
-        o.scale = rng.choice([0.0, -1.0, float("inf"), 1e-45, 1e38])
-    elif kind == 7:
-        o.zeroPoint = rng.choice([-129, 256, 1 << 20, -(1 << 31)])
-    elif kind == 8:
-        # A new OperandExtraParams, not a change to the old one: copies share those.
-        extra = o.extraParams
-        if rng.random() < 0.5:
-            o.extraParams = OperandExtraParams(SymmPerChannelQuantParams(
-                [rng.choice([0.5, 0.0, -1.0]) for _ in range(rng.randint(0, 4))], rng.randrange(5)),
-                extra.extension)
-        else:
-            o.extraParams = OperandExtraParams(
-                extra.channelQuant, bytes(rng.randrange(256) for _ in range(rng.randrange(5))))
-    elif kind == 9:
-        ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
-        if not ops:
-            return False
-        op = writable_operation(*rng.choice(ops))
-        lst = op.inputs if (rng.random() < 0.7 or not op.outputs) and op.inputs else op.outputs
-        if not lst:
-            return False
-        lst[rng.randrange(len(lst))] = rng.choice([rng.randrange(8), 1 << 20, (1 << 32) - 1])
-    elif kind == 10:
-        ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
-        if not ops:
-            return False
-        new_type = rng.choice([rng.choice(_REGISTERED_TYPES), rng.choice(_HAL_TYPES),
-                               rng.randrange(1 << 20)])
-        writable_operation(*rng.choice(ops)).type = new_type
-    elif kind == 11:
-        sg = rng.choice(subgraphs(spec))
-        lst = sg.inputIndexes if rng.random() < 0.5 else sg.outputIndexes
-        if lst and rng.random() < 0.5:
-            del lst[rng.randrange(len(lst))]
-        elif len(lst) < MAX_IO_INDEXES:
-            lst.append(rng.randrange(max(1, len(sg.operands) + 1)))
-    elif kind == 12:
-        args = argument_slots(spec)
-        if not args:
-            return False
-        location = DataLocation(rng.randrange(3), rng.choice([0, 3, 1 << 20]),
-                                rng.choice([0, 1, 7, 1 << 20]))
-        writable_argument(*rng.choice(args)).location = location
+        change(writable_operand(*rng.choice(pairs)), rng)
+        return True
+    return breaker(apply)
+
+
+def _writable_operation(spec: CaseSpec, rng: Rng) -> Operation | None:
+    """An operation of any subgraph, copied to be changed."""
+    ops = [(sg, k) for sg in subgraphs(spec) for k in range(len(sg.operations))]
+    return writable_operation(*rng.choice(ops)) if ops else None
+
+
+@operand_breaker
+def break_operand_type(o: OperandSpec, rng: Rng) -> None:
+    o.type = rng.choice([*ALL_OPERAND_TYPES, rng.randrange(16, 200), 0x10000 | rng.randrange(4)])
+
+
+@operand_breaker
+def break_lifetime(o: OperandSpec, rng: Rng) -> None:
+    o.lifetime = rng.choice(_ALL_LIFETIMES_AND_INVALID)
+    o.location = None if rng.random() < 0.5 else o.location
+
+
+@operand_breaker
+def break_dimension(o: OperandSpec, rng: Rng) -> None:
+    if o.dimensions:
+        o.dimensions[rng.randrange(len(o.dimensions))] = rng.choice(
+            [0, 1 << 16, (1 << 31) - 1, (1 << 32) - 1])
     else:
-        pools = spec.request.pools
-        if pools:
-            pools[rng.randrange(len(pools))] = RequestPoolSpec(token=rng.randrange(4))
-        else:
-            return False
+        o.dimensions = [rng.randint(1, 4)]
+
+
+@operand_breaker
+def break_rank(o: OperandSpec, rng: Rng) -> None:
+    grow = rng.random() < 0.5
+    o.dimensions = o.dimensions + [rng.randint(1, 3)] if grow else o.dimensions[:-1]
+
+
+@operand_breaker
+def break_operand_location(o: OperandSpec, rng: Rng) -> None:
+    o.location = DataLocation(rng.randrange(3), rng.choice([0, 2, 4, 1 << 20, (1 << 32) - 1]),
+                              rng.choice([0, 1, 4, 16, (1 << 32) - 1]))
+
+
+@operand_breaker
+def break_consumers(o: OperandSpec, rng: Rng) -> None:
+    o.consumers = rng.randrange(4)
+
+
+@operand_breaker
+def break_scale(o: OperandSpec, rng: Rng) -> None:
+    o.scale = rng.choice([0.0, -1.0, float("inf"), 1e-45, 1e38])
+
+
+@operand_breaker
+def break_zero_point(o: OperandSpec, rng: Rng) -> None:
+    o.zeroPoint = rng.choice([-129, 256, 1 << 20, -(1 << 31)])
+
+
+@operand_breaker
+def break_extra_params(o: OperandSpec, rng: Rng) -> None:
+    # A new OperandExtraParams, not a change to the old one: copies share those.
+    extra = o.extraParams
+    if rng.random() < 0.5:
+        o.extraParams = OperandExtraParams(SymmPerChannelQuantParams(
+            [rng.choice([0.5, 0.0, -1.0]) for _ in range(rng.randint(0, 4))], rng.randrange(5)),
+            extra.extension)
+    else:
+        o.extraParams = OperandExtraParams(
+            extra.channelQuant, bytes(rng.randrange(256) for _ in range(rng.randrange(5))))
+
+
+@breaker
+def break_operation_index(spec: CaseSpec, rng: Rng) -> bool:
+    op = _writable_operation(spec, rng)
+    if op is None:
+        return False
+    lst = op.inputs if (rng.random() < 0.7 or not op.outputs) and op.inputs else op.outputs
+    if not lst:
+        return False
+    lst[rng.randrange(len(lst))] = rng.choice([rng.randrange(8), 1 << 20, (1 << 32) - 1])
+    return True
+
+
+@breaker
+def break_operation_type(spec: CaseSpec, rng: Rng) -> bool:
+    op = _writable_operation(spec, rng)
+    if op is None:
+        return False
+    op.type = rng.choice([rng.choice(_REGISTERED_TYPES), rng.choice(_HAL_TYPES),
+                          rng.randrange(1 << 20)])
+    return True
+
+
+@breaker
+def break_io_indexes(spec: CaseSpec, rng: Rng) -> bool:
+    sg = rng.choice(subgraphs(spec))
+    lst = sg.inputIndexes if rng.random() < 0.5 else sg.outputIndexes
+    if lst and rng.random() < 0.5:
+        del lst[rng.randrange(len(lst))]
+    elif len(lst) < MAX_IO_INDEXES:
+        lst.append(rng.randrange(max(1, len(sg.operands) + 1)))
+    return True
+
+
+@breaker
+def break_argument_location(spec: CaseSpec, rng: Rng) -> bool:
+    args = argument_slots(spec)
+    if not args:
+        return False
+    location = DataLocation(rng.randrange(3), rng.choice([0, 3, 1 << 20]),
+                            rng.choice([0, 1, 7, 1 << 20]))
+    writable_argument(*rng.choice(args)).location = location
+    return True
+
+
+@breaker
+def break_request_pool(spec: CaseSpec, rng: Rng) -> bool:
+    pools = spec.request.pools
+    if not pools:
+        return False
+    pools[rng.randrange(len(pools))] = RequestPoolSpec(token=rng.randrange(4))
     return True
 
 

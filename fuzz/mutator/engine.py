@@ -10,6 +10,7 @@ from typing import Callable
 from ..codec import (MAX_REFERENCED, CaseSpec, CodecLimitError, EncodedSpec, Origins,
                      RequestSpec, encode_parts, parse_parts, writable_operand)
 from .blocks import SUBGRAPH_LIFETIME, Rng
+from .breaking import BREAKERS
 from .choices import shorten_costly_waits, with_short_waits
 from .control_flow import retarget_subgraph
 from .registry import pick_mutation
@@ -33,7 +34,7 @@ def mutate_spec(spec: CaseSpec, rng: Rng, count: int | None = None) -> list[str]
             applied.append(mutation.name)
             if len(applied) == count:
                 break
-    if "break_something" not in applied:
+    if BREAKERS.isdisjoint(applied):
         tidy_pools(spec)
     shorten_costly_waits(spec.choices, rng)
     return applied

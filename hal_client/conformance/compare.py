@@ -10,7 +10,7 @@ import numpy as np
 
 from driver.hal import OperandType, OperationType
 from ..accuracy import Tolerance, compare_values, tolerance_for as type_tolerance
-from .loader import OPERAND_DTYPE, Example, OperandSpec
+from .loader import OPERAND_DTYPE, Example, TestOperand
 
 T = OperandType
 
@@ -26,7 +26,7 @@ def tolerance_for(example: Example, operand_type: OperandType) -> Tolerance:
                           loose_quant8="mobilenet" in example.name)
 
 
-def decode_output(raw: bytes, spec: OperandSpec) -> np.ndarray:
+def decode_output(raw: bytes, spec: TestOperand) -> np.ndarray:
     """An output buffer as a flat array of as many elements as the reference has. Booleans
     are read as bytes so that a byte other than 0 or 1 does not pass for True."""
     dtype = OPERAND_DTYPE[spec.type]

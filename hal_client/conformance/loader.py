@@ -28,15 +28,13 @@ from driver.hal.dtypes import STORAGE_DTYPE, byte_size
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.memory import Memory
 
+from .. import VALUE_ALIGNMENT
+
 T = OperandType
 
 #: How a value of each operand type is laid out in memory (a fact of the HAL's types,
 #: from driver.hal); a SUBGRAPH operand's "value" is the index of the referenced subgraph.
 OPERAND_DTYPE: dict[OperandType, np.dtype] = {**STORAGE_DTYPE, T.SUBGRAPH: np.dtype(np.uint32)}
-
-#: Every value's offset (in operandValues, a constant pool or a request pool) is a multiple
-#: of this, so a driver may view any value as an aligned array of its element type.
-VALUE_ALIGNMENT = 4
 
 #: Request pool layout: all inputs in one pool, all outputs in another.
 INPUT_POOL_INDEX = 0
@@ -57,7 +55,8 @@ class LoadError(ValueError):
 # --- the parsed form -------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
-class OperandSpec:
+class TestOperand:
+    """An operand of a test model, as CTS's test harness names it: declared with its data."""
     name: str
     type: OperandType
     dimensions: tuple[int, ...]
@@ -88,17 +87,17 @@ class OperationSpec:
 
 @dataclass(frozen=True, eq=False)
 class SubgraphSpec:
-    operands: tuple[OperandSpec, ...]
+    operands: tuple[TestOperand, ...]
     operations: tuple[OperationSpec, ...]
     inputIndexes: tuple[int, ...]
     outputIndexes: tuple[int, ...]
 
     @property
-    def inputs(self) -> list[OperandSpec]:
+    def inputs(self) -> list[TestOperand]:
         return [self.operands[i] for i in self.inputIndexes]
 
     @property
-    def outputs(self) -> list[OperandSpec]:
+    def outputs(self) -> list[TestOperand]:
         return [self.operands[i] for i in self.outputIndexes]
 
 
@@ -215,7 +214,7 @@ def parse_operation(entry: Any, where: str) -> OperationSpec:
         outputs=tuple(_int_list(entry, "outputs", where)))
 
 
-def parse_operand(entry: Any, where: str, referenced_count: int) -> OperandSpec:
+def parse_operand(entry: Any, where: str, referenced_count: int) -> TestOperand:
     _require(isinstance(entry, dict), f"{where}: expected an object")
     name = entry.get("name", "")
     where = f"{where} ({name})" if name else where
@@ -234,7 +233,7 @@ def parse_operand(entry: Any, where: str, referenced_count: int) -> OperandSpec:
             values is not None and values.size == 1 and values[0] < referenced_count),
             f"{where}: a SUBGRAPH operand's data must be [i] with i < {referenced_count} "
             f"(the number of referenced subgraphs), got {data!r}")
-    return OperandSpec(
+    return TestOperand(
         name=name, type=operand_type, dimensions=dimensions,
         scale=float(_optional_number(entry, "scale", 0.0, where)),
         zeroPoint=_optional_field(entry, "zeroPoint", int, 0, where),
@@ -397,7 +396,7 @@ def _build_subgraph(spec: SubgraphSpec, copies: _Packer, references: _Packer,
         inputIndexes=list(spec.inputIndexes), outputIndexes=list(spec.outputIndexes))
 
 
-def _build_operand(spec: OperandSpec, copies: _Packer, references: _Packer) -> Operand:
+def _build_operand(spec: TestOperand, copies: _Packer, references: _Packer) -> Operand:
     return Operand(
         type=spec.type, dimensions=list(spec.dimensions),
         numberOfConsumers=spec.numberOfConsumers, scale=spec.scale, zeroPoint=spec.zeroPoint,
@@ -407,7 +406,7 @@ def _build_operand(spec: OperandSpec, copies: _Packer, references: _Packer) -> O
                                                                  spec.channelQuant.channelDim)))
 
 
-def _operand_location(spec: OperandSpec, copies: _Packer, references: _Packer) -> DataLocation:
+def _operand_location(spec: TestOperand, copies: _Packer, references: _Packer) -> DataLocation:
     raw = b"" if spec.values is None else spec.values.tobytes()
     if spec.lifetime == OperandLifeTime.CONSTANT_COPY:
         return copies.add(raw)
@@ -419,7 +418,7 @@ def _operand_location(spec: OperandSpec, copies: _Packer, references: _Packer) -
     return DataLocation()
 
 
-def output_buffer_size(spec: OperandSpec) -> int:
+def output_buffer_size(spec: TestOperand) -> int:
     """The reference's size, or the declared shape's when there is no reference. A
     zero-sized output still gets one byte: a request cannot declare a zero-sized output
     (it would read as "no value" or "unknown size")."""

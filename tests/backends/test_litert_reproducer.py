@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("ai_edge_litert")
 
-from backends.litert import builtin_ref, reproducer, standalone  # noqa: E402
+from backends.litert import KERNEL_SETS, builtin_ref, reproducer, standalone  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal.enums import OperandType as T, OperationType  # noqa: E402
 from fuzz import harness  # noqa: E402
@@ -193,7 +193,7 @@ def test_a_native_crash_is_reduced_to_its_first_crashing_operation(litert, refer
     assert [value.tolist() for value in found.inputs] == [[200], [127]]      # the sum, 73 + 0
     assert reproducer.specimen_bucket(found) == COMPARISON_CRASH
     bundle = reproducer.write(found, tmp_path, "chain")
-    assert bundle.operation == "GREATER_EQUAL" and bundle.facts()["crashes_on"] == list(reproducer.KERNEL_SETS)
+    assert bundle.operation == "GREATER_EQUAL" and bundle.facts()["crashes_on"] == list(KERNEL_SETS.values())
     assert bundle.magnitude.endswith("; crashes on every kernel set")
 
 

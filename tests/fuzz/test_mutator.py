@@ -251,6 +251,16 @@ def test_mutations_are_drawn_by_weight():
         assert abs(draws[m.name] / 50000 - m.weight / total) < 0.01, m.name
 
 
+def test_every_breaker_is_registered_with_an_equal_share_and_drawn():
+    breakers = [m for m in mutator.MUTATIONS if m.name in mutator.breaking.BREAKERS]
+    assert {m.name for m in breakers} == mutator.breaking.BREAKERS
+    assert len({m.weight for m in breakers}) == 1
+    assert sum(m.weight for m in breakers) == pytest.approx(mutator.breaking.BREAKING_WEIGHT)
+    rng = random.Random(17)
+    drawn = {mutator.registry.pick_mutation(rng).name for _ in range(20000)}
+    assert mutator.breaking.BREAKERS <= drawn
+
+
 @pytest.mark.parametrize("mutation", mutator.MUTATIONS, ids=lambda m: m.name)
 def test_each_mutation_applies_somewhere_and_stays_encodable(mutation):
     rng = random.Random(11)
@@ -264,9 +274,9 @@ def test_each_mutation_applies_somewhere_and_stays_encodable(mutation):
         after = codec.serialize(spec)
         case = codec.decode(after)
         assert codec.decode(codec.encode(case)) == case
-        if mutation.name not in ("swap_operation_inputs", "change_choice", "break_something",
-                                 "retarget_subgraph", "request_dimensions", "tweak_constant",
-                                 "tweak_input", "reseed_value", "quantization"):
+        if mutation.name not in ("swap_operation_inputs", "change_choice", "retarget_subgraph",
+                                 "request_dimensions", "tweak_constant", "tweak_input",
+                                 "reseed_value", "quantization", *mutator.breaking.BREAKERS):
             assert after != before, f"{mutation.name} applied to {name} but changed nothing"
     assert applied >= 5
 
