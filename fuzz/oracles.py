@@ -202,7 +202,7 @@ def check_expected_status(status: ErrorStatus, expected: ErrorStatus,
 
 
 def wrong_output_bucket(model: Model, index: int) -> str:
-    """What a wrong output adds to its finding's bucket (scripts/triage.py, bucket_key):
+    """What a wrong output adds to its finding's bucket (fuzz/triage.py, bucket_key):
     the type of the operation that produced it, read off the case at no cost. Two wrong
     outputs of one rule but of other operations are taken for two bugs."""
     producer = output_producer(model, index)
