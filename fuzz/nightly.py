@@ -62,6 +62,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 KNOWN = REPO_ROOT / "crashes"
 FUZZ_ENTRY = REPO_ROOT / "fuzz" / "driver_fuzz.py"
 DEFAULT_MINUTES = 60.0
+#: libFuzzer's -timeout of an input, s: a driver hanging while it holds the GIL (where the
+#: harness's own watchdog cannot run) is stopped there. fuzz/bench_mutants.py runs with it.
 DEFAULT_TIMEOUT_S = 30
 DEFAULT_RSS_LIMIT_MB = 2048
 #: Bound of the persisted working corpus (inputs); the smallest are kept.
