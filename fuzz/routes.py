@@ -45,7 +45,8 @@ from .oracles import (BuffersDifferViolation, CacheDiffersViolation,
                       CorruptedCacheAcceptedViolation, ExecutionResult, InvalidRequestAcceptedViolation,
                       InvalidTokenAcceptedViolation, check_expected_status, check_same_outputs)
 
-#: The token the cache routes prepare with (any 32 bytes name the cache).
+#: The token the cache routes prepare with (any 32 bytes whose reverse, CACHE_OTHER_TOKEN's,
+#: differs: not the zeros of a preparation without cache files, paths.UNCACHED_TOKEN).
 CACHE_TOKEN = bytes(range(32))
 
 
