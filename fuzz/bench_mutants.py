@@ -71,6 +71,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fuzz import bench_find, pristine
+from fuzz.nightly import DEFAULT_TIMEOUT_S
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AREAS = ("validation", "executor", "operations")
@@ -242,15 +243,11 @@ class Outcome:
     directory: str = ""
 
 
-#: libFuzzer's -timeout of a run, as the nightly sets it: a mutant that hangs while holding
-#: the GIL (where the harness's own watchdog cannot run) is stopped by libFuzzer's alarm.
-TIMEOUT_S = 30
-
-
 def fuzz_command(copy: Path, directory: Path) -> list[str]:
-    """The public fuzz command in the scratch copy, against the unmutated driver."""
+    """The public fuzz command in the scratch copy, against the unmutated driver, with the
+    nightly's -timeout (a mutant hanging while it holds the GIL ends there)."""
     return [sys.executable, str(copy / "fuzz" / "driver_fuzz.py"), "--reference", pristine.PRISTINE_SPEC,
-            str(directory / "corpus"), str(copy / "corpus"), f"-seed={FUZZ_SEED}", f"-timeout={TIMEOUT_S}",
+            str(directory / "corpus"), str(copy / "corpus"), f"-seed={FUZZ_SEED}", f"-timeout={DEFAULT_TIMEOUT_S}",
             f"-artifact_prefix={directory / 'artifacts'}/", "-print_final_stats=1"]
 
 

@@ -56,7 +56,7 @@ from hal_client.watchdog import WATCHDOG
 
 from . import divergence, oracles, relations, routes, spec
 from .branch_counters import BranchCounters
-from .case import ExecutionChoices, ExecutionPath, FuzzCase, Relation, RequestChange
+from .case import ExecutionChoices, ExecutionPath, FuzzCase, RequestChange
 from .oracles import ExecutionResult
 
 #: How long a driver may take to answer a call that does not execute the model.
@@ -456,7 +456,7 @@ def _run_case(case: FuzzCase, device: Any, enabled: Oracles) -> Outcome:
         compare_with_reference(reference, case, expected, snapshot, limit_s, device, prepared)
     if enabled.relations and choices.relation in routes.ROUTES:
         judge_route(device, case, prepared, expected, snapshot, limit_s)
-    elif enabled.relations and choices.relation != Relation.NONE:
+    elif enabled.relations and choices.relation in relations.RULES:
         compare_with_relation(device, case, expected, snapshot, limit_s, reference)
     return _finish(replace(outcome, second=second), prepare_callback)
 

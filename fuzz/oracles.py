@@ -68,6 +68,41 @@ class MetamorphicViolation(OracleViolation):
     rule = "metamorphic"
 
 
+class MetamorphicIfThenViolation(MetamorphicViolation):
+    """The main subgraph moved into the then-branch of IF(true) computed other outputs."""
+    rule = "metamorphic-if-then"
+
+
+class MetamorphicIfElseViolation(MetamorphicViolation):
+    """The main subgraph moved into the else-branch of IF(false) computed other outputs."""
+    rule = "metamorphic-if-else"
+
+
+class MetamorphicConstantCopyViolation(MetamorphicViolation):
+    """A main input given as a CONSTANT_COPY operand computed other outputs."""
+    rule = "metamorphic-constant-copy"
+
+
+class MetamorphicConstantReferenceViolation(MetamorphicViolation):
+    """A main input given as a CONSTANT_REFERENCE operand computed other outputs."""
+    rule = "metamorphic-constant-reference"
+
+
+class MetamorphicOwnPoolsViolation(MetamorphicViolation):
+    """The request's arguments each in a pool of their own computed other outputs."""
+    rule = "metamorphic-own-pools"
+
+
+class MetamorphicRenumberedViolation(MetamorphicViolation):
+    """The operands and operations renumbered computed other outputs."""
+    rule = "metamorphic-renumbered"
+
+
+class MetamorphicUnknownOutputShapesViolation(MetamorphicViolation):
+    """The main outputs' dimensions left to the driver computed other outputs."""
+    rule = "metamorphic-unknown-output-shapes"
+
+
 class BuffersDifferViolation(OracleViolation):
     """The case run with every argument in a driver-managed buffer (IDevice.allocate,
     IBuffer.copyFrom in, copyTo out) gave other outputs than with plain pools."""
@@ -202,7 +237,7 @@ def check_expected_status(status: ErrorStatus, expected: ErrorStatus,
 
 
 def wrong_output_bucket(model: Model, index: int) -> str:
-    """What a wrong output adds to its finding's bucket (scripts/triage.py, bucket_key):
+    """What a wrong output adds to its finding's bucket (fuzz/triage.py, bucket_key):
     the type of the operation that produced it, read off the case at no cost. Two wrong
     outputs of one rule but of other operations are taken for two bugs."""
     producer = output_producer(model, index)

@@ -1,14 +1,16 @@
 """Metamorphic relations: ways to rewrite a model and request that must not change the
 outputs, for any driver. Each is a small function ``(model, request) -> (model, request)``
-registered with ``@relation(Relation.X)``, which also makes its violation class (rule
-``metamorphic-<name>``); it returns None where it does not apply, and builds new
-structures, sharing the unchanged parts of the originals (never changing them).
+registered with ``@relation(Relation.X, Violation)``, Violation being its subclass of
+MetamorphicViolation (fuzz/oracles.py, rule ``metamorphic-<name>``); it returns None where
+it does not apply, and builds new structures, sharing the unchanged parts of the originals
+(never changing them).
 
 The harness applies the relation a case's choices name (``choices.relation``) once the case
 ran successfully, runs the rewritten case on the same driver and compares the outputs
 (fuzz/oracles.py, check_same_outputs). A rewritten case the reference validator rejects, or
 the driver does not prepare or run successfully, is skipped, never judged: a relation may
-need what a driver does not support (control flow, unknown shapes).
+need what a driver does not support (control flow, unknown shapes). A relation rewrites
+the case; a route (fuzz/routes.py, registered apart) runs it again another way through the HAL.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from driver.hal.dtypes import byte_size
 from driver.hal.enums import SCALAR_OPERAND_TYPES
 from driver.memory import Memory
 
+from . import oracles
 from .case import Relation
-from .oracles import MetamorphicViolation
 
 L = OperandLifeTime
 Derive = Callable[[Model, Request], "tuple[Model, Request] | None"]
@@ -39,19 +41,16 @@ POOL_OFFSET_STEP = 16
 class RelationRule:
     relation: Relation
     derive: Derive
-    Violation: type[MetamorphicViolation]
+    Violation: type[oracles.MetamorphicViolation]
 
 
 RULES: dict[Relation, RelationRule] = {}
 
 
-def relation(which: Relation) -> Callable[[Derive], Derive]:
-    """Register ``derive`` as the relation ``which``, with a violation of its own."""
+def relation(which: Relation, Violation: type[oracles.MetamorphicViolation]) -> Callable[[Derive], Derive]:
+    """Register ``derive`` as the relation ``which``, judged by ``Violation``."""
     def register(derive: Derive) -> Derive:
-        name = which.name.lower().replace("_", "-")
-        violation = type(f"Metamorphic{which.name.title().replace('_', '')}Violation",
-                         (MetamorphicViolation,), {"rule": f"metamorphic-{name}", "__doc__": derive.__doc__})
-        RULES[which] = RelationRule(which, derive, violation)
+        RULES[which] = RelationRule(which, derive, Violation)
         return derive
     return register
 
@@ -79,7 +78,9 @@ def _operand_as(operand: Operand, lifetime: L, consumers: int, location: DataLoc
                    location or DataLocation(), operand.extraParams)
 
 
-def _argument_bytes(request: Request, argument: RequestArgument) -> bytes | None:
+def argument_bytes(request: Request, argument: RequestArgument) -> bytes | None:
+    """The bytes of ``argument``'s value in its pool (None: it has no value, or no pool the
+    client can read: a driver-managed buffer's)."""
     location = argument.location
     if argument.hasNoValue or not 0 <= location.poolIndex < len(request.pools):
         return None
@@ -108,13 +109,13 @@ def _in_if(model: Model, request: Request, condition: bool) -> tuple[Model, Requ
     return _replaced(model, main=outer, referenced=[*model.referenced, main], operandValues=values), request
 
 
-@relation(Relation.IF_THEN)
+@relation(Relation.IF_THEN, oracles.MetamorphicIfThenViolation)
 def if_then(model: Model, request: Request) -> tuple[Model, Request]:
     """The main subgraph moved into the then-branch of an IF with a constant true condition."""
     return _in_if(model, request, True)
 
 
-@relation(Relation.IF_ELSE)
+@relation(Relation.IF_ELSE, oracles.MetamorphicIfElseViolation)
 def if_else(model: Model, request: Request) -> tuple[Model, Request]:
     """The main subgraph moved into the else-branch of an IF with a constant false condition."""
     return _in_if(model, request, False)
@@ -130,7 +131,7 @@ def _as_constant(model: Model, request: Request, place) -> tuple[Model, Request]
         operand = main.operands[index]
         dims = list(argument.dimensions or operand.dimensions)
         size = byte_size(operand.type, dims)
-        data = _argument_bytes(request, argument)
+        data = argument_bytes(request, argument)
         if size is None or data is None or len(data) < size:
             continue
         model, lifetime, location = place(model, data[:size])
@@ -143,7 +144,7 @@ def _as_constant(model: Model, request: Request, place) -> tuple[Model, Request]
     return None
 
 
-@relation(Relation.CONSTANT_COPY)
+@relation(Relation.CONSTANT_COPY, oracles.MetamorphicConstantCopyViolation)
 def constant_copy(model: Model, request: Request) -> tuple[Model, Request] | None:
     """A main input supplied as a CONSTANT_COPY operand instead of through the request."""
     def place(model: Model, data: bytes):
@@ -152,7 +153,7 @@ def constant_copy(model: Model, request: Request) -> tuple[Model, Request] | Non
     return _as_constant(model, request, place)
 
 
-@relation(Relation.CONSTANT_REFERENCE)
+@relation(Relation.CONSTANT_REFERENCE, oracles.MetamorphicConstantReferenceViolation)
 def constant_reference(model: Model, request: Request) -> tuple[Model, Request] | None:
     """A main input supplied as a CONSTANT_REFERENCE operand in a model pool of its own."""
     def place(model: Model, data: bytes):
@@ -163,7 +164,7 @@ def constant_reference(model: Model, request: Request) -> tuple[Model, Request] 
 
 # --- (c) the request's arguments in pools of their own ---------------------------------------
 
-@relation(Relation.OWN_POOLS)
+@relation(Relation.OWN_POOLS, oracles.MetamorphicOwnPoolsViolation)
 def own_pools(model: Model, request: Request) -> tuple[Model, Request] | None:
     """Each request argument moved to a pool of its own, at another offset."""
     moved = arguments_apart(request, lambda k: (k + 1) * POOL_OFFSET_STEP)
@@ -179,7 +180,7 @@ def arguments_apart(request: Request, offset_of: Callable[[int], int]) -> Reques
     def moved(argument: RequestArgument) -> RequestArgument | None:
         if argument.hasNoValue:
             return argument
-        data = _argument_bytes(request, argument)
+        data = argument_bytes(request, argument)
         if data is None:
             return None
         offset = offset_of(len(pools))
@@ -222,7 +223,7 @@ def _renumbered(subgraph: Subgraph) -> Subgraph:
                     [new[i] for i in subgraph.outputIndexes])
 
 
-@relation(Relation.RENUMBERED)
+@relation(Relation.RENUMBERED, oracles.MetamorphicRenumberedViolation)
 def renumbered(model: Model, request: Request) -> tuple[Model, Request]:
     """Every subgraph's operands and operations renumbered (another valid topological
     order of its operations); the inputs and outputs keep their order."""
@@ -232,7 +233,7 @@ def renumbered(model: Model, request: Request) -> tuple[Model, Request]:
 
 # --- (e) output shapes left to the driver ----------------------------------------------------
 
-@relation(Relation.UNKNOWN_OUTPUT_SHAPES)
+@relation(Relation.UNKNOWN_OUTPUT_SHAPES, oracles.MetamorphicUnknownOutputShapesViolation)
 def unknown_output_shapes(model: Model, request: Request) -> tuple[Model, Request] | None:
     """The main outputs' dimensions left unknown (their rank kept) in the model and the
     request: the driver works them out."""

@@ -45,7 +45,8 @@ from .oracles import (BuffersDifferViolation, CacheDiffersViolation,
                       CorruptedCacheAcceptedViolation, ExecutionResult, InvalidRequestAcceptedViolation,
                       InvalidTokenAcceptedViolation, check_expected_status, check_same_outputs)
 
-#: The token the cache routes prepare with (any 32 bytes name the cache).
+#: The token the cache routes prepare with (any 32 bytes whose reverse, CACHE_OTHER_TOKEN's,
+#: differs: not the zeros of a preparation without cache files, paths.UNCACHED_TOKEN).
 CACHE_TOKEN = bytes(range(32))
 
 
@@ -130,18 +131,11 @@ class BufferedRequest:
         return self.buffers[len(self.request.inputs):]
 
 
-def _argument_bytes(request: Request, argument: RequestArgument) -> bytes:
-    # A token pool has none: its argument ran from the driver's own buffer (copyFrom
-    # then refuses the empty source, and the route is skipped).
-    location = argument.location
-    memory = request.pools[location.poolIndex].hidlMemory
-    return b"" if memory is None else memory.read(location.offset, location.length)
-
-
 def buffered(run: RouteRun, prepared: Any) -> BufferedRequest | None:
     """``run.request`` through buffers allocated for ``prepared``'s roles, the inputs'
     copied in; None where the driver does not allocate or copy them, or the request names
-    no argument with a value."""
+    no argument with a value. An input in a token pool has no bytes the client can read:
+    copyFrom refuses the empty source it is given, and the route is skipped."""
     request, pools, buffers = run.request, [], []
 
     def moved(argument: RequestArgument, k: int, is_input: bool) -> RequestArgument | None:
@@ -152,7 +146,7 @@ def buffered(run: RouteRun, prepared: Any) -> BufferedRequest | None:
         status, buffers[-1], token = domains.allocate(run.client, run.device, [prepared],
                                                       *(roles if is_input else roles[::-1]))
         if status != ErrorStatus.NONE or (is_input and domains.copy_from(
-                run.client, buffers[-1], Memory.from_bytes(_argument_bytes(request, argument)),
+                run.client, buffers[-1], Memory.from_bytes(relations.argument_bytes(request, argument) or b""),
                 argument.dimensions) != ErrorStatus.NONE):
             return None
         pools.append(MemoryPool(token=token))

@@ -24,7 +24,7 @@ from hal_client.accuracy import FLOAT16_TOLERANCE, compare_values, tolerance_for
 from .case import FuzzCase
 
 #: What a driver's discrepancy with the reference is found to be (a LiteRT finding's class,
-#: scripts/litert_repro.py): first taken for the runtime's bug; a reviewer who finds it is
+#: fuzz/litert_repro.py): first taken for the runtime's bug; a reviewer who finds it is
 #: the converter's or the reference's fixes it, one NNAPI leaves open joins AMBIGUITIES.
 FINDING_CLASSES = ("LiteRT bug", "converter bug (fixed)", "reference bug (fixed)",
                    "spec ambiguity (documented)")

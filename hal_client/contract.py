@@ -23,7 +23,7 @@ class OracleViolation(AssertionError):
     broke; ``frames`` is where the driver was when it happened, when that is known;
     ``bucket``, where the oracle (or a driver's own check) knows more of where the failure
     lies than the rule and key say, a short stable text that triage adds to the failure's
-    bucket (scripts/triage.py, bucket_key): findings with other buckets are other bugs;
+    bucket (fuzz/triage.py, bucket_key): findings with other buckets are other bugs;
     ``divergence``, for a wrong answer whose first diverging operation was found, that
     operation and the difference as a JSON-able dict (fuzz/divergence.py, Divergence)."""
 

@@ -31,7 +31,7 @@ from .watchdog import WATCHDOG, Budget, format_stacks, is_idle, thread_stacks
 #: Waits for callbacks and fences wake up this often to look for dead driver threads.
 WAIT_SLICE_S = 0.05
 #: prepareModel_1_3's cache token when no cache files are given.
-CACHE_TOKEN = bytes(Constant.BYTE_SIZE_OF_CACHE_TOKEN)
+UNCACHED_TOKEN = bytes(Constant.BYTE_SIZE_OF_CACHE_TOKEN)
 #: Signals executeFenced's wait fences after their delay: one thread for every input (a
 #: threading.Timer each would start a thread per input).
 SCHEDULER = Timer(thread_name="hal-scheduler")
@@ -237,7 +237,7 @@ class HalClient:
     def prepare(self, device: Any, model: Model, preference: ExecutionPreference,
                 priority: Priority, deadline: OptionalTimePoint,
                 modelCache: Sequence[int] = (), dataCache: Sequence[int] = (),
-                token: bytes = CACHE_TOKEN) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
+                token: bytes = UNCACHED_TOKEN) -> tuple[ErrorStatus, Any, PreparedModelCallback]:
         """prepareModel_1_3's notified status and prepared model, and the callback (to
         check later that it was not notified again). Cache handles are file descriptors."""
         return self._prepared("prepareModel_1_3", device.prepareModel_1_3, model, preference,

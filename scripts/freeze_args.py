@@ -37,9 +37,9 @@ def package_files(root: Path, package: str) -> list[Path]:
                   if path.is_file() and "__pycache__" not in path.parts)
 
 
-#: Packages the frozen fuzzer leaves out: an engine over a real runtime runs that runtime
-#: in a worker process of a real Python (backends/litert/worker.py), which a one-file
-#: binary does not have.
+#: Packages the frozen fuzzer leaves out, also where a module of fuzz/ imports them (the
+#: LiteRT reproducers): an engine over a real runtime runs that runtime in a worker
+#: process of a real Python (backends/litert/worker.py), which a one-file binary does not have.
 NOT_FROZEN = frozenset({"backends"})
 
 
@@ -68,6 +68,7 @@ def pyinstaller_args(root: Path = REPO_ROOT) -> list[str]:
     """The arguments for ``compile_python_fuzzer fuzz/driver_fuzz.py`` (and PyInstaller)."""
     args = [f"--paths={root}"]
     args += [f"--hidden-import={name}" for name in (*hidden_imports(root), *NUMPY_HIDDEN)]
+    args += [f"--exclude-module={package}" for package in sorted(NOT_FROZEN)]
     args += [f"--add-data={path}{os.pathsep}{folder}" for path, folder in data_files(root)]
     return args
 

@@ -576,9 +576,4 @@ def write(found: Specimen, folder: Path, name: str) -> Bundle:
                   found.origin, crashes_on)
 
 
-def is_litert(spec: Optional[str]) -> bool:
-    """Whether a --driver spec names one of LiteRT's factories."""
-    return bool(spec) and spec.partition(":")[0] == __package__
-
-
-__all__ = ["Bundle", "Divergence", "Specimen", "divergence_of", "is_litert", "reproduce", "specimen_bucket", "write"]
+__all__ = ["Bundle", "Divergence", "Specimen", "divergence_of", "reproduce", "specimen_bucket", "write"]

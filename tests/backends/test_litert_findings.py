@@ -13,12 +13,10 @@ import pytest
 
 pytest.importorskip("ai_edge_litert")
 
-import litert_report  # noqa: E402  (scripts/)
-from litert_repro import run_script  # noqa: E402
-import nightly  # noqa: E402
-import triage  # noqa: E402
+from fuzz import litert_report, nightly, triage  # noqa: E402
 from fuzz.codec import encode  # noqa: E402
 from fuzz.drivers import DRIVER_ENV, REFERENCE_ENV  # noqa: E402
+from fuzz.litert_repro import mark_upstream, run_script  # noqa: E402
 from hal_client.device import DEFAULT_DRIVER  # noqa: E402
 from driver.hal.enums import OperationType  # noqa: E402
 from tests.backends.test_litert_reproducer import COMPARISON_CRASH, chain_case, comparison_between  # noqa: E402
@@ -86,7 +84,6 @@ def test_a_reviewers_class_and_cause_outlive_a_new_reproducer(triaged, tmp_path)
     """Written again (a new LiteRT, a better input), the reproducer keeps what a reviewer
     found, and the report says it."""
     from hal_client.device import make_device
-    from litert_repro import mark_upstream
     out, stored = triaged
     folder = tmp_path / "crashes"
     shutil.copytree(out, folder)

@@ -1,5 +1,5 @@
 """Standalone reproducers of LiteRT's discrepancies (backends/litert/reproducer.py,
-scripts/litert_repro.py): made of a converter bug planted on purpose (ADD lowered to SUB,
+fuzz/litert_repro.py): made of a converter bug planted on purpose (ADD lowered to SUB,
 tests/backends/planted_litert.py), of a case on which LiteRT and the reference agree, and
 of a native crash of LiteRT. The scripts written must run with numpy and ai_edge_litert
 alone and exit 1 exactly while the discrepancy reproduces. Skipped without the ``litert``
@@ -20,7 +20,7 @@ pytest.importorskip("ai_edge_litert")
 from backends.litert import KERNEL_SETS, builtin_ref, reproducer, standalone  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal.enums import OperandType as T, OperationType  # noqa: E402
-from fuzz import harness  # noqa: E402
+from fuzz import harness, litert_repro  # noqa: E402
 from fuzz.case import ExecutionChoices, FuzzCase  # noqa: E402
 from fuzz.codec import encode  # noqa: E402
 from fuzz.harness import Oracles, run_case  # noqa: E402
@@ -28,8 +28,6 @@ from fuzz.oracles import ReferenceMismatchViolation  # noqa: E402
 from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
 from tests.backends.planted_litert import add_as_sub, running  # noqa: E402
 from tests.fuzz.test_spec import chain as float16_chain  # noqa: E402
-
-import litert_repro  # noqa: E402  (scripts/)
 
 SHAPE = [2, 3]
 
@@ -256,7 +254,7 @@ def test_a_status_disagreement_is_bucketed_by_its_operation_whatever_the_path(re
     """LiteRT (XNNPACK) fails what the reference runs: the bucket is the operation and the
     kernel set; triage's bucket drops the execution path that met it (its key)."""
     from backends.litert import auto
-    from triage import Failure
+    from fuzz.triage import Failure
     with running(auto) as xnnpack:
         found = reproducer.reproduce(xnnpack, reference, constant_dequantized())
         assert found is not None and found.kind == "error"

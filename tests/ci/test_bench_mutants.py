@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fuzz import bench_mutants
+from fuzz import bench_mutants, nightly
 from fuzz.bench_mutants import AREAS, KILLED, STARTUP, SURVIVED, Snapshot
 
 pytest.importorskip("cosmic_ray", reason="cosmic-ray is not installed (pip install -e '.[bench]')")
@@ -125,7 +125,7 @@ def test_the_fuzz_command_is_the_public_one_against_the_unmutated_driver(tmp_pat
     assert command[2:4] == ["--reference", "driver_pristine:SampleDriver"]
     assert str(tmp_path / "repo" / "corpus") in command and "--no-relations" not in command
     assert f"-artifact_prefix={tmp_path / 'artifacts'}/" in command
-    assert f"-timeout={bench_mutants.TIMEOUT_S}" in command     # a hang holding the GIL ends too
+    assert f"-timeout={nightly.DEFAULT_TIMEOUT_S}" in command     # a hang holding the GIL ends too
 
 
 # --- the score and the report -----------------------------------------------------------------

@@ -9,12 +9,14 @@ import json
 import numpy as np
 import pytest
 
-import bench_ops
 from driver import SampleDriver
 from driver.hal import ErrorStatus
 from driver.hal.enums import OperationType as Op
 from driver.operations.registry import supported_types
 from tests.conformance.helpers import add_model
+from tests.scripts import load_script
+
+bench_ops = load_script("bench_ops")
 
 
 @pytest.mark.parametrize("quantized", [False, True])

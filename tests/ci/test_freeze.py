@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from fuzz import native_counter
+from tests.scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-import freeze_args
+freeze_args = load_script("freeze_args")
 
 STATS = re.compile(r"harness: (\d+) inputs, .*prepared (\d+) .*executed_ok (\d+) .*violations (\d+)")
 

@@ -25,7 +25,7 @@ import pytest
 
 from driver import SampleDriver
 from driver.hal import OperandType as T, OperationType as Op
-from fuzz import oracles, reduce
+from fuzz import nightly, oracles, reduce, triage
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
 from fuzz.drivers import make_device
@@ -36,8 +36,6 @@ from tests.fuzz import test_replay
 from tests.fuzz.cases import make_case, sqrt_branch_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-import nightly
-import triage
 
 BROKEN = "tests.fuzz.broken_drivers:SupportedDisagrees"
 REACHING_THE_BUG = sorted((Path(__file__).resolve().parent / "data").glob("supported-disagrees-*"))

@@ -29,6 +29,7 @@ from fuzz.codec import (ArgumentSpec, CaseSpec, ElementKind, ModelSpec, OperandS
 from fuzz.seed_models import SEEDS, seed_specs
 from hal_client.paths import DeadlineEdge, deadline_point
 from tests import models
+from tests.scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CTS = REPO_ROOT.parent / "shared" / "conformance" / "cts"
@@ -613,17 +614,6 @@ def test_a_part_over_a_limit_still_raises():
 
 
 # --- the scripts built on the codec --------------------------------------------------------------
-
-def load_script(name: str):
-    import importlib.util
-    import sys
-    spec = importlib.util.spec_from_file_location(f"scripts_{name}",
-                                                  REPO_ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module        # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_make_seeds_own_only_writes_decodable_seeds(tmp_path, capsys):
     make_seeds = load_script("make_seeds")

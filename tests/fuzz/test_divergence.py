@@ -14,7 +14,7 @@ import pytest
 
 from driver import SampleDriver
 from driver.hal import FusedActivationFunc, OperandType as T, OperationType as Op
-from fuzz import divergence, harness
+from fuzz import divergence, harness, triage
 from fuzz.case import Relation
 from fuzz.codec import encode
 from hal_client.builder import ModelBuilder
@@ -22,8 +22,6 @@ from hal_client.contract import OracleViolation
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.cases import make_case
-
-import triage
 
 SIGNED = T.TENSOR_QUANT8_ASYMM_SIGNED
 #: Where SignedAddSubtracts computes wrong: an ADD of signed values, no fused activation.

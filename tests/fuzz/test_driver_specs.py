@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from fuzz import triage
 from hal_client.conformance.__main__ import main as conformance_main
 from hal_client.device import SPEC_ERROR_EXIT_STATUS, DriverSpecError, make_device
 from tests.fuzz import failing_factories
-
-import triage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODULE = failing_factories.__name__

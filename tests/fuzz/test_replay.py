@@ -31,6 +31,7 @@ import pytest
 
 from driver import SampleDriver
 from fuzz import harness
+from fuzz.litert_repro import run_script
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
 from fuzz.spec import FINDING_CLASSES
 from hal_client.device import DEFAULT_DRIVER, DriverSpecError, make_device
@@ -59,7 +60,7 @@ def replay_params(folder: Path) -> list:
 #: What every sidecar says, and the statuses a reproducer can have.
 SIDECAR_FIELDS = ("kind", "signature", "message", "status")
 STATUSES = ("open", "fixed", "upstream")
-#: What an upstream sidecar says of LiteRT (under "litert"; scripts/litert_repro.py).
+#: What an upstream sidecar says of LiteRT (under "litert"; fuzz/litert_repro.py).
 UPSTREAM_FIELDS = ("version", "kernel_set", "kind", "reproducer", "class")
 
 
@@ -106,7 +107,7 @@ def replay(path: Path, device, memory_limit_mb: int = DEFAULT_BUDGET_MB) -> None
     assert elapsed < REPLAY_LIMIT_S, f"{path.name} took {elapsed:.1f} s"
 
 
-#: How a sidecar's message begins when the failure killed the process (scripts/triage.py).
+#: How a sidecar's message begins when the failure killed the process (fuzz/triage.py).
 DIED = "the worker died"
 
 
@@ -197,7 +198,6 @@ def standalone_scripts(folder: Path) -> list:
 @pytest.mark.parametrize("script", standalone_scripts(REPO_ROOT / "crashes"))
 def test_standalone_reproducer_still_reproduces(script):
     pytest.importorskip("ai_edge_litert")
-    from litert_repro import run_script     # scripts/: on the tests' path, not a child's
     result = run_script(script)
     assert result.returncode == 1, (
         f"{script.name} exits with {result.returncode}: LiteRT no longer shows the discrepancy "

@@ -1,6 +1,6 @@
 """The crash pipeline: structural reductions (fuzz/reduce.py), signatures, storage with
 sidecars and deduplication, out-of-memory under the worker's memory limit, and artifacts
-triaged end to end (scripts/triage.py)."""
+triaged end to end (fuzz/triage.py)."""
 from __future__ import annotations
 
 import errno
@@ -16,7 +16,7 @@ import pytest
 
 from driver import SampleDriver
 from driver.hal import ErrorStatus, OperandLifeTime as L, OperandType, OperationType
-from fuzz import harness, oracles, reduce
+from fuzz import harness, oracles, reduce, triage
 from fuzz.case import ExecutionChoices, ExecutionPath, FuzzCase
 from fuzz.codec import decode, encode
 from hal_client import contract
@@ -24,9 +24,6 @@ from hal_client.builder import ModelBuilder
 from tests import models
 from tests.fuzz import broken_drivers
 from tests.fuzz.cases import loop_condition, make_case, sqrt_branch_model
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-import triage
 
 
 def case_of(model_case: models.ModelCase, **choices) -> FuzzCase:
