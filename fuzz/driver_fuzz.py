@@ -81,9 +81,11 @@ STATS_DIR_ENV = "NNHAL_FUZZ_STATS_DIR"
 #: rule's ``check`` shares the two branches of driver.errors (which rule failed shows in
 #: the caller's blocks; tracing them was an eighth of the rest). The shared-memory pools,
 #: the HAL callbacks and the worker threads branch on the process's history (a recycled
-#: pool, a thread already started), not on the input: coverage there would be noise.
+#: pool, a thread already started), and so does the memo of validation (a content seen
+#: before), not on the input: coverage there would be noise.
 NOT_INSTRUMENTED = frozenset({"driver.fingerprint", "driver.errors", "driver.memory",
-                              "driver.hal.callbacks", "driver.executor.workers"})
+                              "driver.hal.callbacks", "driver.executor.workers",
+                              "driver.validation.memo"})
 
 
 def split_driver_flag(argv: list[str], flag: str = DRIVER_FLAG) -> tuple[str | None, list[str]]:

@@ -626,8 +626,8 @@ def summary_markdown(spec: str, args, seconds: int, progress: Progress, harness_
                       "finding is in `artifacts/`: an unminimised one may be minimised with "
                       "`scripts/triage.py`."]
     if litert is not None:
-        lines += ["", f"LiteRT's findings, by bucket, with their standalone reproducers (in "
-                      f"`findings/litert/`): [litert/findings.md](litert/findings.md) "
+        lines += ["", "LiteRT's findings, by bucket, with their standalone reproducers (in "
+                      "`findings/litert/`): [litert/findings.md](litert/findings.md) "
                       f"([HTML](litert/findings.html))."]
     return "\n".join(lines) + "\n"
 

@@ -269,7 +269,10 @@ def _location_mutations(model: Model, operand: Operand) -> list[tuple[str, DataL
                  "CONSTANT_COPY with non-zero poolIndex 1"),
                 ("offset past end", replace(loc, offset=len(model.operandValues)),
                  "outside operandValues"),
-                ("length+1", replace(loc, length=loc.length + 1), wrong_length(loc.length + 1)),
+                # One byte more reaches past operandValues unless padding follows the value.
+                ("length+1", replace(loc, length=loc.length + 1),
+                 "outside operandValues" if loc.offset + loc.length == len(model.operandValues)
+                 else wrong_length(loc.length + 1)),
                 ("length-1", replace(loc, length=loc.length - 1), wrong_length(loc.length - 1))]
     if operand.lifetime == L.CONSTANT_REFERENCE:
         pool_size = model.pools[loc.poolIndex].size
