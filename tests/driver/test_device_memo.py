@@ -42,17 +42,6 @@ def compile_failing_once(monkeypatch, error: DriverError) -> list:
     return calls
 
 
-def test_a_transient_failure_is_not_remembered(monkeypatch):
-    calls = compile_failing_once(monkeypatch, DriverError(
-        "scratch memory temporarily short", ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
-    device = device_module.SampleDriver()
-    model = models.add_model().model
-    assert device.getSupportedOperations_1_3(model)[0] == ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT
-    status, supported = device.getSupportedOperations_1_3(model)
-    assert status == ErrorStatus.NONE and all(supported)
-    assert len(calls) == 2
-
-
 def test_a_content_determined_failure_is_remembered(monkeypatch):
     calls = compile_failing_once(monkeypatch, ResourceError("a result of 2**40 bytes"))
     device = device_module.SampleDriver()
@@ -62,7 +51,9 @@ def test_a_content_determined_failure_is_remembered(monkeypatch):
     assert len(calls) == 1
 
 
-def test_devices_share_the_memo_and_a_hit_gives_the_status_of_the_miss(monkeypatch):
+def test_a_transient_failure_is_not_remembered_and_a_hit_gives_the_status_of_the_miss(
+        monkeypatch):
+    """Each call from a new device: they share the memo."""
     calls = compile_failing_once(monkeypatch, DriverError(
         "scratch memory temporarily short", ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT))
     model = models.add_model().model
