@@ -120,12 +120,6 @@ def test_supported_operations_of_a_plain_model(device):
     assert (status, supported) == (ErrorStatus.NONE, [True])
 
 
-def test_supported_operations_of_an_invalid_model(device):
-    model = simple_model()
-    model.main.operands[0].numberOfConsumers = 5
-    assert device.getSupportedOperations_1_3(model) == (ErrorStatus.INVALID_ARGUMENT, [])
-
-
 def test_while_with_supported_subgraphs_is_supported(device):
     mb = ModelBuilder()
     x = mb.main.input(T.TENSOR_FLOAT32, [1])

@@ -1,7 +1,7 @@
 """Through the HAL surface: every invalid model mutation makes getSupportedOperations_1_3
-and prepareModel_1_3 answer INVALID_ARGUMENT (and notify it), and every invalid request
-mutation makes each execution path answer INVALID_ARGUMENT, without raising; with the
-driver's memo off and on."""
+(and an empty list) and prepareModel_1_3 answer INVALID_ARGUMENT (and notify it), and every
+invalid request mutation makes each execution path answer INVALID_ARGUMENT, without
+raising; with the driver's memo off and on."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,9 +41,9 @@ def prepare(device, model):
 def model_answers(device, mutation) -> list:
     """What the device said about the mutated model, where that was not INVALID_ARGUMENT."""
     wrong = []
-    status, _ = device.getSupportedOperations_1_3(mutation.invalid_model())
-    if status != ErrorStatus.INVALID_ARGUMENT:
-        wrong.append(("getSupportedOperations_1_3", status))
+    answer = device.getSupportedOperations_1_3(mutation.invalid_model())
+    if answer != (ErrorStatus.INVALID_ARGUMENT, []):
+        wrong.append(("getSupportedOperations_1_3", answer))
     status, callback = prepare(device, mutation.invalid_model())
     notified = callback.wait(CALLBACK_TIMEOUT_S)
     if status != ErrorStatus.INVALID_ARGUMENT or notified != (ErrorStatus.INVALID_ARGUMENT, None):
