@@ -1,20 +1,11 @@
 """A request may omit (hasNoValue) only inputs that no operation requires."""
 from __future__ import annotations
 
-from driver import SampleDriver
-from driver.hal import (ErrorStatus, ExecutionPreference, MeasureTiming, OptionalTimeoutDuration,
-                        OptionalTimePoint, PreparedModelCallback, Priority)
+import pytest
+
+from driver.hal import ErrorStatus
+from tests.driver.execution import Path, execute, prepare
 from tests.models import add_model, while_counter_model
-
-
-def _prepare(model):
-    callback = PreparedModelCallback()
-    SampleDriver().prepareModel_1_3(model, ExecutionPreference.FAST_SINGLE_ANSWER,
-                                    Priority.MEDIUM, OptionalTimePoint(), [], [], bytes(32),
-                                    callback)
-    status, prepared = callback.wait(5)
-    assert status == ErrorStatus.NONE
-    return prepared
 
 
 def _omit_first_input(request):
@@ -25,28 +16,12 @@ def _omit_first_input(request):
     return request
 
 
-def test_omitting_an_operation_input_is_invalid():
-    case = add_model()
-    prepared = _prepare(case.model)
-    status, shapes, _ = prepared.executeSynchronously_1_3(
-        _omit_first_input(case.request()), MeasureTiming.NO, OptionalTimePoint(),
-        OptionalTimeoutDuration())
-    assert status == ErrorStatus.INVALID_ARGUMENT
-    assert shapes == []
-
-
-def test_omitting_a_loop_input_is_invalid():
-    case = while_counter_model()
-    prepared = _prepare(case.model)
-    status, _, _ = prepared.executeSynchronously_1_3(
-        _omit_first_input(case.request()), MeasureTiming.NO, OptionalTimePoint(),
-        OptionalTimeoutDuration())
-    assert status == ErrorStatus.INVALID_ARGUMENT
-
-
-def test_inputs_given_still_run():
-    case = while_counter_model()
-    prepared = _prepare(case.model)
-    status, _, _ = prepared.executeSynchronously_1_3(
-        case.request(), MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
-    assert status == ErrorStatus.NONE
+# The same request with its input given runs: test_device_rejects_invalid's
+# test_model_builders_compute_expected.
+@pytest.mark.parametrize("make_case", [add_model, while_counter_model],
+                         ids=["operation input", "loop input"])
+def test_omitting_an_input_is_invalid(make_case):
+    case = make_case()
+    outcome = execute(prepare(case.model), _omit_first_input(case.request()), Path.SYNC)
+    assert outcome.status == ErrorStatus.INVALID_ARGUMENT
+    assert outcome.output_shapes == []
