@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import random
 import sys
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -117,15 +118,17 @@ def test_mutate_is_deterministic_bounded_and_decodable():
     assert changed > 270
 
 
-def stacked_mutations(seed: int, steps: int) -> list[bytes]:
+def stacked_mutations(seed: int, steps: int,
+                      before_each: Callable[[], None] = lambda: None) -> list[bytes]:
     """Outputs of mutate and crossover, each applied to the previous output (as libFuzzer
-    does), from the seeds."""
+    does), from the seeds; ``before_each`` is called before each of them."""
     rng = random.Random(seed)
     names = sorted(SEED_BYTES)
     outputs = []
     for _ in range(steps):
         data = SEED_BYTES[rng.choice(names)]
         for _ in range(4):
+            before_each()
             if rng.random() < 0.5:
                 data = mutator.mutate(data, 4096, rng.randrange(1 << 30))
             else:
@@ -143,20 +146,7 @@ def clear_caches() -> None:
 def test_parsed_inputs_do_not_change_what_mutate_and_crossover_give():
     clear_caches()
     warm = stacked_mutations(21, 60)
-    cold = []
-    rng = random.Random(21)
-    names = sorted(SEED_BYTES)
-    for _ in range(60):
-        data = SEED_BYTES[rng.choice(names)]
-        for _ in range(4):
-            clear_caches()
-            if rng.random() < 0.5:
-                data = mutator.mutate(data, 4096, rng.randrange(1 << 30))
-            else:
-                data = mutator.crossover(data, SEED_BYTES[rng.choice(names)], 4096,
-                                         rng.randrange(1 << 30))
-            cold.append(data)
-    assert warm == cold
+    assert warm == stacked_mutations(21, 60, before_each=clear_caches)
 
 
 def test_kept_specs_stay_as_their_bytes_parse():
