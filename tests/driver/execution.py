@@ -95,7 +95,8 @@ def execute(prepared, request: Request, path: Path, *, measure=MeasureTiming.NO,
     """Run ``request`` on ``path`` and wait (at most ``timeout_s``) for its result. A fenced
     execution's sync fence must be signalled exactly when the execution ends, SIGNALED for
     success and ERROR otherwise; ``burst`` reuses a burst context instead of configuring a
-    new one."""
+    new one. Every result is checked against check_result_contract (no output shapes and
+    no timing where the HAL allows none)."""
     started = time.monotonic()
     if path is Path.SYNC:
         status, shapes, timing = prepared.executeSynchronously_1_3(request, measure, deadline,

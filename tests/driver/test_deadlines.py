@@ -76,8 +76,6 @@ def test_execution_with_passed_deadline_fails_without_starting(finite_loop, path
     outcome = execute(finite_loop, io.request, path, deadline=passed_deadline(),
                       measure=MeasureTiming.YES)
     assert outcome.status == ErrorStatus.MISSED_DEADLINE_PERSISTENT, outcome
-    assert outcome.output_shapes == []
-    assert_no_timing(outcome.timing)
     assert io.output_pool.read() == bytes([FILL]) * io.output_pool.size, "outputs were written"
 
 
