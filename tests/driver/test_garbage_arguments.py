@@ -247,11 +247,7 @@ def test_burst_execute(prepared, position, garbage):
     assert status == ErrorStatus.INVALID_ARGUMENT and shapes == []
 
 
-def _free_memory_case(garbage, name):
-    return pytest.param(garbage, id=name)
-
-
-@pytest.mark.parametrize("garbage", [_free_memory_case(g, n) for g, n in zip(GARBAGE, GARBAGE_IDS)])
+@pytest.mark.parametrize("garbage", GARBAGE, ids=GARBAGE_IDS)
 def test_burst_free_memory(prepared, garbage):
     _, burst = prepared.configureExecutionBurst(None)
     arguments = (MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
