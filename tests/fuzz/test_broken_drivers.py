@@ -56,7 +56,6 @@ def test_the_corpus_does_not_already_hold_the_planted_bug(name):
     """Otherwise fuzzing from the corpus would find it at once and show nothing. Inputs of
     the right shape must also run clean (for SHAPE_NOT_ENOUGH, the shape alone does not
     decide)."""
-    from fuzz.codec import decode
     inputs = sorted(CORPUS.iterdir()) if CORPUS.is_dir() else []
     reaching = [p for p in inputs if broken_drivers.planted_bug_reached(name, decode(p.read_bytes()))]
     if name not in broken_drivers.SHAPE_NOT_ENOUGH:
