@@ -20,7 +20,7 @@ from backends.litert.engine import SPECIALISATIONS  # noqa: E402
 from driver import SampleDriver  # noqa: E402
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op  # noqa: E402
 from hal_client.builder import ModelBuilder, make_request, out_like  # noqa: E402
-from tests.driver.execution import Path, execute, prepare  # noqa: E402
+from tests.driver.execution import Path, execute, prepare, run_concurrently  # noqa: E402
 from tests.operations.on_device import (constant_input, fed_input, one_operation_model,  # noqa: E402
                                         run_everywhere)
 
@@ -246,11 +246,7 @@ def test_executions_of_new_values_at_once_make_one_specialisation(litert, monkey
 
     def run() -> None:
         results.append(_add(prepared, 1, Path.SYNC))
-    threads = [threading.Thread(target=run) for _ in range(executions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(run, [()] * executions)
     assert len(results) == executions and all((result == [0, 0.5, 8]).all() for result in results)
     assert engine.statistics["specialised"] == before + 1
 

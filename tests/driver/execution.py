@@ -3,9 +3,10 @@ results in one shape, so that tests can be parametrised over the paths."""
 from __future__ import annotations
 
 import enum
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from driver.device import SampleDriver
 from driver.hal.callbacks import ExecutionCallback, PreparedModelCallback
@@ -155,6 +156,17 @@ def _execute_fenced(prepared, request, measure, deadline, loop_timeout, wait_for
         expected = FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR
         assert state == expected, f"sync fence {state.name} for status {status.name}"
     return Outcome(status, [], launched, launch, fenced)
+
+
+def run_concurrently(target: Callable, arguments: Iterable[tuple],
+                     timeout_s: Optional[float] = None) -> None:
+    """``target(*args)`` for each ``args`` of ``arguments``, each on a thread of its own,
+    all started before any is waited for (at most ``timeout_s`` each)."""
+    threads = [threading.Thread(target=target, args=args) for args in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s)
 
 
 def assert_no_timing(timing: Timing) -> None:

@@ -3,15 +3,13 @@ aborted with MISSED_DEADLINE_TRANSIENT on every execution path, no later than th
 plus a margin, and no earlier than the timeout."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 from driver.hal.enums import ErrorStatus, LoopTimeoutDurationNs, MeasureTiming
 from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, EARLY_SLACK_S, MARGIN_S, MS, Outcome, Path,
-                                    duration, execute)
+                                    duration, execute, run_concurrently)
 
 
 def run_loop(prepared, path: Path, loop_timeout_ns, measure=MeasureTiming.YES) -> Outcome:
@@ -38,11 +36,8 @@ def test_default_loop_timeout_aborts_infinite_loop_on_every_path(infinite_loop):
     def run_one(path: Path) -> None:
         outcomes[path] = run_loop(infinite_loop, path, None)
 
-    threads = [threading.Thread(target=run_one, args=(path,)) for path in ALL_PATHS]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(LoopTimeoutDurationNs.DEFAULT / 1e9 + 10)
+    run_concurrently(run_one, [(path,) for path in ALL_PATHS],
+                     timeout_s=LoopTimeoutDurationNs.DEFAULT / 1e9 + 10)
     assert set(outcomes) == set(ALL_PATHS)
     for path, outcome in outcomes.items():
         assert_aborted_by_loop_timeout(outcome, LoopTimeoutDurationNs.DEFAULT / 1e9)

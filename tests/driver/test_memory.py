@@ -15,6 +15,7 @@ import pytest
 
 from driver import memory as memory_module
 from driver.memory import MAX_IDLE_POOLS, MAX_RECYCLED_POOL_SIZE, Memory
+from tests.driver.execution import run_concurrently
 
 
 @pytest.fixture(autouse=True)
@@ -297,11 +298,7 @@ def test_concurrent_pools_never_share_memory():
                     kept_views.append((pool.buffer(), content))
             pool.close()
 
-    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(worker, [(seed,) for seed in range(8)])
     assert problems == []
     assert all(bytes(view) == content for view, content in kept_views)
 
@@ -315,11 +312,7 @@ def test_closing_from_several_threads_at_once_recycles_a_pool_once():
             barrier.wait()
             pool.close()
 
-        threads = [threading.Thread(target=close) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_concurrently(close, [()] * 4)
         assert idle_count() == 1
         a, b = Memory.from_bytes(b"first!!"), Memory.from_bytes(b"second!")
         assert inode(a) != inode(b) and (a.read(), b.read()) == (b"first!!", b"second!")

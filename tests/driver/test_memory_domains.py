@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import math
-import threading
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from driver.hal.structs import (BufferDesc, BufferRole, DataLocation, MemoryPool
                                 SymmPerChannelQuantParams)
 from driver.memory import Memory
 from hal_client.builder import ModelBuilder
-from tests.driver.execution import ALL_PATHS, SHAPE_PATHS, Path, execute, prepare
+from tests.driver.execution import ALL_PATHS, SHAPE_PATHS, Path, execute, prepare, run_concurrently
 
 INVALID, FAILURE, NONE = (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE,
                           ErrorStatus.NONE)
@@ -505,9 +504,5 @@ def test_concurrent_executions_read_and_write_buffers(device):
             status = execute(prepared, req, path).status
             if status != NONE or read_floats(target).tolist() != (A + B).tolist():
                 errors.append((path, status))
-    threads = [threading.Thread(target=run, args=(path,)) for path in ALL_PATHS for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(run, [(path,) for path in ALL_PATHS for _ in range(2)])
     assert errors == []

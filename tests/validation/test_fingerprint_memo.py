@@ -10,7 +10,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,7 +27,7 @@ from driver.validation import memo, validate_model, validate_request
 from driver.validation.model import check_model
 from driver.validation.request import check_request
 from tests import models
-from tests.driver.execution import Path, execute, prepare
+from tests.driver.execution import Path, execute, prepare, run_concurrently
 from tests.models import ALL_MODELS
 from tests.validation import mutations
 from tests.validation.mutations import (all_model_mutations, by_model, request_mutations,
@@ -556,11 +555,7 @@ def test_concurrent_validations_agree_with_uncached_ones():
             got = memo_verdict(cases[i].invalid_model())
             if got != expected[i]:
                 failures.append(f"{cases[i].id}: {got!r} != {expected[i]!r}")
-    threads = [threading.Thread(target=worker, args=(n * 17,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(worker, [(n * 17,) for n in range(4)])
     assert failures == []
 
 
@@ -628,11 +623,7 @@ def test_prepared_models_of_equal_content_run_independently(compilations):
             outcome = execute(prepared[k], request, Path.SYNC)
             results.append((outcome.status, [o.tolist() for o in
                                              models.read_outputs(cases[1].model, request)]))
-    threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(run, [(0,), (1,)])
     expected = [o.tolist() for o in cases[1].expected]
     assert results and all(result == (ErrorStatus.NONE, expected) for result in results)
 
