@@ -1,4 +1,5 @@
-"""IDevice queries, and getSupportedOperations_1_3 for control flow: IF and WHILE are
+"""IDevice queries (the cache files asked for: test_compilation_cache; allocate:
+test_memory_domains), and getSupportedOperations_1_3 for control flow: IF and WHILE are
 supported only if every operation of every subgraph they reach is."""
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import numpy as np
 import pytest
 
 from driver.device import SampleDriver
-from driver.hal.callbacks import PreparedModelCallback
-from driver.hal.enums import (Constant, DeviceStatus, DeviceType, ErrorStatus,
-                              OperandType as T, OperationType as Op)
-from driver.hal.structs import BufferDesc, BufferRole, Capabilities, Model, OptionalTimePoint
+from driver.hal.enums import (DeviceStatus, DeviceType, ErrorStatus, OperandType as T,
+                              OperationType as Op)
+from driver.hal.structs import Capabilities, Model
 from driver.operations.registry import lookup
 from hal_client.builder import ModelBuilder, SubgraphBuilder, make_request, out_like
-from tests.driver.execution import TOKEN, Path, execute, prepare, prepare_status
+from tests.driver.execution import Path, execute, prepare, prepare_status
 
 
 @pytest.fixture(scope="module")
@@ -46,30 +46,6 @@ def test_type_version_extensions_status(device):
     status, extensions = device.getSupportedExtensions()
     assert status == ErrorStatus.NONE and isinstance(extensions, list)
     assert device.getStatus() in set(DeviceStatus)
-
-
-def test_cache_files_and_preparing_from_cache(device):
-    status, model_files, data_files = device.getNumberOfCacheFilesNeeded()
-    assert status == ErrorStatus.NONE
-    assert 0 <= model_files <= Constant.MAX_NUMBER_OF_CACHE_FILES
-    assert 0 <= data_files <= Constant.MAX_NUMBER_OF_CACHE_FILES
-    if model_files == data_files == 0:
-        # Nothing is ever cached, so preparing from a cache fails; the callback hears it once.
-        callback = PreparedModelCallback()
-        launch = device.prepareModelFromCache_1_3(OptionalTimePoint(), [], [], TOKEN, callback)
-        assert callback.calls == [(ErrorStatus.GENERAL_FAILURE, None)]
-        assert launch == ErrorStatus.GENERAL_FAILURE
-
-
-def test_allocate_answers_with_a_status(device):
-    prepared = prepare(simple_model())
-    status, buffer, token = device.allocate(BufferDesc([2]), [prepared],
-                                            [BufferRole(0, 0, 1.0)], [])
-    assert status in set(ErrorStatus)
-    if status == ErrorStatus.NONE:
-        assert buffer is not None and token > 0
-    else:
-        assert (buffer, token) == (None, 0)
 
 
 # --- getSupportedOperations_1_3 -----------------------------------------------------------
