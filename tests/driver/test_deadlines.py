@@ -54,13 +54,6 @@ def test_prepare_with_passed_deadline_reports_it_through_the_callback():
     assert launch == ErrorStatus.NONE
 
 
-def test_prepare_with_passed_deadline_fails_persistently():
-    launch, status, prepared = prepare_status(SampleDriver(), finite_loop_model(),
-                                              deadline=passed_deadline())
-    assert (status, prepared) == (ErrorStatus.MISSED_DEADLINE_PERSISTENT, None)
-    assert launch in (ErrorStatus.NONE, status)
-
-
 def test_prepare_with_unlimited_or_future_deadline_succeeds():
     for deadline in (UNLIMITED, deadline_in(60)):
         launch, status, prepared = prepare_status(SampleDriver(), finite_loop_model(), deadline=deadline)
