@@ -32,6 +32,7 @@ from tests.driver.execution import (ALL_PATHS, MS, Path, deadline_in, duration, 
                                     prepare_status)
 from tests.driver.test_execution_memory import traced_peak
 from tests.driver.test_limits import rank_of
+from tests.operations.on_device import constant_input, fed_input
 
 F32, I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 EXHAUSTED = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
@@ -44,14 +45,6 @@ paths = pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 
 
 # --- models ------------------------------------------------------------------------------
-
-def fed_input(operand_type: int, value) -> ExampleOperand:
-    return ExampleOperand(operand_type, np.shape(value), value=value)
-
-
-def constant_input(operand_type: int, value) -> ExampleOperand:
-    return ExampleOperand(operand_type, np.shape(value), constant=value)
-
 
 def operation_model(operation: int, args: Sequence[ExampleOperand], outputs: Sequence[tuple],
                     rank_output: bool = False) -> Model:
