@@ -202,15 +202,8 @@ def test_a_request_changed_after_validation_is_validated_again():
 
 
 @pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
-def test_mutated_models_have_other_fingerprints(group):
-    same = [m.id for m in MODEL_GROUPS[group]
-            for fingerprint in [model_fingerprint(m.invalid_model())]
-            if fingerprint is not None and fingerprint == model_fingerprint(m.build().model)]
-    assert not same
-
-
-@pytest.mark.parametrize("group", sorted(MODEL_GROUPS))
 def test_models_mutated_in_place_after_validation_are_validated_again(group):
+    """A mutated model sharing its original's fingerprint would be a hit, taken for valid."""
     failures = {}
     for mutation in MODEL_GROUPS[group]:
         model = mutation.build().model
@@ -226,31 +219,6 @@ def test_every_setting_accepts_the_valid_variants(name):
     """A new model of the same content each call: with the memo on, the second is a hit."""
     said = verdicts_in_every_setting(lambda: validate_model(valid_variants()[name]()))
     assert set(said.values()) == {None}
-
-
-def test_rewriting_a_pool_changes_the_fingerprint():
-    model = models.constant_reference_model().model
-    before = model_fingerprint(model)
-    pool = model.pools[0]
-    pool.write(bytes(pool.size))
-    assert model_fingerprint(model) != before
-
-
-def _swapped_enum_classes() -> tuple[Model, Model]:
-    """Two models whose operand types are equal in value, but an enum in one where the
-    other has a plain int."""
-    first, second = models.add_model().model, models.add_model().model
-    first.main.operands[0].type = int(T.TENSOR_FLOAT32)
-    second.main.operands[1].type = int(T.TENSOR_FLOAT32)
-    return first, second
-
-
-def test_equal_values_of_different_classes_do_not_share_a_fingerprint():
-    first, second = _swapped_enum_classes()
-    assert model_fingerprint(first) != model_fingerprint(second)
-    positive, negative = models.add_model().model, models.add_model().model
-    negative.main.operands[0].scale = -0.0      # equal to 0.0, printed differently
-    assert model_fingerprint(positive) != model_fingerprint(negative)
 
 
 def _add_model_with(edit: Callable[[Model], object]) -> Model:
@@ -302,6 +270,9 @@ SAME_VALUES_ELSEWHERE: dict[str, Callable[[], tuple[Model, Model]]] = {
                                                          _with_spare_operand(False)),
     "a plain int lifetime on another operand": lambda: _two_add_models(_set_lifetime(0),
                                                                        _set_lifetime(1)),
+    "a plain int operand type on another operand": lambda: _two_add_models(
+        _set_operand(0, type=int(T.TENSOR_FLOAT32)), _set_operand(1, type=int(T.TENSOR_FLOAT32))),
+    "-0.0 for a scale of 0.0": lambda: _two_add_models(lambda m: None, _set_operand(0, scale=-0.0)),
     "a plain int operation type": lambda: _two_add_models(
         lambda m: None, lambda m: setattr(m.main.operations[0], "type", int(Op.ADD))),
     "-0.0 for 0.0 in per-channel scales": lambda: (_per_channel_scales([0.5, 0.0, 2.0]),
