@@ -112,31 +112,16 @@ def add_request():
     return make_request([np.array([2], I32), np.array([3], I32)], [out_like(I32, [1])])
 
 
-def launch_fenced(prepared, request, wait_for):
-    return prepared.executeFenced(request, wait_for, MeasureTiming.NO, OptionalTimePoint(),
-                                  OptionalTimeoutDuration(), OptionalTimeoutDuration())
-
-
 @pytest.mark.parametrize("wait_for", [[], [SyncFence.signaled()]], ids=["no fences", "signalled"])
 def test_fenced_execution_with_nothing_to_wait_for_is_done_on_return(wait_for):
     prepared = prepare(binary_model(Op.ADD, T.TENSOR_INT32, [1]))
     io = add_request()
-    status, done, info = launch_fenced(prepared, io.request, wait_for)
+    status, done, info = prepared.executeFenced(io.request, wait_for, MeasureTiming.NO,
+                                                OptionalTimePoint(), OptionalTimeoutDuration(),
+                                                OptionalTimeoutDuration())
     assert status == ErrorStatus.NONE
     assert done.state == FenceState.SIGNALED
     assert info.getExecutionInfo()[0] == ErrorStatus.NONE
-    assert io.output(0, [1]).tolist() == [5]
-
-
-def test_fenced_execution_waiting_for_a_fence_returns_first():
-    prepared = prepare(binary_model(Op.ADD, T.TENSOR_INT32, [1]))
-    io = add_request()
-    pending = SyncFence()
-    status, done, info = launch_fenced(prepared, io.request, [pending])
-    assert status == ErrorStatus.NONE
-    assert done.state == FenceState.ACTIVE, "the execution did not wait for its fence"
-    pending.signal()
-    assert done.wait(10) == FenceState.SIGNALED
     assert io.output(0, [1]).tolist() == [5]
 
 
