@@ -35,8 +35,9 @@ def test_every_job_runs_on_at_most_max_workers_threads():
     assert 1 <= len(names) <= 3 and all(name.startswith("test-pool-") for name in names)
 
 
-def test_a_failing_job_reaches_the_excepthook_and_the_thread_goes_on(monkeypatch):
-    pool = WorkerPool(max_workers=1, thread_name_prefix="test-failing")
+@pytest.mark.parametrize("runner", ["worker pool", "timer"])
+def test_a_failing_job_reaches_the_excepthook_and_the_thread_goes_on(monkeypatch, runner):
+    """The worker pool's jobs and the timer's actions alike."""
     reported = []
     monkeypatch.setattr(threading, "excepthook", lambda args: reported.append(args))
     after = threading.Event()
@@ -44,12 +45,19 @@ def test_a_failing_job_reaches_the_excepthook_and_the_thread_goes_on(monkeypatch
     def failing() -> None:
         raise KeyError("bug")
 
-    pool.submit(failing)
-    pool.submit(after.set)
+    if runner == "worker pool":
+        pool, thread_name = WorkerPool(max_workers=1, thread_name_prefix="test-failing"), "test-failing-1"
+        pool.submit(failing)
+        pool.submit(after.set)
+    else:
+        timer, thread_name = Timer(thread_name="test-timer-failing"), "test-timer-failing"
+        now = time.monotonic_ns()
+        timer.call_at(now, failing)
+        timer.call_at(now + 1, after.set)
     assert after.wait(WAIT_S), "the job after a failing one did not run"
     assert len(reported) == 1
     assert reported[0].exc_type is KeyError
-    assert reported[0].thread.name == "test-failing-1"
+    assert reported[0].thread.name == thread_name
 
 
 def test_sequential_jobs_reuse_one_thread():
@@ -104,24 +112,6 @@ def test_timer_outlives_an_action_due_any_distance_ahead(far_ns):
     timer.call_later(0.01, soon.set)
     assert soon.wait(WAIT_S), "an action due soon did not run after one due far ahead"
     assert not far_ran.is_set()
-
-
-def test_timer_goes_on_after_an_action_raises(monkeypatch):
-    timer = Timer(thread_name="test-timer-failing")
-    reported = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: reported.append(args))
-    after = threading.Event()
-
-    def failing() -> None:
-        raise KeyError("bug")
-
-    now = time.monotonic_ns()
-    timer.call_at(now, failing)
-    timer.call_at(now + 1, after.set)
-    assert after.wait(WAIT_S), "the action after a failing one did not run"
-    assert len(reported) == 1
-    assert reported[0].exc_type is KeyError
-    assert reported[0].thread.name == "test-timer-failing"
 
 
 def test_a_cancelled_action_is_neither_run_nor_held():
