@@ -33,6 +33,13 @@ def rank_of(g: SubgraphBuilder, value: int) -> None:
     g.outputs(g.apply(Op.RANK, [value], T.INT32, []))
 
 
+def rank_of_input(dims: Sequence[int]) -> Model:
+    """RANK of a TENSOR_FLOAT32 input declared ``dims``."""
+    mb = ModelBuilder()
+    rank_of(mb.main, mb.main.input(T.TENSOR_FLOAT32, dims))
+    return mb.build()
+
+
 def run(model: Model, inputs: Sequence[np.ndarray], path, dims: Sequence[Sequence[int]] = ()):
     """Execute with the inputs' shapes stated in the request, or ``dims`` (rank past
     numpy's) in their place: returns (status, the RANK output when there is one)."""
@@ -130,10 +137,7 @@ def test_expand_dims_past_the_rank_limit_is_refused(path):
 @pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: p.value)
 @pytest.mark.parametrize("rank", [MAX_RANK + 1, 65])
 def test_request_dimensions_over_the_rank_limit_are_refused(path, rank):
-    mb = ModelBuilder()
-    g = mb.main
-    rank_of(g, g.input(T.TENSOR_FLOAT32, []))
-    model, x = mb.build(), [np.zeros(1, np.float32)]
+    model, x = rank_of_input([]), [np.zeros(1, np.float32)]
     assert run(model, x, path, [[1] * rank]) == (EXHAUSTED, None)
     assert run(model, x, path, [[1] * MAX_RANK]) == (ErrorStatus.NONE, MAX_RANK)
 
@@ -220,10 +224,7 @@ def test_bounded_product_stops_past_its_bound():
 
 def test_a_request_stating_100000_huge_dimensions_is_refused_at_once():
     """Its bytes overflow uint32 (INVALID_ARGUMENT), within its 100 ms deadline or so."""
-    mb = ModelBuilder()
-    g = mb.main
-    rank_of(g, g.input(T.TENSOR_FLOAT32, []))
-    prepared = prepare(mb.build())
+    prepared = prepare(rank_of_input([]))
     io = make_request([np.zeros(2, np.float32)], [out_bytes(np.int32, 4)])
     io.request.inputs[0].dimensions = [UINT32_MAX] * 100_000
     started = time.monotonic()
@@ -233,10 +234,7 @@ def test_a_request_stating_100000_huge_dimensions_is_refused_at_once():
 
 
 def test_a_model_declaring_400000_huge_dimensions_is_refused_at_once():
-    mb = ModelBuilder()
-    g = mb.main
-    rank_of(g, g.input(T.TENSOR_FLOAT32, [UINT32_MAX] * 400_000))
-    model = mb.build()
+    model = rank_of_input([UINT32_MAX] * 400_000)
     started = time.monotonic()
     assert SampleDriver().getSupportedOperations_1_3(model) == (ErrorStatus.INVALID_ARGUMENT, [])
     assert time.monotonic() - started < ANSWER_WITHIN_S
@@ -245,7 +243,5 @@ def test_a_model_declaring_400000_huge_dimensions_is_refused_at_once():
 def test_a_model_declaring_400000_dimensions_of_one_has_its_operation_unsupported():
     """Valid (one element), and over the rank limit: unsupported, not a product of 400,000
     factors (nor a numpy array of that rank)."""
-    mb = ModelBuilder()
-    g = mb.main
-    rank_of(g, g.input(T.TENSOR_FLOAT32, [1] * 400_000))
-    assert SampleDriver().getSupportedOperations_1_3(mb.build()) == (ErrorStatus.NONE, [False])
+    assert SampleDriver().getSupportedOperations_1_3(rank_of_input([1] * 400_000)) == (
+        ErrorStatus.NONE, [False])
