@@ -15,8 +15,8 @@ from driver.hal.callbacks import ExecutionCallback, PreparedModelCallback
 from driver.hal.enums import (DeviceStatus, ErrorStatus, ExecutionPreference, MeasureTiming,
                               OperandType as T, Priority)
 from driver.hal.structs import (BufferDesc, BufferRole, DataLocation, MemoryPool, Model, Operand,
-                                OperandExtraParams, OptionalTimePoint, OptionalTimeoutDuration,
-                                Request, RequestArgument, Subgraph)
+                                OptionalTimePoint, OptionalTimeoutDuration, Request,
+                                RequestArgument)
 from driver.memory import Memory
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, CALLBACK_TIMEOUT_S, TOKEN, Path, execute, prepare
@@ -122,8 +122,10 @@ def set_attribute(path: str, value) -> Callable[[Model], None]:
     return mutate
 
 
+# Main None, operations None, operand 0's location, extraParams (None or of an extension)
+# or numberOfConsumers -1, an operation's inputs None and an empty referenced subgraph are
+# mutations of tests/validation/mutations.py: test_device_rejects_invalid.
 MODEL_MUTATIONS = {
-    "main None": set_attribute("main", None),
     "referenced None": set_attribute("referenced", None),
     "referenced [None]": set_attribute("referenced[0]", None),
     "operandValues None": set_attribute("operandValues", None),
@@ -139,23 +141,16 @@ MODEL_MUTATIONS = {
     "dimension negative": set_attribute("main.operands[0].dimensions", [-1]),
     "dimension float": set_attribute("main.operands[0].dimensions", [1.0]),
     "lifetime 99": set_attribute("main.operands[0].lifetime", 99),
-    "location None": set_attribute("main.operands[0].location", None),
-    "consumers negative": set_attribute("main.operands[0].numberOfConsumers", -1),
     "scale nan": set_attribute("main.operands[0].scale", math.nan),
     "zeroPoint str": set_attribute("main.operands[0].zeroPoint", "0"),
-    "extraParams None": set_attribute("main.operands[0].extraParams", None),
-    "extension params": set_attribute("main.operands[0].extraParams", OperandExtraParams(extension=b"x")),
-    "operations None": set_attribute("main.operations", None),
     "operation None": set_attribute("main.operations[0]", None),
     "operation type None": set_attribute("main.operations[0].type", None),
-    "operation inputs None": set_attribute("main.operations[0].inputs", None),
     "operation input out of range": set_attribute("main.operations[0].inputs", [0, 1, 99]),
     "operation outputs negative": set_attribute("main.operations[0].outputs", [-1]),
     "inputIndexes None": set_attribute("main.inputIndexes", None),
     "outputIndexes str": set_attribute("main.outputIndexes", "0"),
     "subgraph reference out of range": set_attribute("main.operands[1].location",
                                                      DataLocation(0, 99, 0)),
-    "referenced subgraph empty": set_attribute("referenced[0]", Subgraph()),
     "referenced operand wrong": set_attribute("referenced[1].operands[0]", Operand(type=-5)),
 }
 
