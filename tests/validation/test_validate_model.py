@@ -59,12 +59,6 @@ def test_unknown_size_while_cases_exist():
     assert len(UNKNOWN_SIZE_WHILE) == 2
 
 
-def test_allowing_unknown_sizes_keeps_other_while_checks():
-    incompatible = next(m for m in MODEL_MUTATIONS if m.id == "while_counter/body output dims [2]")
-    said = rejection(incompatible.invalid_model(), allow_unknown_size_while=True)
-    assert incompatible.rejects(said)
-
-
 def test_validation_does_not_modify_the_model():
     case = ALL_MODELS["nested"]()
     before = repr(case.model)
