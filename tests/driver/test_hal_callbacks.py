@@ -38,19 +38,6 @@ def prepare_with(*, model=None, preference=ExecutionPreference.FAST_SINGLE_ANSWE
     return launch, callback
 
 
-def test_prepare_notifies_once_with_a_working_prepared_model():
-    launch, callback = prepare_with()
-    assert launch == ErrorStatus.NONE
-    assert callback.notify_count == 1
-    status, prepared = callback.calls[0]
-    assert status == ErrorStatus.NONE
-    io = make_request([np.array([0], np.float32)], [out_like(np.float32, [1])])
-    status, _shapes, _timing = prepared.executeSynchronously_1_3(
-        io.request, MeasureTiming.NO, OptionalTimePoint(), OptionalTimeoutDuration())
-    assert status == ErrorStatus.NONE
-    assert io.output(0, [1]).tolist() == [100.0]
-
-
 @pytest.mark.parametrize("argument, value", [
     ("preference", 3), ("preference", -1), ("priority", 3), ("priority", -1),
     ("token", bytes(31)), ("token", bytes(33)), ("token", None),
@@ -65,6 +52,7 @@ def test_prepare_with_invalid_argument(argument, value):
 @pytest.mark.parametrize("priority", list(Priority))
 @pytest.mark.parametrize("preference", list(ExecutionPreference))
 def test_prepare_accepts_every_preference_and_priority(preference, priority):
+    """Notified once, with a prepared model (which runs: test_deadlines' executions)."""
     launch, callback = prepare_with(preference=preference, priority=priority)
     assert launch == ErrorStatus.NONE
     assert callback.notify_count == 1 and callback.calls[0][0] == ErrorStatus.NONE
