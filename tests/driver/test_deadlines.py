@@ -44,15 +44,7 @@ def fence_signalled_after(seconds: float, state: FenceState = FenceState.SIGNALE
     return fence
 
 
-# --- preparation -----------------------------------------------------------------------------
-
-def test_prepare_with_passed_deadline_reports_it_through_the_callback():
-    launch, status, prepared = prepare_status(SampleDriver(), finite_loop_model(),
-                                              deadline=passed_deadline())
-    assert status == ErrorStatus.MISSED_DEADLINE_PERSISTENT
-    assert prepared is None
-    assert launch == ErrorStatus.NONE
-
+# --- preparation (past its deadline: test_hal_callbacks) ------------------------------------
 
 def test_prepare_with_unlimited_or_future_deadline_succeeds():
     for deadline in (UNLIMITED, deadline_in(60)):
