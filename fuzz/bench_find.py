@@ -185,10 +185,7 @@ def fuzz_command(bug: Bug, configuration: Configuration, seconds: float, seed: i
 def first_finding(artifacts: Path) -> tuple[float, str] | None:
     """(time, rule) of the earliest finding in ``artifacts``, or None."""
     files = [p for p in artifacts.iterdir() if p.name.startswith(FINDING_FILES)] if artifacts.is_dir() else []
-    if not files:
-        return None
-    when = min(p.stat().st_mtime for p in files)
-    return when, finding_rule(artifacts, files)
+    return (min(p.stat().st_mtime for p in files), finding_rule(artifacts, files)) if files else None
 
 
 #: A line of findings.log: the input's hash, the exception's class, then its message,
@@ -386,10 +383,6 @@ class Summary:
     median_startup_s: float | None   # of all runs: launch to libFuzzer's start
     rules: list[str] = field(default_factory=list)   # the rules the findings named
 
-    @property
-    def all_found(self) -> bool:
-        return self.found == self.runs
-
 
 def summarise(runs: list[dict], seconds: float) -> list[Summary]:
     groups: dict[tuple[str, str], list[dict]] = {}
@@ -424,12 +417,8 @@ class Targets:
 
 
 def targets(summary: Summary, seconds: float) -> Targets:
-    if summary.all_found and summary.max_s <= TARGET_FOUND_WITHIN_S:
-        every = True
-    elif seconds < TARGET_FOUND_WITHIN_S:
-        every = None
-    else:
-        every = False
+    every = (True if summary.found == summary.runs and summary.max_s <= TARGET_FOUND_WITHIN_S
+             else None if seconds < TARGET_FOUND_WITHIN_S else False)
     return Targets(every, summary.median_s <= TARGET_MEDIAN_S and summary.found * 2 > summary.runs)
 
 
@@ -763,12 +752,9 @@ def compare(report: dict, other: dict) -> list[Change]:
 
 
 def comparison_lines(changes: list[Change]) -> list[str]:
-    lines = [f"{'configuration':18} {'bug':26} {'before s':>9} {'after s':>9}  verdict"]
-    for c in changes:
-        spread = "beyond run-to-run spread" if c.significant else "within run-to-run spread"
-        lines.append(f"{c.configuration:18} {c.bug:26} {c.before_s:9.1f} {c.after_s:9.1f}  "
-                     f"{c.verdict}, {spread} (p={c.p:.3f})")
-    return lines
+    return [f"{'configuration':18} {'bug':26} {'before s':>9} {'after s':>9}  verdict",
+            *(f"{c.configuration:18} {c.bug:26} {c.before_s:9.1f} {c.after_s:9.1f}  {c.verdict}, "
+              f"{'beyond' if c.significant else 'within'} run-to-run spread (p={c.p:.3f})" for c in changes)]
 
 
 def write_comparison(lines: list[str], other: Path, out_dir: Path) -> None:

@@ -460,11 +460,9 @@ def met_text(met: bool | None) -> str:
 
 
 def target_lines(report: dict) -> list[str]:
-    lines = []
-    for s in report["summaries"]:
-        lines.append(f"{s['area']}: {s['killed']} of {s['scored']} non-equivalent mutants killed "
-                     f"({percent(s['score'])}); target >= {percent(s['target'])}: {met_text(s['met'])}")
-    return lines
+    return [f"{s['area']}: {s['killed']} of {s['scored']} non-equivalent mutants killed "
+            f"({percent(s['score'])}); target >= {percent(s['target'])}: {met_text(s['met'])}"
+            for s in report["summaries"]]
 
 
 def settings_lines(report: dict) -> list[str]:
