@@ -232,14 +232,10 @@ def run_once(bug: Bug, configuration: Configuration, repetition: int, seconds: f
     stopper.cancel()
     ended = time.time()
     finding = first_finding(directory / "artifacts")
-    if finding is not None and finding[0] - started <= seconds:
-        run.found = True
-        run.seconds = round(finding[0] - started, 3)
-        run.rule = finding[1]
-        run.expected_rule = run.rule in bug.rules
-    else:
-        run.seconds = round(min(ended - started, seconds), 3)
-        run.rule = finding[1] if finding is not None else None
+    run.rule = finding[1] if finding is not None else None
+    run.found = finding is not None and finding[0] - started <= seconds
+    run.seconds = round(finding[0] - started if run.found else min(ended - started, seconds), 3)
+    run.expected_rule = run.found and run.rule in bug.rules
     return run
 
 
