@@ -35,7 +35,7 @@ import argparse
 import concurrent.futures
 import datetime
 import html
-import importlib
+import importlib.metadata
 import itertools
 import json
 import math
@@ -185,10 +185,7 @@ def fuzz_command(bug: Bug, configuration: Configuration, seconds: float, seed: i
 def first_finding(artifacts: Path) -> tuple[float, str] | None:
     """(time, rule) of the earliest finding in ``artifacts``, or None."""
     files = [p for p in artifacts.iterdir() if p.name.startswith(FINDING_FILES)] if artifacts.is_dir() else []
-    if not files:
-        return None
-    when = min(p.stat().st_mtime for p in files)
-    return when, finding_rule(artifacts, files)
+    return (min(p.stat().st_mtime for p in files), finding_rule(artifacts, files)) if files else None
 
 
 #: A line of findings.log: the input's hash, the exception's class, then its message,
@@ -224,30 +221,38 @@ def run_once(bug: Bug, configuration: Configuration, repetition: int, seconds: f
     (directory / "artifacts").mkdir()
     run = Run(configuration.name, bug.name, repetition, seed, directory=str(directory))
     command = fuzz_command(bug, configuration, seconds, seed, directory)
-    env = dict(os.environ, PYTHONUNBUFFERED="1",    # each line timed as it is written
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
     started = time.time()
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, errors="replace")
+    process = launch(command, REPO_ROOT, REPO_ROOT)
     stopper = threading.Timer(seconds, stop, (process,))
     stopper.daemon = True
     stopper.start()
     run.startup_seconds, run.inputs = follow(process, started, command, directory / "run.log")
-    _, status, usage = os.wait4(process.pid, 0)        # (Popen.wait gives no CPU time)
-    process.returncode = run.exit_code = os.waitstatus_to_exitcode(status)
+    run.cpu_seconds = reap(process)
+    run.exit_code = process.returncode
     stopper.cancel()
     ended = time.time()
-    run.cpu_seconds = round(usage.ru_utime + usage.ru_stime, 3)
     finding = first_finding(directory / "artifacts")
-    if finding is not None and finding[0] - started <= seconds:
-        run.found = True
-        run.seconds = round(finding[0] - started, 3)
-        run.rule = finding[1]
-        run.expected_rule = run.rule in bug.rules
-    else:
-        run.seconds = round(min(ended - started, seconds), 3)
-        run.rule = finding[1] if finding is not None else None
+    run.rule = finding[1] if finding is not None else None
+    run.found = finding is not None and finding[0] - started <= seconds
+    run.seconds = round(finding[0] - started if run.found else min(ended - started, seconds), 3)
+    run.expected_rule = run.found and run.rule in bug.rules
     return run
+
+
+def launch(command: list[str], cwd: Path, *paths: Path) -> subprocess.Popen:
+    """``command`` started in ``cwd`` with ``paths`` first on its Python path, its output
+    (stderr too) piped, unbuffered: each line is timed as it is written."""
+    path = os.pathsep.join(filter(None, [*map(str, paths), os.environ.get("PYTHONPATH")]))
+    return subprocess.Popen(command, cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+
+
+def reap(process: subprocess.Popen) -> float:
+    """Wait for ``process`` to end (its returncode set); the CPU seconds it took (which
+    Popen.wait does not give)."""
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return round(usage.ru_utime + usage.ru_stime, 3)
 
 
 def follow(process: subprocess.Popen, started: float, command: list[str],
@@ -287,19 +292,26 @@ def run_suite(configurations: list[Configuration], bugs: list[Bug], repetitions:
     """Every (configuration, bug, repetition), ``jobs`` processes at a time; ``on_run`` is
     called with each run as it ends (and the runs so far)."""
     plan = [(b, c, r) for c in configurations for b in bugs for r in range(repetitions)]
-    runs: list[tuple[int, Run]] = []
+    return in_parallel([lambda task=task: run_once(*task, seconds, work_dir) for task in plan], jobs,
+                       on_run and (lambda run, runs: on_run(run, runs, len(plan))))
+
+
+def in_parallel(tasks: list, jobs: int, on_done=None) -> list:
+    """The results of ``tasks`` (calls of no argument), ``jobs`` at a time, in their order;
+    ``on_done`` is called with each result as it comes (and the results so far, in order)."""
+    results: dict[int, object] = {}
     lock = threading.Lock()
 
     def one(index: int) -> None:
-        run = run_once(*plan[index], seconds, work_dir)
+        result = tasks[index]()
         with lock:
-            runs.append((index, run))
-            if on_run is not None:
-                on_run(run, [r for _, r in sorted(runs, key=lambda pair: pair[0])], len(plan))
+            results[index] = result
+            if on_done is not None:
+                on_done(result, [results[i] for i in sorted(results)])
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for future in [pool.submit(one, index) for index in range(len(plan))]:
+        for future in [pool.submit(one, index) for index in range(len(tasks))]:
             future.result()
-    return [run for _, run in sorted(runs, key=lambda pair: pair[0])]
+    return [results[i] for i in sorted(results)]
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -367,10 +379,6 @@ class Summary:
     median_startup_s: float | None   # of all runs: launch to libFuzzer's start
     rules: list[str] = field(default_factory=list)   # the rules the findings named
 
-    @property
-    def all_found(self) -> bool:
-        return self.found == self.runs
-
 
 def summarise(runs: list[dict], seconds: float) -> list[Summary]:
     groups: dict[tuple[str, str], list[dict]] = {}
@@ -405,12 +413,8 @@ class Targets:
 
 
 def targets(summary: Summary, seconds: float) -> Targets:
-    if summary.all_found and summary.max_s <= TARGET_FOUND_WITHIN_S:
-        every = True
-    elif seconds < TARGET_FOUND_WITHIN_S:
-        every = None
-    else:
-        every = False
+    every = (True if summary.found == summary.runs and summary.max_s <= TARGET_FOUND_WITHIN_S
+             else None if seconds < TARGET_FOUND_WITHIN_S else False)
     return Targets(every, summary.median_s <= TARGET_MEDIAN_S and summary.found * 2 > summary.runs)
 
 
@@ -434,13 +438,31 @@ def machine() -> dict:
                     if line.startswith("model name")), "")
     except OSError:
         pass
-    try:
-        from importlib.metadata import version
-        atheris_version = version("atheris")
-    except Exception:   # not installed as a distribution
-        atheris_version = None
     return {"platform": platform.platform(), "python": platform.python_version(), "cpu": cpu,
-            "cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "atheris": atheris_version}
+            "cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "atheris": version_of("atheris")}
+
+
+def version_of(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except Exception:   # not installed as a distribution
+        return None
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def machine_text(m: dict, extra: str = "", load: bool = True) -> str:
+    """The machine a report's runs were made on (``extra`` after its Python), with the load
+    average at their start and end."""
+    text = (f"Machine: {m['cpu'] or 'unknown CPU'}, {m['cpus']} CPUs, {m['platform']}, "
+            f"Python {m['python']}{extra}")
+    if not load:
+        return text + "."
+    return (f"{text}; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
+            + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}"
+               if "load_average_end" in m else "") + ".")
 
 
 def commit() -> dict:
@@ -459,7 +481,7 @@ def new_report(configurations: list[Configuration], bugs: list[Bug], repetitions
                      "configurations": {c.name: dict(asdict(c), seconds=seconds) for c in configurations},
                      "bugs": {b.name: asdict(b) for b in bugs}},
         "machine": machine(), "commit": commit(),
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "started": utc_now(),
         "runs": [],
     }
 
@@ -568,14 +590,10 @@ def settings_lines(report: dict) -> list[str]:
     s, m, c = report["settings"], report["machine"], report["commit"]
     separate = [f"{name}: {configuration['run']}." for name, configuration in s["configurations"].items()
                 if "run" in configuration]
-    load = (f"; load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
-            + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}"
-               if "load_average_end" in m else ""))
     return ["Configurations run separately, each one's commit, start and load below." if separate else
             f"Commit {c['sha'][:12]}{' (with uncommitted changes)' if c['dirty'] else ''} on {c['branch']}, "
             f"started {report['started']}.",
-            f"Machine: {m['cpu'] or 'unknown CPU'}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}, "
-            f"atheris {m['atheris']}{'' if separate else load}.",
+            machine_text(m, f", atheris {m['atheris']}", load=not separate),
             f"Settings: {s['repetitions']} repetition(s) (-seed=1..{s['repetitions']}) of at most "
             f"{limits_text(report)} wall time each, {s['jobs']} at once; corpus/ holds {s['corpus_inputs']} "
             f"inputs. A run that found nothing counts as its time limit. Found: any finding (planted rule: "
@@ -598,17 +616,19 @@ def markdown(report: dict, picture: str | None) -> str:
         out += [f"![Share of the suite found against time]({picture})", ""]
     if len(report["settings"]["configurations"]) > 1:
         header, body = overview(report)
-        out += ["## Overview (found/runs, median time to find)", "",
-                "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-                *("| " + " | ".join(cells) + " |" for cells in body), ""]
+        out += ["## Overview (found/runs, median time to find)", "", *markdown_table(header, body)]
     rows = summary_rows(report)
     for name, configuration in report["settings"]["configurations"].items():
         out += [f"## {name}", "", configuration.get("about", ""), ""]
-        header = COLUMNS + (TARGET_COLUMNS if name == "default" else [])
-        out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        out += ["| " + " | ".join(cells) + " |" for c, cells in rows if c == name]
-        out.append("")
+        out += markdown_table(COLUMNS + (TARGET_COLUMNS if name == "default" else []),
+                              [cells for c, cells in rows if c == name])
     return "\n".join(out)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a Markdown table, and a blank one after it."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(cells) + " |" for cells in rows), ""]
 
 
 def html_page(report: dict, picture: str | None) -> str:
@@ -728,12 +748,9 @@ def compare(report: dict, other: dict) -> list[Change]:
 
 
 def comparison_lines(changes: list[Change]) -> list[str]:
-    lines = [f"{'configuration':18} {'bug':26} {'before s':>9} {'after s':>9}  verdict"]
-    for c in changes:
-        spread = "beyond run-to-run spread" if c.significant else "within run-to-run spread"
-        lines.append(f"{c.configuration:18} {c.bug:26} {c.before_s:9.1f} {c.after_s:9.1f}  "
-                     f"{c.verdict}, {spread} (p={c.p:.3f})")
-    return lines
+    return [f"{'configuration':18} {'bug':26} {'before s':>9} {'after s':>9}  verdict",
+            *(f"{c.configuration:18} {c.bug:26} {c.before_s:9.1f} {c.after_s:9.1f}  {c.verdict}, "
+              f"{'beyond' if c.significant else 'within'} run-to-run spread (p={c.p:.3f})" for c in changes)]
 
 
 def write_comparison(lines: list[str], other: Path, out_dir: Path) -> None:

@@ -50,8 +50,6 @@ operations'.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import datetime
 import difflib
 import hashlib
 import importlib
@@ -71,6 +69,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fuzz import bench_find, pristine
+from fuzz.bench_find import markdown_table
 from fuzz.nightly import DEFAULT_TIMEOUT_S
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -308,11 +307,8 @@ def run_copy(name: str, changed: dict[str, str], snapshot: Snapshot, reference_r
     (directory / "corpus").mkdir()
     (directory / "artifacts").mkdir()
     command = fake_command(directory, changed) if fake else fuzz_command(copy, directory)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
-        filter(None, [str(copy), str(reference_root), os.environ.get("PYTHONPATH")])))
     started = time.time()
-    process = subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, errors="replace")
+    process = bench_find.launch(command, copy, copy, reference_root)
     stopped = threading.Event()
     fuzzing_since: list[float] = []
 
@@ -331,13 +327,12 @@ def run_copy(name: str, changed: dict[str, str], snapshot: Snapshot, reference_r
     timers[0].start()
     startup, inputs = bench_find.follow(process, started, command, directory / "run.log", on_start)
     inputs = harness_inputs(directory / "run.log") or inputs
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    cpu_seconds = bench_find.reap(process)
     for timer in timers:
         timer.cancel()
     ended = time.time()
     outcome = Outcome(SURVIVED, wall_seconds=round(ended - started, 3), startup_seconds=startup, inputs=inputs,
-                      cpu_seconds=round(usage.ru_utime + usage.ru_stime, 3), exit_code=process.returncode,
+                      cpu_seconds=cpu_seconds, exit_code=process.returncode,
                       directory=str(directory))
     finding = bench_find.first_finding(directory / "artifacts")
     if not fuzzing_since:
@@ -365,23 +360,14 @@ def run_all(chosen: list[tuple[Mutant, str]], snapshot: Snapshot, reference_root
             work_dir: Path, keep_copies: bool = False, fake: bool = False, on_run=None) -> list[tuple[Mutant, Outcome]]:
     """Every mutant in a scratch copy of its own, ``jobs`` runs at a time; ``on_run`` is
     called with each as it ends (and the results so far)."""
-    results: dict[int, tuple[Mutant, Outcome]] = {}
-    lock = threading.Lock()
-
-    def one(index: int) -> None:
-        mutant, code = chosen[index]
+    def one(mutant: Mutant, code: str) -> tuple[Mutant, Outcome]:
         directory = work_dir / "mutants"
         outcome = run_copy(mutant.id, {mutant.path: code}, snapshot, reference_root, seconds, directory,
                            keep_copies, fake)
         (directory / mutant.id / "mutant.diff").write_text(mutant.diff)
-        with lock:
-            results[index] = (mutant, outcome)
-            if on_run is not None:
-                on_run(mutant, outcome, [results[i] for i in sorted(results)], len(chosen))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for future in [pool.submit(one, index) for index in range(len(chosen))]:
-            future.result()
-    return [results[i] for i in sorted(results)]
+        return mutant, outcome
+    return bench_find.in_parallel([lambda task=task: one(*task) for task in chosen], jobs,
+                                  on_run and (lambda result, results: on_run(*result, results, len(chosen))))
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -474,21 +460,16 @@ def met_text(met: bool | None) -> str:
 
 
 def target_lines(report: dict) -> list[str]:
-    lines = []
-    for s in report["summaries"]:
-        lines.append(f"{s['area']}: {s['killed']} of {s['scored']} non-equivalent mutants killed "
-                     f"({percent(s['score'])}); target >= {percent(s['target'])}: {met_text(s['met'])}")
-    return lines
+    return [f"{s['area']}: {s['killed']} of {s['scored']} non-equivalent mutants killed "
+            f"({percent(s['score'])}); target >= {percent(s['target'])}: {met_text(s['met'])}"
+            for s in report["summaries"]]
 
 
 def settings_lines(report: dict) -> list[str]:
     s, m = report["settings"], report["machine"]
     control = report.get("control")
     lines = [f"Commit {s['commit'][:12]} (`--rev {s['rev']}`), started {report['started']}.",
-             f"Machine: {m['cpu'] or 'unknown CPU'}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}; "
-             f"load average at start {', '.join(f'{x:.1f}' for x in m['load_average'])}"
-             + (f", at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}." if "load_average_end" in m
-                else "."),
+             bench_find.machine_text(m),
              f"Settings: {s['mutants']} mutants (--seed {s['seed']}), cosmic-ray {s['cosmic_ray']}; each fuzzed for "
              f"at most {s['seconds']:g} s from libFuzzer's start (start-up not counted), {s['jobs']} at once, "
              f"against the unmutated driver as reference, relations on. Operations files drawn: "
@@ -520,11 +501,6 @@ def summary_row(s: dict, population: dict) -> list[str]:
             bench_find.seconds_text(s["median_seconds_to_kill"])]
 
 
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(cells) + " |" for cells in rows), ""]
-
-
 def where(r: dict) -> str:
     return f"`{r['path']}:{r['line']}`"
 
@@ -534,18 +510,19 @@ def markdown(report: dict) -> str:
     out = ["# Mutation score of the harness", "", *settings_lines(report), "",
            "The score is the share of an area's mutants the fuzzer killed, leaving out the equivalent "
            "ones and those killed by start-up; mutants (of): sampled (of all in the area's files).", ""]
-    out += table(SUMMARY_COLUMNS, [summary_row(s, report["population"]) for s in report["summaries"]])
+    out += markdown_table(SUMMARY_COLUMNS, [summary_row(s, report["population"]) for s in report["summaries"]])
     out += ["## Targets", "", *(f"- {line}" for line in target_lines(report)), ""]
     killed = [r for r in results if r["verdict"] == KILLED]
     out += ["## Killed", "", "Time to kill: seconds from libFuzzer's start (wall: from launch).", ""]
-    out += table(["mutant", "area", "where", "operator", "s to kill", "wall s", "inputs", "rule"],
-                 [[r["id"], r["area"], where(r), r["operator"], f"{r['seconds']:.1f}", f"{r['wall_seconds']:.1f}",
-                   "-" if r["inputs"] is None else f"{r['inputs']:,}", r["rule"] or "-"] for r in killed])
+    out += markdown_table(["mutant", "area", "where", "operator", "s to kill", "wall s", "inputs", "rule"],
+                          [[r["id"], r["area"], where(r), r["operator"], f"{r['seconds']:.1f}",
+                            f"{r['wall_seconds']:.1f}", "-" if r["inputs"] is None else f"{r['inputs']:,}",
+                            r["rule"] or "-"] for r in killed])
     startup = [r for r in results if r["verdict"] == STARTUP]
     if startup:
         out += ["## Killed by start-up", ""]
-        out += table(["mutant", "area", "where", "operator", "died of"],
-                     [[r["id"], r["area"], where(r), r["operator"], f"`{r['why']}`"] for r in startup])
+        out += markdown_table(["mutant", "area", "where", "operator", "died of"],
+                              [[r["id"], r["area"], where(r), r["operator"], f"`{r['why']}`"] for r in startup])
     out += ["## Survivors", "", f"Classified in `{report['settings']['classified']}` (by mutant id).", ""]
     for r in (r for r in results if r["verdict"] == SURVIVED):
         out += [f"### {r['id']}: {r['class']}", "",
@@ -564,23 +541,15 @@ def write_report(report: dict, out_dir: Path, classified: dict[str, dict]) -> di
     return full
 
 
-def cosmic_ray_version() -> str | None:
-    try:
-        from importlib.metadata import version
-        return version("cosmic-ray")
-    except Exception:   # not installed as a distribution
-        return None
-
-
 def new_report(snapshot: Snapshot, rev: str, args: argparse.Namespace, population: dict) -> dict:
     return {
         "settings": {"rev": rev, "commit": snapshot.commit, "mutants": args.mutants, "seed": args.seed,
                      "seconds": args.seconds, "jobs": args.jobs, "operation_files": args.operation_files,
                      "classified": str(args.classified.relative_to(REPO_ROOT) if args.classified.is_relative_to(REPO_ROOT)
                                        else args.classified),
-                     "cosmic_ray": cosmic_ray_version(), "fake_kill": args.fake_kill},
+                     "cosmic_ray": bench_find.version_of("cosmic-ray"), "fake_kill": args.fake_kill},
         "machine": bench_find.machine(),
-        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "started": bench_find.utc_now(),
         "population": population, "control": None, "mutants": [],
     }
 

@@ -185,12 +185,8 @@ class Progress:
 
 
 def last_progress(log_text: str) -> Progress:
-    progress = Progress()
-    for line in log_text.splitlines():
-        match = PROGRESS.match(line)
-        if match:
-            progress = Progress(*(int(group or 0) for group in match.groups()))
-    return progress
+    matches = [match for match in map(PROGRESS.match, log_text.splitlines()) if match]
+    return Progress(*(int(group or 0) for group in matches[-1].groups())) if matches else Progress()
 
 
 def harness_summary(stats_dir: Path) -> str:

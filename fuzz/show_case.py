@@ -112,10 +112,8 @@ def describe_subgraph(model: Model, number: int, sg: Subgraph,
         rows.append([str(i), name_of(OperandType, o.type), str(list(o.dimensions)), quant,
                      name_of(OperandLifeTime, lifetime), str(o.numberOfConsumers),
                      format_location(o.location), value])
-    lines += table(rows)
-    for k, op in enumerate(sg.operations):
-        lines.append(f"  op {k}: {name_of(OperationType, op.type)} {op.inputs} -> {op.outputs}")
-    return lines
+    return lines + table(rows) + [f"  op {k}: {name_of(OperationType, op.type)} {op.inputs} -> {op.outputs}"
+                                  for k, op in enumerate(sg.operations)]
 
 
 def describe_request(case: FuzzCase, spec: codec.RequestSpec) -> list[str]:
@@ -146,12 +144,9 @@ def describe_request(case: FuzzCase, spec: codec.RequestSpec) -> list[str]:
                              arg_spec is not None and arg_spec.location is not None)
                 text += f" {how} {preview(read_location(blob, location), operand.type)}"
             lines.append(text.rstrip())
-    for j, pool in enumerate(request.pools):
-        if pool.hidlMemory is None:
-            lines.append(f"  pool {j}: token {pool.token}")
-        else:
-            lines.append(f"  pool {j}: {pool.hidlMemory.name} {pool.hidlMemory.size} bytes")
-    return lines
+    return lines + [f"  pool {j}: token {pool.token}" if pool.hidlMemory is None else
+                    f"  pool {j}: {pool.hidlMemory.name} {pool.hidlMemory.size} bytes"
+                    for j, pool in enumerate(request.pools)]
 
 
 def ms(ns: int | None) -> str:

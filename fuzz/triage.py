@@ -325,10 +325,9 @@ class Worker:
         line = process.stdout.readline()
         if not line:
             return self._died(process, data)
-        answer = json.loads(line)
-        if answer["failure"] is None:
+        fields = json.loads(line)["failure"]
+        if fields is None:
             return None
-        fields = answer["failure"]
         fields["frames"] = tuple(tuple(frame) for frame in fields["frames"])
         fields["operations"] = tuple(fields["operations"])
         failure = Failure(**fields)

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""Time to find each planted bug of tests/fuzz/broken_drivers.py, per configuration of the
-fuzzer: see fuzz/bench_find.py (installed as the command nnhal-bench-find).
-
-    python scripts/bench_find.py [-r 5] [-t 120] [-j 1] [--configurations all] [--compare OLD.json]
-"""
+"""nnhal-bench-find (fuzz/bench_find.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

@@ -156,12 +156,13 @@ def blocks_child(corpus: Path, mutations: int, report: Path) -> None:
     report.write_text(json.dumps({"inputs": len(inputs), "total": counted[0], "phases": per_phase}))
 
 
-def blocks_per_input(corpus: Path, mutations: int) -> dict:
+def child_report(flag: str, corpus: Path, *extra: str, stderr=None) -> dict:
+    """The JSON report of this script run again as a child (``flag``: --blocks-child or
+    --coverage-child) on ``corpus``."""
     with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "blocks.json"
-        subprocess.run([sys.executable, __file__, "--blocks-child", str(report), "--corpus", str(corpus),
-                        "--mutations", str(mutations)], cwd=REPO_ROOT, check=True, timeout=1800,
-                       stderr=subprocess.DEVNULL)
+        report = Path(scratch) / "report.json"
+        subprocess.run([sys.executable, __file__, flag, str(report), "--corpus", str(corpus), *extra],
+                       cwd=REPO_ROOT, check=True, timeout=1800, stderr=stderr)
         return json.loads(report.read_text())
 
 
@@ -187,14 +188,6 @@ def coverage_child(corpus: Path, report: Path) -> None:
         _, statements, _, missing, _ = cov.analysis2(filename)
         files[os.path.relpath(filename, REPO_ROOT)] = (len(statements), len(missing))
     report.write_text(json.dumps({"percent": percent, "files": files}))
-
-
-def coverage_of_replay(corpus: Path) -> dict:
-    with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "coverage.json"
-        subprocess.run([sys.executable, __file__, "--coverage-child", str(report), "--corpus", str(corpus)],
-                       cwd=REPO_ROOT, check=True, timeout=1800)
-        return json.loads(report.read_text())
 
 
 def main() -> int:
@@ -239,14 +232,15 @@ def main() -> int:
                   f"{local['violations']} violations")
             print(f"  {local['harness']}")
     if not args.skip_blocks:
-        blocks = blocks_per_input(args.corpus, args.mutations)
+        blocks = child_report("--blocks-child", args.corpus, "--mutations", str(args.mutations),
+                              stderr=subprocess.DEVNULL)
         count = max(1, blocks["inputs"])
         print(f"instrumented blocks per input (corpus + {args.mutations} mutations, "
               f"{blocks['inputs']} inputs): {blocks['total'] / count:.0f}")
         for phase, total in sorted(blocks["phases"].items(), key=lambda item: -item[1]):
             print(f"  {phase}: {total / count:.0f}")
     if not args.skip_coverage:
-        covered = coverage_of_replay(args.corpus)
+        covered = child_report("--coverage-child", args.corpus)
         verdict = "meets" if covered["percent"] >= TARGET_COVERAGE else "below"
         print(f"line coverage of driver/ replaying the corpus: {covered['percent']:.1f} % "
               f"({verdict} the {TARGET_COVERAGE:.0f} % target)")

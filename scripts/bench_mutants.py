@@ -1,10 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation score of the harness: how many mutants of the bundled driver a fuzz run against
-the unmutated driver kills: see fuzz/bench_mutants.py (installed as the command
-nnhal-bench-mutants).
-
-    python scripts/bench_mutants.py [-n 100] [-t 60] [-j 1] [--seed 0] [--from-json REPORT.json]
-"""
+"""nnhal-bench-mutants (fuzz/bench_mutants.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

@@ -32,35 +32,27 @@ def project_packages(root: Path = REPO_ROOT) -> list[str]:
                   if (path / "__init__.py").is_file() and any(fnmatch.fnmatch(path.name, p) for p in patterns))
 
 
-def package_files(root: Path, package: str) -> list[Path]:
-    return sorted(path for path in (root / package).rglob("*")
-                  if path.is_file() and "__pycache__" not in path.parts)
-
-
 #: Packages the frozen fuzzer leaves out, also where a module of fuzz/ imports them (the
 #: LiteRT reproducers): an engine over a real runtime runs that runtime in a worker
 #: process of a real Python (backends/litert/worker.py), which a one-file binary does not have.
 NOT_FROZEN = frozenset({"backends"})
 
 
+def frozen_files(root: Path) -> list[Path]:
+    """Every file of the project's packages the frozen fuzzer bundles."""
+    return sorted(path for package in project_packages(root) if package not in NOT_FROZEN
+                  for path in (root / package).rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+
+
 def hidden_imports(root: Path = REPO_ROOT) -> list[str]:
     """Every module and package of the project's packages, dotted."""
-    names = []
-    for package in project_packages(root):
-        if package in NOT_FROZEN:
-            continue
-        for path in package_files(root, package):
-            if path.suffix == ".py":
-                parts = path.relative_to(root).with_suffix("").parts
-                names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+    dotted = [path.relative_to(root).with_suffix("").parts for path in frozen_files(root) if path.suffix == ".py"]
+    return [".".join(parts[:-1] if parts[-1] == "__init__" else parts) for parts in dotted]
 
 
 def data_files(root: Path = REPO_ROOT) -> list[tuple[Path, str]]:
     """(file, folder in the bundle) of every file in the packages that is not Python."""
-    return [(path, str(path.parent.relative_to(root)))
-            for package in project_packages(root) if package not in NOT_FROZEN
-            for path in package_files(root, package)
+    return [(path, str(path.parent.relative_to(root))) for path in frozen_files(root)
             if path.suffix not in (".py", ".pyc", ".so")]
 
 

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""The findings report of LiteRT as a driver under test: see fuzz/litert_report.py
-(installed as the command nnhal-litert-report).
-
-    python scripts/litert_report.py [--crashes crashes/] [--out reports/litert]
-"""
+"""nnhal-litert-report (fuzz/litert_report.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""Write a standalone reproducer of a LiteRT discrepancy: see fuzz/litert_repro.py
-(installed as the command nnhal-litert-repro).
-
-    python scripts/litert_repro.py CASE_OR_REPRODUCER [--driver backends.litert:KERNELSET] [--out DIR]
-"""
+"""nnhal-litert-repro (fuzz/litert_repro.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

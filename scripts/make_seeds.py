@@ -68,10 +68,8 @@ def write_seed(out_dir: Path, name: str, data: bytes, written: Written) -> bool:
 
 
 def own_seeds(out_dir: Path, written: Written) -> int:
-    count = 0
-    for name, spec in seed_specs().items():
-        count += write_seed(out_dir, f"own-{name}", codec.serialize(spec), written)
-    return count
+    return sum(write_seed(out_dir, f"own-{name}", codec.serialize(spec), written)
+               for name, spec in seed_specs().items())
 
 
 def case_bytes(case: FuzzCase) -> int:

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""The nightly fuzz job, run the same way on a laptop and in CI: see fuzz/nightly.py
-(installed as the command nnhal-nightly).
-
-    python scripts/nightly.py [--minutes M | --seconds S] [--driver MODULE:FACTORY] [--jobs N]
-"""
+"""nnhal-nightly (fuzz/nightly.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""Show fuzz inputs as the harness sees them: see fuzz/show_case.py (installed as the
-command nnhal-show-case).
-
-    python scripts/show_case.py FILE... [--dot OUT.dot] [--png]
-"""
+"""nnhal-show-case (fuzz/show_case.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 

@@ -1,9 +1,5 @@
 #!/usr/bin/env python3
-"""Triage fuzzer artifacts: reproduce, classify, minimise, sign and store each one: see
-fuzz/triage.py (installed as the command nnhal-triage).
-
-    python scripts/triage.py [--driver MODULE:FACTORY] [--reference MODULE:FACTORY|none] [--out DIR] [ARTIFACT ...]
-"""
+"""nnhal-triage (fuzz/triage.py) from a checkout, without installing: same flags, same output."""
 import sys
 from pathlib import Path
 
