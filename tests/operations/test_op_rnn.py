@@ -139,13 +139,6 @@ def test_bidirectional_time_major():
     assert merged.tolist() == [[[1, 6]], [[2.5, 5]], [[4.25, 3]]]
 
 
-def test_bidirectional_parallel_linking_feeds_the_backward_cell():
-    inputs, outputs = bidirectional(4, aux=(tensor(F32, [1, 3, 1]), omitted(F32), omitted(F32)))
-    fw, bw, fw_hidden, bw_hidden = run(BI, inputs, outputs, [X, np.zeros((1, 1)), np.zeros((1, 1)), AUX * 10])
-    assert fw.tolist() == [[[1], [2.5], [4.25]]] and bw.tolist() == [[[0], [-10], [-10]]]
-    assert fw_hidden.tolist() == [[4.25]] and bw_hidden.tolist() == [[0]]
-
-
 def test_bidirectional_cross_linking_adds_the_auxiliary_products():
     # fw steps take x + aux = 2, 2, 2: 2, 3, 3.5; bw steps x - aux = 0, 2, 4 from the end: 4, 6, 6.
     aux = (tensor(F32, [1, 3, 1]), const(F32, [[1]]), const(F32, [[-1]]))
@@ -273,6 +266,7 @@ def test_on_device_every_path():
     assert_same_everywhere(run_everywhere(UNI, uni_args, [(F16, (2, 3, 1), 0.0, 0), (F16, (2, 1), 0.0, 0)]),
                            [FORWARD.astype(np.float16), FORWARD[:, -1].astype(np.float16)])
 
+    # Parallel linking: the backward cell reads the auxiliary input (10, 0, -10) alone.
     zeros = np.zeros((1, 1), np.float32)
     bi_args = [fed_input(F32, X), *(constant_input(F32, v) for v in FW_CELL), fed_input(F32, zeros),
                *(constant_input(F32, v) for v in BW_CELL), fed_input(F32, zeros),
