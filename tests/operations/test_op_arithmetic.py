@@ -7,6 +7,7 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
+from driver.operations.common import quantized_activation_range
 from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
                                       quantize, rejects, run1, scalar, tensor)
 
@@ -172,10 +173,7 @@ def test_quantized_operands_need_a_positive_scale():
 def test_fused_activation_bounds_survive_a_tiny_quantization_scale():
     """A valid scale of 1e-45 puts RELU6's upper bound past float32's range: the clamp is
     then the type's own (this raised OverflowError from getSupportedOperations_1_3)."""
-    from driver.hal import OperandType
-    from driver.operations.common import quantized_activation_range
-    relu, relu6 = 1, 3
-    assert quantized_activation_range(relu6, 1e-45, 128, OperandType.TENSOR_QUANT8_ASYMM) == (128, 255)
-    assert quantized_activation_range(relu6, 1e-45, 0, OperandType.TENSOR_QUANT8_ASYMM_SIGNED) == (0, 127)
-    assert quantized_activation_range(relu, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 255)
-    assert quantized_activation_range(relu6, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 22)
+    assert quantized_activation_range(Act.RELU6, 1e-45, 128, Q8) == (128, 255)
+    assert quantized_activation_range(Act.RELU6, 1e-45, 0, QS8) == (0, 127)
+    assert quantized_activation_range(Act.RELU, 0.5, 10, Q8) == (10, 255)
+    assert quantized_activation_range(Act.RELU6, 0.5, 10, Q8) == (10, 22)

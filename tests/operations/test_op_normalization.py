@@ -261,20 +261,17 @@ def test_on_device_every_path():
     lrn_args = [fed_input(F32, y), constant_input(T.INT32, 1), fed_input(T.FLOAT32, 1.0),
                 constant_input(T.FLOAT32, 1.0), constant_input(T.FLOAT32, 1.0)]
     results = run_everywhere(Op.LOCAL_RESPONSE_NORMALIZATION, lrn_args, [(F32, (3,), 0.0, 0)])
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got, [1 / 6, 2 / 15, 3 / 14], rtol=1e-6)
+    assert_same_everywhere(results, [[1 / 6, 2 / 15, 3 / 14]], rtol=1e-6)
     z = np.array([1, 2, 3, 2], np.float32).reshape(1, 2, 1, 2)
     results = run_everywhere(Op.INSTANCE_NORMALIZATION, [fed_input(F32, z), *(constant_input(T.FLOAT32, v)
                                                                              for v in (1.0, 0.0, 1e-3)),
                                                          fed_input(T.BOOL, False)],
                              [(F32, (1, 2, 1, 2), 0.0, 0)])
     d = 1 / math.sqrt(1.001)
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got.reshape(-1), [-d, 0, d, 0], rtol=1e-6, atol=1e-7)
+    assert_same_everywhere(results, [np.reshape([-d, 0, d, 0], (1, 2, 1, 2))], rtol=1e-6)
     results = run_everywhere(Op.LOG_SOFTMAX, [fed_input(F32, [1.0, 1.0]), constant_input(T.FLOAT32, 1.0),
                                               constant_input(T.INT32, 0)], [(F32, (2,), 0.0, 0)])
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got, [-math.log(2)] * 2, rtol=1e-6)
+    assert_same_everywhere(results, [[-math.log(2)] * 2], rtol=1e-6)
     assert_same_everywhere(run_everywhere(Op.PRELU, [fed_input(Q8, [130, 124], scale=0.5, zero_point=128),
                                                      constant_input(Q8, [54], scale=0.25, zero_point=50)],
                                           [(Q8, (2,), 0.5, 100)]), [np.array([102, 96], np.uint8)])
