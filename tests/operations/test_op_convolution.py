@@ -13,12 +13,12 @@ from driver.errors import ValidationError
 from driver.hal import SymmPerChannelQuantParams
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from driver.operations._spatial import PaddingScheme, dilate_spatial, transpose_implicit_padding
-from tests.operations.helpers import const, definition, output, rejects, run1, scalar, tensor, validate
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, definition, output, rejects,
+                                      run1, scalar, tensor, validate)
 from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input, refused_by_the_device,
                                         run_everywhere)
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8, PER_CHANNEL = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 SAME, VALID = PaddingScheme.SAME, PaddingScheme.VALID
 
 X3 = np.arange(1, 10, dtype=np.float32).reshape(1, 3, 3, 1)     # 1..9, NHWC

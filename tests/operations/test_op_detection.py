@@ -12,12 +12,11 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.detection import MAX_DETECTIONS, NmsKernel
-from tests.operations.helpers import const, context, definition, infer, output, rejects, run, tensor
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, infer,
+                                      output, rejects, run, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8, Q16A, Q16S = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM,
-                       T.TENSOR_QUANT16_SYMM)
+Q16A, Q16S = T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM
 
 
 # --- AXIS_ALIGNED_BBOX_TRANSFORM ------------------------------------------------------------------

@@ -10,11 +10,10 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, output,
+                                      rejects, run1, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 L2_OUT = {Q8: (1 / 128, 128), QS8: (1 / 128, 0)}
 
 

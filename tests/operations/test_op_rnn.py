@@ -10,11 +10,10 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from driver.limits import MAX_TIME_STEPS
-from tests.operations.helpers import (OMITTED, const, context, definition, infer, omitted, output,
-                                      rejects, run, scalar, tensor)
+from tests.operations.helpers import (F16, F32, OMITTED, const, context, definition, infer,
+                                      omitted, output, rejects, run, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 RNN, UNI, BI = Op.RNN, Op.UNIDIRECTIONAL_SEQUENCE_RNN, Op.BIDIRECTIONAL_SEQUENCE_RNN
 
 

@@ -10,12 +10,12 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.roi import quantize_f32
-from tests.operations.helpers import const, context, definition, output, rejects, run, run1, scalar, tensor
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, output,
+                                      rejects, run, run1, scalar, tensor)
 from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input,
                                         refused_by_the_device, run_everywhere)
 
-F32, F16, Q8, QS8, Q16, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
-                               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM, T.TENSOR_INT32)
+Q16 = T.TENSOR_QUANT16_ASYMM
 ALIGN, POOLING, HEATMAP = Op.ROI_ALIGN, Op.ROI_POOLING, Op.HEATMAP_MAX_KEYPOINT
 #: A 4 x 4 NHWC map whose pixel (y, x) is 10 y + x: bilinear interpolation there is exact.
 RAMP = (10 * np.arange(4)[:, None] + np.arange(4)).astype(np.float32).reshape(1, 4, 4, 1)

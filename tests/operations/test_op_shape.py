@@ -10,10 +10,9 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.limits import MAX_RANK
-from tests.operations.helpers import (OMITTED, const, context, definition, infer, omitted, output,
-                                      rejects, run, run1, scalar, tensor)
+from tests.operations.helpers import (F32, I32, OMITTED, Q8, QS8, const, context, definition,
+                                      infer, omitted, output, rejects, run, run1, scalar, tensor)
 
-F32, I32, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
 

@@ -8,11 +8,10 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, definition, infer, omitted, output,
+from tests.operations.helpers import (F16, F32, const, context, definition, infer, omitted, output,
                                       rejects, run, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 
 #: Two filters over input [1, 2]: weights_feature I gives activations 1 and 2, which go into
 #: the last slot of the memories [1, 2, _] and [3, 4, _]; weights_time [1, 1, 1] and

@@ -14,8 +14,6 @@ from driver.operations.signatures import (Range, Signature, SignatureTable, conc
                                           same_as, scalar, tensor)
 from tests.operations.helpers import const, context, omitted, output, tensor as tensor_info
 
-SCALAR_TYPES = {T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32}
-
 
 def operands_of(types, outputs=None):
     """Run-time operands (unknown shape, positive scale) of the given types; ``outputs``:
