@@ -154,19 +154,14 @@ def test_signature_rejections(op):
             "fused activation 1")
 
 
-def test_div_has_no_quantized_form():
-    rejects(Op.DIV, *binary(Op.DIV, Q8, [2], [2], [2], a=(1.0, 0), b=(1.0, 0), out=(1.0, 0)),
-            "TENSOR_QUANT8_ASYMM")
-
-
-@pytest.mark.parametrize("operand_type", [Q8, QS8])
-def test_quantized_mul_needs_output_scale_above_input_product(operand_type):
-    rejects(Op.MUL, *binary(Op.MUL, operand_type, [2], [2], [2], a=(0.5, 0), b=(0.5, 0), out=(0.25, 0)),
-            "must exceed")
-
-
-def test_quantized_operands_need_a_positive_scale():
-    rejects(Op.ADD, *binary(Op.ADD, Q8, [2], [2], [2], a=(0.0, 0), b=(1.0, 0), out=(1.0, 0)), "scale")
+@pytest.mark.parametrize("op, operand_type, a, b, out, message", [
+    (Op.DIV, Q8, (1.0, 0), (1.0, 0), (1.0, 0), "TENSOR_QUANT8_ASYMM"),    # no quantized DIV
+    (Op.MUL, Q8, (0.5, 0), (0.5, 0), (0.25, 0), "must exceed"),   # output scale > a's * b's
+    (Op.MUL, QS8, (0.5, 0), (0.5, 0), (0.25, 0), "must exceed"),
+    (Op.ADD, Q8, (0.0, 0), (1.0, 0), (1.0, 0), "scale"),          # a positive scale
+])
+def test_quantized_signature_rules(op, operand_type, a, b, out, message):
+    rejects(op, *binary(op, operand_type, [2], [2], [2], a=a, b=b, out=out), message)
 
 
 def test_fused_activation_bounds_survive_a_tiny_quantization_scale():
