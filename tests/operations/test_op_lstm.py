@@ -177,14 +177,6 @@ def test_layer_normalization_by_hand():
         np.testing.assert_allclose(h[0, unit], o * math.tanh(i * g), rtol=1e-5)
 
 
-def test_layer_normalization_with_cifg_omits_the_input_weights():
-    cell = random_cell(3, 4, 4, cifg=True, peephole=True)
-    ln = [None, *(rng.uniform(0.5, 1.5, 4).astype(np.float32) for _ in range(3))]
-    x, h0, c0 = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((2, 3), (2, 4), (2, 4)))
-    scratch, h, c, out = lstm(x, cell, h0, c0, layer_norm=ln)
-    assert scratch.shape == (2, 12) and h.shape == (2, 4) and np.isfinite(h).all()
-
-
 @pytest.mark.parametrize("activation, g", [(NONE, lambda v: v), (RELU, lambda v: max(v, 0.0)),
                                            (RELU6, lambda v: min(max(v, 0.0), 6.0)),
                                            (TANH, math.tanh), (SIGMOID, sigmoid)])
