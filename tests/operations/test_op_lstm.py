@@ -233,7 +233,7 @@ def test_unidirectional_is_lstm_steps_time_and_batch_major(cifg, peephole, proje
     np.testing.assert_allclose(batch_major, want_out.transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
 
 
-def bidirectional_case(n_input=2, aux_size=None):
+def bidirectional_case(n_input=2):
     x = rng.uniform(-1, 1, (3, 2, n_input)).astype(np.float32)
     fw, bw = random_cell(n_input, 3, 3, peephole=True), random_cell(n_input, 2, 2, cifg=True)
     states = [rng.uniform(-1, 1, s).astype(np.float32) for s in ((2, 3), (2, 3), (2, 2), (2, 2))]
