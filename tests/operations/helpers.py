@@ -14,6 +14,8 @@ from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import OperandInfo, OperationContext, OperationDef, lookup
 
 SCALAR_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32)
+F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
+Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 #: A run-time value for an input the request omits (RequestArgument.hasNoValue).
 OMITTED = object()

@@ -7,11 +7,11 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
-                                      quantize, rejects, run1, scalar, tensor)
+from driver.operations.common import quantized_activation_range
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition,
+                                      dequantize, infer, output, quantize, rejects, run1, scalar,
+                                      tensor)
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 NUMPY = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide}
 BOUNDS = {Act.NONE: (-np.inf, np.inf), Act.RELU: (0, np.inf), Act.RELU1: (-1, 1), Act.RELU6: (0, 6)}
 
@@ -154,28 +154,20 @@ def test_signature_rejections(op):
             "fused activation 1")
 
 
-def test_div_has_no_quantized_form():
-    rejects(Op.DIV, *binary(Op.DIV, Q8, [2], [2], [2], a=(1.0, 0), b=(1.0, 0), out=(1.0, 0)),
-            "TENSOR_QUANT8_ASYMM")
-
-
-@pytest.mark.parametrize("operand_type", [Q8, QS8])
-def test_quantized_mul_needs_output_scale_above_input_product(operand_type):
-    rejects(Op.MUL, *binary(Op.MUL, operand_type, [2], [2], [2], a=(0.5, 0), b=(0.5, 0), out=(0.25, 0)),
-            "must exceed")
-
-
-def test_quantized_operands_need_a_positive_scale():
-    rejects(Op.ADD, *binary(Op.ADD, Q8, [2], [2], [2], a=(0.0, 0), b=(1.0, 0), out=(1.0, 0)), "scale")
+@pytest.mark.parametrize("op, operand_type, a, b, out, message", [
+    (Op.DIV, Q8, (1.0, 0), (1.0, 0), (1.0, 0), "TENSOR_QUANT8_ASYMM"),    # no quantized DIV
+    (Op.MUL, Q8, (0.5, 0), (0.5, 0), (0.25, 0), "must exceed"),   # output scale > a's * b's
+    (Op.MUL, QS8, (0.5, 0), (0.5, 0), (0.25, 0), "must exceed"),
+    (Op.ADD, Q8, (0.0, 0), (1.0, 0), (1.0, 0), "scale"),          # a positive scale
+])
+def test_quantized_signature_rules(op, operand_type, a, b, out, message):
+    rejects(op, *binary(op, operand_type, [2], [2], [2], a=a, b=b, out=out), message)
 
 
 def test_fused_activation_bounds_survive_a_tiny_quantization_scale():
     """A valid scale of 1e-45 puts RELU6's upper bound past float32's range: the clamp is
     then the type's own (this raised OverflowError from getSupportedOperations_1_3)."""
-    from driver.hal import OperandType
-    from driver.operations.common import quantized_activation_range
-    relu, relu6 = 1, 3
-    assert quantized_activation_range(relu6, 1e-45, 128, OperandType.TENSOR_QUANT8_ASYMM) == (128, 255)
-    assert quantized_activation_range(relu6, 1e-45, 0, OperandType.TENSOR_QUANT8_ASYMM_SIGNED) == (0, 127)
-    assert quantized_activation_range(relu, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 255)
-    assert quantized_activation_range(relu6, 0.5, 10, OperandType.TENSOR_QUANT8_ASYMM) == (10, 22)
+    assert quantized_activation_range(Act.RELU6, 1e-45, 128, Q8) == (128, 255)
+    assert quantized_activation_range(Act.RELU6, 1e-45, 0, QS8) == (0, 127)
+    assert quantized_activation_range(Act.RELU, 0.5, 10, Q8) == (10, 255)
+    assert quantized_activation_range(Act.RELU6, 0.5, 10, Q8) == (10, 22)

@@ -7,9 +7,8 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import context, definition, infer, output, rejects, run1, tensor
+from tests.operations.helpers import B8, context, definition, infer, output, rejects, run1, tensor
 
-B8 = T.TENSOR_BOOL8
 COMPARISONS = {Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal, Op.LESS: np.less,
                Op.LESS_EQUAL: np.less_equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal}
 PLAIN_TYPES = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16, T.TENSOR_INT32: np.int32,

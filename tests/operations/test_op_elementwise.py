@@ -7,11 +7,9 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
-                                      quantize, rejects, run1, tensor)
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition,
+                                      dequantize, infer, output, quantize, rejects, run1, tensor)
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 X = np.array([-7.5, -1.5, -0.25, 0.0, 0.5, 1.5, 5.0, 8.0], np.float32)
 CLAMPS = {Op.RELU: (0, np.inf), Op.RELU1: (-1, 1), Op.RELU6: (0, 6)}
 

@@ -7,11 +7,10 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
-                                      quantize, rejects, run1, scalar, tensor)
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition,
+                                      dequantize, infer, output, quantize, rejects, run1, scalar,
+                                      tensor)
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 rng = np.random.default_rng(99)
 

@@ -8,9 +8,7 @@ import pytest
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations import supported_types
-from tests.operations.helpers import const, context, definition, output, run1, tensor
-
-I32, B8 = T.TENSOR_INT32, T.TENSOR_BOOL8
+from tests.operations.helpers import B8, I32, const, context, definition, output, run1, tensor
 
 
 def i32():

@@ -12,12 +12,9 @@ from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.operations import lsh_projection
 from driver.operations.lsh_projection import fingerprint64
 from driver.operations.random_multinomial import philox_4x32_10, uniform_doubles
-from tests.operations.helpers import (OMITTED, const, context, definition, omitted, output, rejects, run, run1,
-                                      scalar, tensor)
+from tests.operations.helpers import (F16, F32, I32, OMITTED, Q8, QS8, const, context, definition,
+                                      omitted, output, rejects, run, run1, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
-
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 # --- TOPK_V2 -------------------------------------------------------------------------------------

@@ -12,11 +12,10 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.limits import MAX_TIME_STEPS
-from tests.operations.helpers import (OMITTED, const, context, definition, infer, omitted, output,
-                                      rejects, run, scalar, tensor, validate)
+from tests.operations.helpers import (F16, F32, OMITTED, const, context, definition, infer,
+                                      omitted, output, rejects, run, scalar, tensor, validate)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 TANH, RELU, RELU6, SIGMOID, NONE = 4, 1, 3, 6, 0
 rng = np.random.default_rng(7)
 
@@ -178,14 +177,6 @@ def test_layer_normalization_by_hand():
         np.testing.assert_allclose(h[0, unit], o * math.tanh(i * g), rtol=1e-5)
 
 
-def test_layer_normalization_with_cifg_omits_the_input_weights():
-    cell = random_cell(3, 4, 4, cifg=True, peephole=True)
-    ln = [None, *(rng.uniform(0.5, 1.5, 4).astype(np.float32) for _ in range(3))]
-    x, h0, c0 = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((2, 3), (2, 4), (2, 4)))
-    scratch, h, c, out = lstm(x, cell, h0, c0, layer_norm=ln)
-    assert scratch.shape == (2, 12) and h.shape == (2, 4) and np.isfinite(h).all()
-
-
 @pytest.mark.parametrize("activation, g", [(NONE, lambda v: v), (RELU, lambda v: max(v, 0.0)),
                                            (RELU6, lambda v: min(max(v, 0.0), 6.0)),
                                            (TANH, math.tanh), (SIGMOID, sigmoid)])
@@ -242,7 +233,7 @@ def test_unidirectional_is_lstm_steps_time_and_batch_major(cifg, peephole, proje
     np.testing.assert_allclose(batch_major, want_out.transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
 
 
-def bidirectional_case(n_input=2, aux_size=None):
+def bidirectional_case(n_input=2):
     x = rng.uniform(-1, 1, (3, 2, n_input)).astype(np.float32)
     fw, bw = random_cell(n_input, 3, 3, peephole=True), random_cell(n_input, 2, 2, cifg=True)
     states = [rng.uniform(-1, 1, s).astype(np.float32) for s in ((2, 3), (2, 3), (2, 2), (2, 2))]

@@ -9,11 +9,8 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.hal.structs import SymmPerChannelQuantParams
-from tests.operations.helpers import (const, context, dequantize, infer, output,
-                                      quantize, rejects, run1, tensor)
-
-F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+from tests.operations.helpers import (B8, F16, F32, I32, Q8, QS8, const, context, dequantize,
+                                      infer, output, quantize, rejects, run1, tensor)
 
 
 @pytest.mark.parametrize("op, fn", [(Op.MAXIMUM, np.maximum), (Op.MINIMUM, np.minimum)])

@@ -10,11 +10,10 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, output,
+                                      rejects, run1, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 L2_OUT = {Q8: (1 / 128, 128), QS8: (1 / 128, 0)}
 
 
@@ -41,10 +40,6 @@ def test_l2_zero_vector_is_zero_and_float16_computes_in_single_precision():
 
 
 def test_l2_quantized_hand_computed():
-    # 3 and 4 from the zero point: 128 + 128 * (0.6, 0.8) = 204.8, 230.4.
-    got = run1(Op.L2_NORMALIZATION, *l2(tensor(Q8, [1, 2], 0.1, 128), out_quant=L2_OUT[Q8]),
-               [np.array([[131, 132]], np.uint8)])
-    assert got.tolist() == [[205, 230]]
     # A squared norm of 1 (the reference's special case) saturates at +-1; all zeros give 0.
     got = run1(Op.L2_NORMALIZATION, *l2(tensor(Q8, [3, 2], 0.1, 128), out_quant=L2_OUT[Q8]),
                [np.array([[129, 128], [127, 128], [128, 128]], np.uint8)])
@@ -253,7 +248,7 @@ def test_on_device_every_path():
     x = np.array([[3, 4], [0, 0]], np.float32)
     assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(F32, x)], [(F32, (2, 2), 0.0, 0)]),
                            [np.array([[0.6, 0.8], [0, 0]], np.float32)])
-    q = np.array([[131, 132]], np.uint8)
+    q = np.array([[131, 132]], np.uint8)         # 128 + 128 * (0.6, 0.8) = 204.8, 230.4
     assert_same_everywhere(run_everywhere(Op.L2_NORMALIZATION, [fed_input(Q8, q, scale=0.1, zero_point=128),
                                                                 constant_input(T.INT32, -1)],
                                           [(Q8, (1, 2), 1 / 128, 128)]), [np.array([[205, 230]], np.uint8)])
@@ -261,20 +256,17 @@ def test_on_device_every_path():
     lrn_args = [fed_input(F32, y), constant_input(T.INT32, 1), fed_input(T.FLOAT32, 1.0),
                 constant_input(T.FLOAT32, 1.0), constant_input(T.FLOAT32, 1.0)]
     results = run_everywhere(Op.LOCAL_RESPONSE_NORMALIZATION, lrn_args, [(F32, (3,), 0.0, 0)])
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got, [1 / 6, 2 / 15, 3 / 14], rtol=1e-6)
+    assert_same_everywhere(results, [[1 / 6, 2 / 15, 3 / 14]], rtol=1e-6)
     z = np.array([1, 2, 3, 2], np.float32).reshape(1, 2, 1, 2)
     results = run_everywhere(Op.INSTANCE_NORMALIZATION, [fed_input(F32, z), *(constant_input(T.FLOAT32, v)
                                                                              for v in (1.0, 0.0, 1e-3)),
                                                          fed_input(T.BOOL, False)],
                              [(F32, (1, 2, 1, 2), 0.0, 0)])
     d = 1 / math.sqrt(1.001)
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got.reshape(-1), [-d, 0, d, 0], rtol=1e-6, atol=1e-7)
+    assert_same_everywhere(results, [np.reshape([-d, 0, d, 0], (1, 2, 1, 2))], rtol=1e-6)
     results = run_everywhere(Op.LOG_SOFTMAX, [fed_input(F32, [1.0, 1.0]), constant_input(T.FLOAT32, 1.0),
                                               constant_input(T.INT32, 0)], [(F32, (2,), 0.0, 0)])
-    for status, (got,) in results.values():
-        np.testing.assert_allclose(got, [-math.log(2)] * 2, rtol=1e-6)
+    assert_same_everywhere(results, [[-math.log(2)] * 2], rtol=1e-6)
     assert_same_everywhere(run_everywhere(Op.PRELU, [fed_input(Q8, [130, 124], scale=0.5, zero_point=128),
                                                      constant_input(Q8, [54], scale=0.25, zero_point=50)],
                                           [(Q8, (2,), 0.5, 100)]), [np.array([102, 96], np.uint8)])

@@ -11,11 +11,10 @@ from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import ErrorStatus, FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, execute, prepare, prepare_status
-from tests.operations.helpers import (const, context, definition, infer, output, rejects, run1,
-                                      scalar, tensor)
+from tests.operations.helpers import (F16, F32, Q8, QS8, const, context, definition, infer, output,
+                                      rejects, run1, scalar, tensor)
 
-F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.INT32
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+I32 = T.INT32
 SAME, VALID = 1, 2
 POOLS = (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D)
 

@@ -292,19 +292,11 @@ def test_qlstm_zero_sizes():
 # --- on a device ----------------------------------------------------------------------------------
 
 def test_on_device_every_path():
-    x = np.array([[170, 60], [128, 200]], np.uint8)
-    rng = np.random.default_rng(5)
-    weights = [rng.integers(0, 256, (3, 2 if k < 4 else 3)).astype(np.uint8) for k in range(8)]
-    args = [fed_input(Q8, x, 1 / 128, 128),
-            *(constant_input(Q8, w, 0.01, 120) for w in weights),
-            *(constant_input(I32, rng.integers(-3000, 3000, 3).astype(np.int32), 0.01 / 128) for _ in range(4)),
-            fed_input(SYMM16, np.array([[100, -2000, 30], [0, 0, 4000]], np.int16), 2.0 ** -11),
-            fed_input(Q8, np.array([[128, 100, 150], [130, 128, 128]], np.uint8), 1 / 128, 128)]
-    inputs, outputs = lstm16()
+    args, outputs = lstm16_on_device(2, 2, 3, seed=5)
     direct = run(Op.QUANTIZED_16BIT_LSTM, [const(a.type, a.constant if a.constant is not None else a.value,
-                                                 scale=a.scale, zero_point=a.zero_point) for a in args], outputs, [])
-    assert_same_everywhere(run_everywhere(Op.QUANTIZED_16BIT_LSTM, args,
-                                          [(SYMM16, (2, 3), 2.0 ** -11, 0), (Q8, (2, 3), 1 / 128, 128)]), direct)
+                                                 scale=a.scale, zero_point=a.zero_point) for a in args],
+                 lstm16()[1], [])
+    assert_same_everywhere(run_everywhere(Op.QUANTIZED_16BIT_LSTM, args, outputs), direct)
 
 
 def test_qlstm_on_device_every_path_with_omitted_inputs():

@@ -6,11 +6,9 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, dequantize, infer, output, quantize,
-                                      rejects, run1, scalar, tensor)
+from tests.operations.helpers import (B8, F16, F32, I32, Q8, QS8, const, context, dequantize,
+                                      infer, output, quantize, rejects, run1, scalar, tensor)
 
-F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
-Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 X = np.arange(-12, 12, dtype=np.float32).reshape(2, 3, 4) / 4
 
 REDUCTIONS = {Op.REDUCE_MAX: np.max, Op.REDUCE_MIN: np.min, Op.REDUCE_PROD: np.prod, Op.REDUCE_SUM: np.sum}

@@ -8,11 +8,11 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import const, context, definition, output, rejects, run1, scalar, tensor
+from tests.operations.helpers import (F16, F32, Q8, QS8, const, context, definition, output,
+                                      rejects, run1, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, refused_by_the_device, run_everywhere
 from tests.operations.test_op_space import data, device_instance, out
 
-F32, F16, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 BILINEAR, NEAREST = Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR
 ROW = np.array([0, 4], np.float32).reshape(1, 1, 2, 1)          # NHWC, one row of two pixels
 

@@ -10,12 +10,12 @@ import pytest
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.roi import quantize_f32
-from tests.operations.helpers import const, context, definition, output, rejects, run, run1, scalar, tensor
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, output,
+                                      rejects, run, run1, scalar, tensor)
 from tests.operations.on_device import (assert_same_everywhere, constant_input, fed_input,
                                         refused_by_the_device, run_everywhere)
 
-F32, F16, Q8, QS8, Q16, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
-                               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM, T.TENSOR_INT32)
+Q16 = T.TENSOR_QUANT16_ASYMM
 ALIGN, POOLING, HEATMAP = Op.ROI_ALIGN, Op.ROI_POOLING, Op.HEATMAP_MAX_KEYPOINT
 #: A 4 x 4 NHWC map whose pixel (y, x) is 10 y + x: bilinear interpolation there is exact.
 RAMP = (10 * np.arange(4)[:, None] + np.arange(4)).astype(np.float32).reshape(1, 4, 4, 1)
@@ -38,13 +38,6 @@ def roi(operation, x, rois, batches, **parameters):
 
 
 # --- ROI_ALIGN ----------------------------------------------------------------------------------
-
-def test_align_samples_each_bin_at_the_centres_of_its_cells():
-    # Bins of 2 pixels, points at 0.5 and 1.5, then 2.5 and 3.5: the last past the last
-    # pixel, so it takes that pixel's value (3, not 3.5). Columns average to 1 and 2.75.
-    got = roi(ALIGN, RAMP, [[0, 0, 4, 4]], [0])
-    np.testing.assert_allclose(got[0, ..., 0], [[11, 12.75], [28.5, 30.25]])
-
 
 def test_align_ratios_map_the_roi_onto_the_feature_map():
     # Ratio 2: the ROI [0, 0, 8, 8] of the image is the whole map.
@@ -111,12 +104,6 @@ def test_align_quantized_signed_with_another_output_quantization():
 
 # --- ROI_POOLING --------------------------------------------------------------------------------
 
-def test_pooling_takes_the_maximum_of_each_bin():
-    # The ROI [0, 3] is 4 pixels: bins [0, 2) and [2, 4) in each dimension.
-    got = roi(POOLING, RAMP, [[0, 0, 3, 3]], [0])
-    np.testing.assert_array_equal(got[0, ..., 0], [[11, 13], [31, 33]])
-
-
 def test_pooling_rounds_the_roi_and_the_bins_outwards():
     # Ratio 2: corners 0.5 and 2.5 round away from zero to 1 and 3, 3 pixels in 2 bins of
     # 1.5: [1, 3) and [2, 4).
@@ -159,12 +146,6 @@ def keypoints(heatmaps, boxes, nchw=False, operand_type=F32):
 def one_map(grid):
     """A single 3 x 3 heatmap of one keypoint, NHWC."""
     return np.asarray(grid, np.float32).reshape(1, 3, 3, 1)
-
-
-def test_keypoint_at_a_symmetric_peak_is_the_pixel_centre():
-    scores, points = keypoints(one_map([[0, 1, 0], [1, 2, 1], [0, 1, 0]]), [[0, 0, 3, 6]])
-    np.testing.assert_allclose(scores, [[2]])
-    np.testing.assert_allclose(points, [[[1.5, 3]]])      # ((1 + 0.5) / 3) of the box
 
 
 def test_keypoint_refined_to_the_vertex_of_a_quadratic():
@@ -370,6 +351,9 @@ def roi_device_args(operation, map_type, x, rois, scale=0.0, zero_point=0, nchw=
 @pytest.mark.parametrize("operation, expected", [(ALIGN, [[11, 12.75], [28.5, 30.25]]),
                                                  (POOLING, [[11, 13], [31, 33]])])
 def test_roi_operations_on_the_device(operation, expected):
+    # ROI_ALIGN: bins of 2 pixels, points at 0.5 and 1.5, then 2.5 and 3.5: the last past the
+    # last pixel, so it takes that pixel's value (3, not 3.5). Columns average to 1 and 2.75.
+    # ROI_POOLING: the ROI [0, 3] is 4 pixels, bins [0, 2) and [2, 4) in each dimension.
     rois = [[0, 0, 4, 4]] if operation == ALIGN else [[0, 0, 3, 3]]
     results = run_everywhere(operation, roi_device_args(operation, F32, RAMP, rois), [(F32, (1, 2, 2, 1), 0.0, 0)])
     assert_same_everywhere(results, [np.reshape(expected, (1, 2, 2, 1))], rtol=1e-6)
@@ -383,6 +367,7 @@ def test_roi_operations_on_the_device(operation, expected):
 
 
 def test_heatmap_on_the_device():
+    # A symmetric peak: the keypoint is the pixel's centre, (1 + 0.5) / 3 of the box.
     heatmaps = np.array([[0, 1, 0], [1, 2, 1], [0, 1, 0]], np.float32).reshape(1, 1, 3, 3)    # NCHW
     args = [fed_input(F32, heatmaps), fed_input(F32, [[0, 0, 3, 6]]), constant_input(T.BOOL, True)]
     results = run_everywhere(HEATMAP, args, [(F32, (1, 1), 0.0, 0), (F32, (1, 1, 2), 0.0, 0)])

@@ -2,15 +2,17 @@
 GATHER, TILE, SPLIT."""
 from __future__ import annotations
 
+import resource
+
 import numpy as np
 import pytest
 
 from driver.errors import ResourceError, ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import (OMITTED, const, context, infer, omitted, output, rejects, run,
-                                      run1, scalar, tensor)
+from driver.limits import MAX_RANK
+from tests.operations.helpers import (F32, I32, OMITTED, Q8, QS8, const, context, definition,
+                                      infer, omitted, output, rejects, run, run1, scalar, tensor)
 
-F32, I32, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
 
@@ -144,10 +146,6 @@ def test_tile_to_an_empty_result_allocates_nothing_large():
     """Multiples [2**23 - 1, 0]: the result is empty, and np.tile would first repeat the
     leading axis 2**23 - 1 times, a gigabyte here (an out-of-memory found by fuzzing). With
     [2**31 - 1, 0] the result is past the size limit (a zero size counts as one)."""
-    import resource
-    from driver.errors import ResourceError
-    from driver.hal import OperandType as T, OperationType as Op
-    from tests.operations.helpers import context, definition, output, tensor
     ctx = context(Op.TILE, [tensor(T.TENSOR_FLOAT32, [1, 30]), tensor(T.TENSOR_INT32, [2])],
                   [output(T.TENSOR_FLOAT32, [0, 0])])
     kernel = definition(Op.TILE).build(ctx)
@@ -163,8 +161,6 @@ def test_ranks_from_a_vector_length_are_bounded():
     """FILL's shape, RESHAPE's target and TILE's multiples set the output rank by their
     length: a length of 2**29 must be refused, not turned into a 2**29-tuple (fuzzing
     found FILL doing so: out of memory)."""
-    from driver.errors import ResourceError
-    from driver.limits import MAX_RANK
     too_long = MAX_RANK + 1
     for op, inputs, out_type in (
             (Op.FILL, [tensor(I32, [536870911]), tensor(T.FLOAT32)], F32),

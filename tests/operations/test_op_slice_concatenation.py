@@ -7,10 +7,9 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
-from tests.operations.helpers import (const, context, definition, dequantize, infer, output,
-                                      quantize, rejects, run1, scalar, tensor)
+from tests.operations.helpers import (F32, I32, Q8, QS8, const, context, definition, dequantize,
+                                      infer, output, quantize, rejects, run1, scalar, tensor)
 
-F32, I32, Q8, QS8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
 

@@ -11,12 +11,10 @@ from driver.errors import ValidationError
 from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.signatures import ExampleOperand
-from tests.operations.helpers import (const, context, definition, omitted, output, rejects, run1, scalar,
-                                      tensor)
+from tests.operations.helpers import (F16, F32, I32, Q8, QS8, const, context, definition, omitted,
+                                      output, rejects, run1, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, refused_by_the_device, run_everywhere
 
-F32, F16, Q8, QS8, I32 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
-                          T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
 TYPES = (F32, F16, Q8, QS8)
 rng = np.random.default_rng(7)
 

@@ -8,11 +8,10 @@ import pytest
 
 from driver.errors import ValidationError
 from driver.hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from tests.operations.helpers import (OMITTED, const, context, definition, infer, omitted, output,
+from tests.operations.helpers import (F16, F32, const, context, definition, infer, omitted, output,
                                       rejects, run, scalar, tensor)
 from tests.operations.on_device import assert_same_everywhere, constant_input, fed_input, run_everywhere
 
-F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 
 #: Two filters over input [1, 2]: weights_feature I gives activations 1 and 2, which go into
 #: the last slot of the memories [1, 2, _] and [3, 4, _]; weights_time [1, 1, 1] and
@@ -93,14 +92,8 @@ def test_svdf_mutations():
     rejects(Op.SVDF, [*good_in[:2], const(F32, [[1, 1, 1]]), *good_in[3:]], good_out, "input 2 .*filters 1")
 
 
-def test_svdf_omitted_bias_by_the_request():
-    inputs, outputs = svdf(None)
-    inputs[3] = tensor(F32, [2])
-    state_out, out = run(Op.SVDF, inputs, outputs, [X, OMITTED, STATE])
-    assert out.tolist() == [[4, 2]]
-
-
 def test_on_device_every_path():
+    """The bias an input the request omits: none."""
     args = [fed_input(F32, X), constant_input(F32, WEIGHTS_FEATURE), constant_input(F32, WEIGHTS_TIME),
             fed_input(F32, None, dims=[2]), fed_input(F32, STATE), constant_input(T.INT32, 1),
             constant_input(T.INT32, 1)]

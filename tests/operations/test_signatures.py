@@ -12,9 +12,8 @@ from driver.hal.enums import OperandType as T, OperationType as Op
 from driver.operations.registry import definitions, supported_types
 from driver.operations.signatures import (Range, Signature, SignatureTable, concrete_types,
                                           same_as, scalar, tensor)
-from tests.operations.helpers import const, context, omitted, output, tensor as tensor_info
-
-SCALAR_TYPES = {T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32}
+from tests.operations.helpers import (const, context, definition, omitted, output,
+                                      tensor as tensor_info)
 
 
 def operands_of(types, outputs=None):
@@ -59,7 +58,7 @@ def test_every_listed_assignment_is_accepted_and_a_wrong_type_refused(definition
 
 
 def test_counts_types_ranks_and_values_name_the_operand():
-    add = next(d for d in definitions() if d.type == Op.ADD)
+    add = definition(Op.ADD)
     f32 = [tensor_info(T.TENSOR_FLOAT32, [2]), tensor_info(T.TENSOR_FLOAT32, [2])]
     cases = [
         (f32, [output(T.TENSOR_FLOAT32)], r"\(ADD\): expected 3 inputs, got 2"),
@@ -78,26 +77,24 @@ def test_counts_types_ranks_and_values_name_the_operand():
 
 
 def test_fixed_output_quantization_is_signature_data():
-    by_type = {d.type: d for d in definitions()}
     q8 = tensor_info(T.TENSOR_QUANT8_ASYMM, [2], 0.5, 128)
     for operation, scale, zero_point in ((Op.LOGISTIC, 1 / 256, 0), (Op.TANH, 1 / 128, 128)):
-        by_type[operation].validate(context(operation, [q8], [
+        definition(operation).validate(context(operation, [q8], [
             output(T.TENSOR_QUANT8_ASYMM, [2], scale, zero_point)]))
         with pytest.raises(ValidationError, match=rf"\({operation.name}\): output 0 \(operand 1\) "
                                                   rf"must have scale {scale} and zero point {zero_point}"):
-            by_type[operation].validate(context(operation, [q8], [
+            definition(operation).validate(context(operation, [q8], [
                 output(T.TENSOR_QUANT8_ASYMM, [2], 0.5, 128)]))
 
 
 def test_optional_and_variadic_operands():
-    by_type = {d.type: d for d in definitions()}
-    squeeze = by_type[Op.SQUEEZE]
+    squeeze = definition(Op.SQUEEZE)
     squeeze.validate(context(Op.SQUEEZE, [tensor_info(T.TENSOR_FLOAT32, [1, 2]), omitted(T.TENSOR_INT32)],
                              [output(T.TENSOR_FLOAT32)]))
     with pytest.raises(ValidationError, match="input 0 .* has no value"):
         squeeze.validate(context(Op.SQUEEZE, [omitted(T.TENSOR_FLOAT32), omitted(T.TENSOR_INT32)],
                                  [output(T.TENSOR_FLOAT32)]))
-    concatenation = by_type[Op.CONCATENATION]
+    concatenation = definition(Op.CONCATENATION)
     for count in (1, 2, 5):
         tensors = [tensor_info(T.TENSOR_FLOAT32, [1, 2])] * count
         concatenation.validate(context(Op.CONCATENATION, [*tensors, const(T.INT32, 1)],
@@ -110,12 +107,12 @@ def test_optional_and_variadic_operands():
         concatenation.validate(context(Op.CONCATENATION, [tensor_info(T.TENSOR_FLOAT32), const(T.INT32, -1)],
                                        [output(T.TENSOR_FLOAT32)]))
     with pytest.raises(ValidationError, match="expected at least 1 outputs, got 0"):
-        by_type[Op.SPLIT].validate(context(Op.SPLIT, [tensor_info(T.TENSOR_FLOAT32, [2]), const(T.INT32, 0),
-                                                      const(T.INT32, 1)], []))
+        definition(Op.SPLIT).validate(context(Op.SPLIT, [tensor_info(T.TENSOR_FLOAT32, [2]),
+                                                         const(T.INT32, 0), const(T.INT32, 1)], []))
 
 
 def test_shape_inference_checks_the_signature_ranks():
-    pad = next(d for d in definitions() if d.type == Op.PAD)
+    pad = definition(Op.PAD)
     ctx = context(Op.PAD, [tensor_info(T.TENSOR_FLOAT32), tensor_info(T.TENSOR_INT32)], [output(T.TENSOR_FLOAT32)])
     with pytest.raises(ValidationError, match=r"input 1 \(paddings\) has rank 1 < 2"):
         pad.infer_shapes(ctx, [(2,), (2,)])

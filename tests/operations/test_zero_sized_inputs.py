@@ -29,7 +29,7 @@ from driver.hal.enums import ErrorStatus, OperandType as T, OperationType as Op
 from driver.operations import slice as slice_operation
 from driver.operations.common import STORAGE_DTYPE
 from driver.operations.registry import definitions, lookup
-from fuzz.seed_models import OperationSeed, generated, literal, operation_seeds
+from fuzz.seed_models import OperationSeed, operation_seeds
 from hal_client.builder import ModelBuilder, make_request, out_bytes
 from tests.driver.execution import SHAPE_PATHS, Path, execute, prepare_status
 
@@ -47,25 +47,12 @@ def sliced_model(seed: OperationSeed, k: int, axis: int, size: int):
     size), its outputs of unknown dimensions (and their rank); and the request's values."""
     mb = ModelBuilder()
     g = mb.main
-    inputs, fed = [], []
-    for j, arg in enumerate(seed.args):
-        quant = dict(scale=arg.scale, zero_point=arg.zero_point)
-        if arg.omitted:
-            inputs.append(g.omitted(arg.type, arg.dims))
-            continue
-        if arg.constant is not None:
-            x = g.constant(arg.type, arg.constant, arg.dims, **quant)
-        else:
-            x = g.input(arg.type, arg.dims, **quant)
-            fed.append(generated(arg.type, arg.dims, seed.first_seed + j) if arg.value is None
-                       else literal(arg.type, arg.value))
-        if j == k:
-            dims = list(arg.dims)
-            dims[axis] = size
-            x = g.apply(Op.SLICE, [x, g.constant(T.TENSOR_INT32, [0] * len(dims)),
-                                   g.constant(T.TENSOR_INT32, dims)],
-                        arg.type, dims, arg.scale, arg.zero_point)
-        inputs.append(x)
+    inputs, fed = seed.add_inputs(g)
+    arg = seed.args[k]
+    dims = list(arg.dims)
+    dims[axis] = size
+    begin, size = g.constant(T.TENSOR_INT32, [0] * len(dims)), g.constant(T.TENSOR_INT32, dims)
+    inputs[k] = g.apply(Op.SLICE, [inputs[k], begin, size], arg.type, dims, arg.scale, arg.zero_point)
     outputs = [(t, [0] * len(dims), scale, zero_point) for t, dims, scale, zero_point in seed.outputs]
     g.outputs(*g.operation(seed.operation, inputs, outputs))
     return mb.build(), fed
