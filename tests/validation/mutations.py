@@ -9,6 +9,7 @@ pattern of a family of rules), so that one stopped by another check is seen.
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass, replace
@@ -81,17 +82,13 @@ MODEL_BUILDERS: dict[str, Build] = {
 
 
 def _selectors(model: Model) -> list[tuple[str, Select]]:
-    selectors: list[tuple[str, Select]] = [("main", lambda m: m.main)]
-    for i in range(len(model.referenced)):
-        selectors.append((f"ref{i}", lambda m, i=i: m.referenced[i]))
-    return selectors
+    return [("main", lambda m: m.main),
+            *((f"ref{i}", lambda m, i=i: m.referenced[i]) for i in range(len(model.referenced)))]
 
 
 def is_validated_operation(type_code: int) -> bool:
     """Operations whose signature the validator checks: IF, WHILE and registered ones."""
-    if type_code > 0xFFFF:
-        return False
-    return type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None
+    return type_code <= 0xFFFF and (type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None)
 
 
 #: The rules of IF and WHILE against the subgraphs they call (driver/validation/control_flow.py).
@@ -151,7 +148,7 @@ def _set(select: Select, index: int | Callable[[Subgraph], int],
         subgraph = select(model)
         operand = subgraph.operands[index if isinstance(index, int) else index(subgraph)]
         for name, value in fields.items():
-            setattr(operand, name, value)
+            setattr(operand, name, copy.copy(value))
     return mutate
 
 
@@ -417,14 +414,12 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                 yield mutation(f"type={bad_type:#x}",
                                lambda m, t=bad_type, op=op: setattr(op(m), "type", t),
                                _type_rule("operation", bad_type))
-            for j in range(len(operation.inputs)):
-                yield mutation(f"input {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).inputs.__setitem__(j, n),
-                               f"input {j} names operand {count}, out of range")
-            for j in range(len(operation.outputs)):
-                yield mutation(f"output {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).outputs.__setitem__(j, n),
-                               f"output {j} names operand {count}, out of range")
+            for kind in ("input", "output"):
+                for j in range(len(getattr(operation, f"{kind}s"))):
+                    def out_of_range(m, j=j, op=op, kinds=f"{kind}s", n=count) -> None:
+                        getattr(op(m), kinds)[j] = n
+                    yield mutation(f"{kind} {j} index out of range", out_of_range,
+                                   f"{kind} {j} names operand {count}, out of range")
             yield from _execution_order_mutations(prefix, build, select, subgraph, p)
             for j, index in enumerate(operation.outputs):
                 yield mutation(f"second writer of output {j}",
@@ -574,7 +569,6 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                        f"referenced subgraph {i}: has no operations")
     if name not in MODEL_LEVEL_MUTATED:
         return
-    main = lambda m: m.main   # noqa: E731
     for what, (mutate, rule) in {
         "main without operations": (lambda m: setattr(m.main, "operations", []),
                                     "main subgraph: has no operations"),
@@ -622,7 +616,7 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                        "NoneType is not an Operation"),
         "referenced is a tuple": (lambda m: setattr(m, "referenced", tuple(m.referenced)),
                                   "referenced is not a list"),
-        **{f"operand 0 {what}": (_set(main, 0, **fields), rule) for what, (fields, rule) in {
+        **{f"operand 0 {what}": (_main_operand(0, **fields), rule) for what, (fields, rule) in {
             "operand type -1": ({"type": -1}, "invalid operand type -1"),
             "operand type 9999": ({"type": 9999}, "invalid operand type 9999"),
             "operand type 1.0": ({"type": 1.0}, "invalid operand type 1.0"),
@@ -749,8 +743,10 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "input-only operand dropped": (
             lambda m: _remove_input(m.main, 0, 5),
             "condition (referenced subgraph 0) has 4 inputs, the WHILE passes 3"),
+        # The body loses its (unused) input-only operand: 3 inputs and 3 outputs.
         "body output count > input count": (
-            _remove_body_input, "body (referenced subgraph 1) has 3 inputs, the WHILE passes 4"),
+            lambda m: _remove_operand(m.referenced[1], m.referenced[1].inputIndexes[3]),
+            "body (referenced subgraph 1) has 3 inputs, the WHILE passes 4"),
     })
     yield from _specific("nested", models.nested_model, {
         "loop body references the IF branch (cycle)": (
@@ -770,13 +766,6 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "extension operand with scale": (_main_operand(0, scale=0.5),
                                          "operand has non-zero scale 0.5"),
     })
-
-
-def _remove_body_input(m: Model) -> None:
-    """The fibonacci body loses its (unused) input-only operand: 3 inputs, 3 outputs,
-    while the WHILE passes 4 values."""
-    body = m.referenced[1]
-    _remove_operand(body, body.inputIndexes[3])
 
 
 def _append_cycle(m: Model) -> None:
@@ -838,16 +827,15 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
     return {
         "unreferenced subgraph": edited(models.add_model, lambda m: m.referenced.append(
             models.add_model().model.main)),
-        "if branch input of unknown dimension": edited(models.if_model, lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [0])),
-        "if branch output of unknown rank": edited(models.if_model, lambda m: setattr(
-            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [])),
-        "if outer output of unknown dimension": edited(models.if_model, _set(
-            lambda m: m.main, 4, dimensions=[0])),
-        "main output of unknown dimension": edited(models.add_model, _set(
-            lambda m: m.main, 3, dimensions=[2, 0])),
-        "main input of unknown rank": edited(models.add_model, _set(
-            lambda m: m.main, 0, dimensions=[])),
+        "if branch input of unknown dimension": edited(
+            models.if_model, _io_operand(0, "inputIndexes", 0, dimensions=[0])),
+        "if branch output of unknown rank": edited(
+            models.if_model, _io_operand(1, "outputIndexes", 0, dimensions=[])),
+        "if outer output of unknown dimension": edited(models.if_model,
+                                                       _main_operand(4, dimensions=[0])),
+        "main output of unknown dimension": edited(models.add_model,
+                                                   _main_operand(3, dimensions=[2, 0])),
+        "main input of unknown rank": edited(models.add_model, _main_operand(0, dimensions=[])),
         "TENSOR_INT32 with a scale": edited(models.add_model, lambda m: m.main.inputIndexes.append(
             _append_operand(m.main, Operand(T.TENSOR_INT32, [3], scale=0.5,
                                             lifetime=L.SUBGRAPH_INPUT)))),
@@ -856,8 +844,8 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
             m, "relaxComputationFloat32toFloat16", True)),
         "two extension entries": edited(models.extension_model, lambda m: (
             m.extensionNameToPrefix.append(ExtensionNameAndPrefix("com.example.other", 8)))),
-        "extension operand with extension params": edited(models.extension_model, _set(
-            lambda m: m.main, 0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
+        "extension operand with extension params": edited(models.extension_model, _main_operand(
+            0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
     }
 
 
@@ -873,8 +861,16 @@ REQUEST_BUILDERS: dict[str, Build] = {
 }
 
 
-def _argument(kind: str, position: int) -> Callable[[Request], RequestArgument]:
-    return lambda r: getattr(r, kind)[position]
+def _set_argument(kind: str, position: int, in_location: bool = False, /,
+                  **fields) -> Callable[[Request, Model], None]:
+    """Set fields of request argument ``position`` of ``kind`` ("inputs", "outputs"), or of
+    its location."""
+    def mutate(request: Request, model: Model) -> None:
+        argument = getattr(request, kind)[position]
+        target = argument.location if in_location else argument
+        for name, value in fields.items():
+            setattr(target, name, copy.copy(value))
+    return mutate
 
 
 def request_mutations() -> list[RequestMutation]:
@@ -889,44 +885,34 @@ def request_mutations() -> list[RequestMutation]:
 
         for kind, indexes in (("inputs", main.inputIndexes), ("outputs", main.outputIndexes)):
             for k, index in enumerate(indexes):
-                arg = _argument(kind, k)
                 where = f"{kind[:-1]} {k}"
-                rank = len(main.operands[index].dimensions)
-                pool = getattr(request, kind)[k].location.poolIndex
-                pool_size = request.pools[pool].hidlMemory.size
+                dims = list(main.operands[index].dimensions)
+                location = getattr(request, kind)[k].location
+                pool_size = request.pools[location.poolIndex].hidlMemory.size
                 add(f"{where} removed", lambda r, m, kind=kind, k=k: getattr(r, kind).pop(k))
-                add(f"{where} poolIndex out of range",
-                    lambda r, m, arg=arg: setattr(arg(r).location, "poolIndex", 2))
-                add(f"{where} offset past pool",
-                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "offset", s))
+                add(f"{where} poolIndex out of range", _set_argument(kind, k, True, poolIndex=2))
+                add(f"{where} offset past pool", _set_argument(kind, k, True, offset=pool_size))
                 add(f"{where} length past pool",
-                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "length", s + 1))
-                add(f"{where} offset 2**32",
-                    lambda r, m, arg=arg: setattr(arg(r).location, "offset", 2 ** 32))
-                add(f"{where} no value with a location",
-                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", True))
-                add(f"{where} no value with dimensions", lambda r, m, arg=arg: (
-                    setattr(arg(r), "hasNoValue", True),
-                    setattr(arg(r), "location", DataLocation()),
-                    setattr(arg(r), "dimensions", [1])))
-                add(f"{where} hasNoValue is an int",
-                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", 0))
-                if rank > 0:
-                    dims = list(main.operands[index].dimensions)
-                    add(f"{where} rank + 1",
-                        lambda r, m, arg=arg, d=dims: setattr(arg(r), "dimensions", d + [1]))
-                    add(f"{where} dimension 0 differs", lambda r, m, arg=arg, d=dims: setattr(
-                        arg(r), "dimensions", [d[0] + 1] + d[1:]))
-                    add(f"{where} negative dimension", lambda r, m, arg=arg, d=dims: setattr(
-                        arg(r), "dimensions", [-1] + d[1:]))
+                    _set_argument(kind, k, True, length=pool_size + 1))
+                add(f"{where} offset 2**32", _set_argument(kind, k, True, offset=2 ** 32))
+                add(f"{where} no value with a location", _set_argument(kind, k, hasNoValue=True))
+                add(f"{where} no value with dimensions", _set_argument(
+                    kind, k, hasNoValue=True, location=DataLocation(), dimensions=[1]))
+                add(f"{where} hasNoValue is an int", _set_argument(kind, k, hasNoValue=0))
+                if dims:
+                    add(f"{where} rank + 1", _set_argument(kind, k, dimensions=dims + [1]))
+                    add(f"{where} dimension 0 differs",
+                        _set_argument(kind, k, dimensions=[dims[0] + 1] + dims[1:]))
+                    add(f"{where} negative dimension",
+                        _set_argument(kind, k, dimensions=[-1] + dims[1:]))
                 if kind == "inputs":
-                    add(f"{where} length - 1", lambda r, m, arg=arg: setattr(
-                        arg(r).location, "length", arg(r).location.length - 1))
-                    add(f"{where} length + 1", lambda r, m, arg=arg: setattr(
-                        arg(r).location, "length", arg(r).location.length + 1))
-                    if rank > 0:
-                        add(f"{where} dimension 0 unknown", lambda r, m, arg=arg, d=dims: setattr(
-                            arg(r), "dimensions", [0] + d[1:]))
+                    add(f"{where} length - 1",
+                        _set_argument(kind, k, True, length=location.length - 1))
+                    add(f"{where} length + 1",
+                        _set_argument(kind, k, True, length=location.length + 1))
+                    if dims:
+                        add(f"{where} dimension 0 unknown",
+                            _set_argument(kind, k, dimensions=[0] + dims[1:]))
         add("extra input", lambda r, m: r.inputs.append(RequestArgument(hasNoValue=True)))
         add("extra output", lambda r, m: r.outputs.append(RequestArgument(hasNoValue=True)))
         add("pool 0 is a token", lambda r, m: r.pools.__setitem__(0, MemoryPool(token=1)))
@@ -968,40 +954,37 @@ def unknown_output_dims_model() -> ModelCase:
 
 
 def _shape_request_mutations() -> list[RequestMutation]:
-    return [
-        RequestMutation("unknown input dims/not given", unknown_input_dims_model,
-                        lambda r, m: None),
-        RequestMutation("unknown input dims/given wrong", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [2, 3])),
-        RequestMutation("unknown input dims/given as unknown", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [0, 2])),
-        RequestMutation("unknown input dims/overflowing", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [2 ** 30, 2])),
-        RequestMutation("scalar input/given dimensions", scalar_input_model,
-                        lambda r, m: setattr(r.inputs[2], "dimensions", [1])),
-        RequestMutation("unknown output dims/overflowing", unknown_output_dims_model,
-                        lambda r, m: setattr(r.outputs[0], "dimensions", [2 ** 20, 2 ** 20])),
-    ]
+    return [RequestMutation(id, build, mutate) for id, build, mutate in (
+        ("unknown input dims/not given", unknown_input_dims_model, lambda r, m: None),
+        ("unknown input dims/given wrong", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[2, 3])),
+        ("unknown input dims/given as unknown", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[0, 2])),
+        ("unknown input dims/overflowing", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[2 ** 30, 2])),
+        ("scalar input/given dimensions", scalar_input_model,
+         _set_argument("inputs", 2, dimensions=[1])),
+        ("unknown output dims/overflowing", unknown_output_dims_model,
+         _set_argument("outputs", 0, dimensions=[2 ** 20, 2 ** 20])),
+    )]
 
 
 def valid_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None], dict]]:
     """Requests edited from valid ones that must stay valid: (build, edit, kwargs)."""
-    def set_input_dims(r: Request, m: Model) -> None:
-        r.inputs[0].dimensions = [2, 2]
+    input_dims = _set_argument("inputs", 0, dimensions=[2, 2])
     return {
-        "output buffer too small": (models.add_model, lambda r, m: setattr(
-            r.outputs[0].location, "length", 4), {}),
+        "output buffer too small": (models.add_model, _set_argument("outputs", 0, True, length=4),
+                                    {}),
         "output omitted": (models.add_model, lambda r, m: r.outputs.__setitem__(
             0, RequestArgument(hasNoValue=True)), {}),
         "input omitted": (models.add_model, lambda r, m: r.inputs.__setitem__(
             1, RequestArgument(hasNoValue=True)), {}),
-        "dimensions equal to the model's": (models.add_model, set_input_dims, {}),
-        "unknown input dims given": (unknown_input_dims_model, set_input_dims, {}),
+        "dimensions equal to the model's": (models.add_model, input_dims, {}),
+        "unknown input dims given": (unknown_input_dims_model, input_dims, {}),
         "scalar input": (scalar_input_model, lambda r, m: None, {}),
         "unknown output dims": (unknown_output_dims_model, lambda r, m: None, {}),
         "unknown output dims given in request, fenced": (
-            unknown_output_dims_model,
-            lambda r, m: setattr(r.outputs[0], "dimensions", [2, 2]),
+            unknown_output_dims_model, _set_argument("outputs", 0, dimensions=[2, 2]),
             {"allow_unspecified_output": False}),
         "larger output buffer": (models.add_model, lambda r, m: (
             r.pools.__setitem__(1, MemoryPool(hidlMemory=Memory.create(32))),
@@ -1025,7 +1008,7 @@ def invalid_fenced_requests() -> dict[str, tuple[Build, Callable[[Request, Model
     return {
         "unknown output dims": (unknown_output_dims_model, lambda r, m: None),
         "output dims given with an unknown one": (
-            unknown_output_dims_model, lambda r, m: setattr(r.outputs[0], "dimensions", [2, 0])),
+            unknown_output_dims_model, _set_argument("outputs", 0, dimensions=[2, 0])),
         "output of unknown rank": (models.add_model, lambda r, m: setattr(
             m.main.operands[3], "dimensions", [])),
     }
