@@ -143,7 +143,8 @@ def _remove_operand(subgraph: Subgraph, index: int) -> None:
 
 def _set(select: Select, index: int | Callable[[Subgraph], int],
          **fields) -> Callable[[Model], None]:
-    """Set fields of operand ``index`` (or ``index(subgraph)``) of the subgraph selected."""
+    """Set fields of operand ``index`` (or ``index(subgraph)``) of the subgraph selected, to
+    copies of ``fields`` (the models a mutation makes share no list)."""
     def mutate(model: Model) -> None:
         subgraph = select(model)
         operand = subgraph.operands[index if isinstance(index, int) else index(subgraph)]
@@ -543,7 +544,7 @@ def _add_output(subgraph: Subgraph, p: int) -> None:
 
 # --- model-level and model-specific mutations -------------------------------------------
 
-def _closed_memory() -> Memory:
+def closed_memory() -> Memory:
     memory = Memory.create(8)
     memory.close()
     return memory
@@ -576,7 +577,7 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                   "main subgraph: has no operands"),
         "relax is an int": (lambda m: setattr(m, "relaxComputationFloat32toFloat16", 1),
                             "relaxComputationFloat32toFloat16 1 is not a bool"),
-        "pool closed": (lambda m: m.pools.append(_closed_memory()), "memory is closed"),
+        "pool closed": (lambda m: m.pools.append(closed_memory()), "memory is closed"),
         "pool of size 0": (lambda m: m.pools.append(Memory.create(0)), "memory has size 0"),
         "pool of unknown kind": (lambda m: m.pools.append(Memory.create(8, name="bogus")),
                                  "unsupported memory type 'bogus'"),
@@ -616,7 +617,7 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                        "NoneType is not an Operation"),
         "referenced is a tuple": (lambda m: setattr(m, "referenced", tuple(m.referenced)),
                                   "referenced is not a list"),
-        **{f"operand 0 {what}": (_main_operand(0, **fields), rule) for what, (fields, rule) in {
+        **{f"operand 0 {what}": (set_operand(0, **fields), rule) for what, (fields, rule) in {
             "operand type -1": ({"type": -1}, "invalid operand type -1"),
             "operand type 9999": ({"type": 9999}, "invalid operand type 9999"),
             "operand type 1.0": ({"type": 1.0}, "invalid operand type 1.0"),
@@ -657,7 +658,8 @@ def _channel_quant(m: Model) -> SymmPerChannelQuantParams:
     return m.main.operands[0].extraParams.channelQuant
 
 
-def _main_operand(index: int, **fields) -> Callable[[Model], None]:
+def set_operand(index: int, **fields) -> Callable[[Model], None]:
+    """Set fields of operand ``index`` of the main subgraph."""
     return _set(lambda m: m.main, index, **fields)
 
 
@@ -678,23 +680,23 @@ def specific_mutations() -> Iterator[ModelMutation]:
                            "channelQuant.scales[2] = -1.0 is not a positive finite float32"),
         "scale nan": (lambda m: _channel_quant(m).scales.__setitem__(0, math.nan),
                       "channelQuant.scales[0] = nan is not a positive finite float32"),
-        "no channelQuant": (_main_operand(0, extraParams=OperandExtraParams()),
+        "no channelQuant": (set_operand(0, extraParams=OperandExtraParams()),
                             "TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant"),
-        "channel dimension unknown": (_main_operand(0, dimensions=[2, 0]),
+        "channel dimension unknown": (set_operand(0, dimensions=[2, 0]),
                                       "channel dimension 1 is unknown"),
         "channelQuant and extension": (lambda m: setattr(
             m.main.operands[0].extraParams, "extension", b"\x01"),
             "extraParams sets both channelQuant and extension"),
     })
     yield from _specific("if", models.if_model, {
-        "condition dims [2]": (_main_operand(0, dimensions=[2]),
+        "condition dims [2]": (set_operand(0, dimensions=[2]),
                                "condition (operand 0) has dimensions [2], expected [1]"),
-        "condition dims unknown": (_main_operand(0, dimensions=[0]),
+        "condition dims unknown": (set_operand(0, dimensions=[0]),
                                    "condition (operand 0) has dimensions [0], expected [1]"),
-        "condition rank unknown": (_main_operand(0, dimensions=[]),
+        "condition rank unknown": (set_operand(0, dimensions=[]),
                                    "condition (operand 0) has dimensions [], expected [1]"),
         "condition TENSOR_INT32": (
-            _main_operand(0, type=T.TENSOR_INT32),
+            set_operand(0, type=T.TENSOR_INT32),
             "condition (operand 0) has type TENSOR_INT32, expected TENSOR_BOOL8"),
         "then branch not a subgraph": (
             lambda m: _replace_input(m.main, 0, 1, 1),
@@ -760,10 +762,10 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "operation prefix unknown": (lambda m: setattr(
             m.main.operations[0], "type", (models.EXTENSION_PREFIX + 1) << 16),
             "extension operation type"),
-        "extension operand with channelQuant": (_main_operand(0, extraParams=OperandExtraParams(
+        "extension operand with channelQuant": (set_operand(0, extraParams=OperandExtraParams(
             channelQuant=SymmPerChannelQuantParams([1.0] * 4, 0))),
             "extension operand has channelQuant"),
-        "extension operand with scale": (_main_operand(0, scale=0.5),
+        "extension operand with scale": (set_operand(0, scale=0.5),
                                          "operand has non-zero scale 0.5"),
     })
 
@@ -780,8 +782,8 @@ def unknown_size_while_mutations() -> list[ModelMutation]:
     """WHILE operands of unknown size: invalid under the strict HAL 1.3 reference rule,
     valid for this driver by default (validate_model(allow_unknown_size_while=True))."""
     return list(_specific("while_counter", models.while_counter_model, {
-        "outer output of unknown size": (_main_operand(3, dimensions=[0]), "which WHILE requires"),
-        "outer input of unknown rank": (_main_operand(0, dimensions=[]), "which WHILE requires"),
+        "outer output of unknown size": (set_operand(3, dimensions=[0]), "which WHILE requires"),
+        "outer input of unknown rank": (set_operand(0, dimensions=[]), "which WHILE requires"),
     }))
 
 
@@ -832,10 +834,10 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
         "if branch output of unknown rank": edited(
             models.if_model, _io_operand(1, "outputIndexes", 0, dimensions=[])),
         "if outer output of unknown dimension": edited(models.if_model,
-                                                       _main_operand(4, dimensions=[0])),
+                                                       set_operand(4, dimensions=[0])),
         "main output of unknown dimension": edited(models.add_model,
-                                                   _main_operand(3, dimensions=[2, 0])),
-        "main input of unknown rank": edited(models.add_model, _main_operand(0, dimensions=[])),
+                                                   set_operand(3, dimensions=[2, 0])),
+        "main input of unknown rank": edited(models.add_model, set_operand(0, dimensions=[])),
         "TENSOR_INT32 with a scale": edited(models.add_model, lambda m: m.main.inputIndexes.append(
             _append_operand(m.main, Operand(T.TENSOR_INT32, [3], scale=0.5,
                                             lifetime=L.SUBGRAPH_INPUT)))),
@@ -844,7 +846,7 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
             m, "relaxComputationFloat32toFloat16", True)),
         "two extension entries": edited(models.extension_model, lambda m: (
             m.extensionNameToPrefix.append(ExtensionNameAndPrefix("com.example.other", 8)))),
-        "extension operand with extension params": edited(models.extension_model, _main_operand(
+        "extension operand with extension params": edited(models.extension_model, set_operand(
             0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
     }
 
