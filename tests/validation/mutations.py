@@ -67,18 +67,8 @@ class RequestMutation:
         return request, case.model
 
 
-#: Valid models whose every part gets mutated.
-MODEL_BUILDERS: dict[str, Build] = {
-    "add": models.add_model,
-    "quant8_add": models.quant8_add_model,
-    "constant_reference": models.constant_reference_model,
-    "per_channel": models.per_channel_model,
-    "if": models.if_model,
-    "while_counter": models.while_counter_model,
-    "fibonacci_while": models.fibonacci_while_model,
-    "nested": models.nested_model,
-    "extension": models.extension_model,
-}
+#: Valid models whose every part gets mutated: all of the catalogue's.
+MODEL_BUILDERS: dict[str, Build] = models.ALL_MODELS
 
 
 def _selectors(model: Model) -> list[tuple[str, Select]]:
@@ -302,31 +292,29 @@ def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             def mutation(what: str, mutate: Callable[[Model], None], rule: Rule) -> ModelMutation:
                 return ModelMutation(f"{prefix}/{what}", build, mutate, rule)
 
+            def setting(what: str, rule: Rule, **fields) -> ModelMutation:
+                return mutation(what, _set(select, index, **fields), rule)
+
             for bad_type in _INVALID_OPERAND_TYPES:
-                yield mutation(f"type={bad_type:#x}", _set(select, index, type=bad_type),
-                               _type_rule("operand", bad_type))
+                yield setting(f"type={bad_type:#x}", _type_rule("operand", bad_type), type=bad_type)
             if operand.type in (*_SCALARS, T.SUBGRAPH, T.OEM):
                 for what, dims in (("scalar rank 1", [0]), ("scalar dims [1]", [1])):
-                    yield mutation(what, _set(select, index, dimensions=dims),
-                                   f"scalar {type_name} has dimensions {dims}")
+                    yield setting(what, f"scalar {type_name} has dimensions {dims}",
+                                  dimensions=dims)
             elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-                yield mutation("constant rank 0", _set(select, index, dimensions=[]),
-                               "tensor has unknown rank")
-                dims = list(operand.dimensions)
-                yield mutation("constant unknown dim",
-                               _set(select, index, dimensions=[0] + dims[1:]),
-                               "tensor has unknown dimensions")
+                yield setting("constant rank 0", "tensor has unknown rank", dimensions=[])
+                yield setting("constant unknown dim", "tensor has unknown dimensions",
+                              dimensions=[0] + list(operand.dimensions)[1:])
             if operand.type <= 0xFFFF and STORAGE_DTYPE.get(operand.type) is not None \
                     and operand.type not in (*_SCALARS, T.OEM):
                 for what, dims in (("dims overflow", [0xFFFF_FFFF, 2]),
                                    ("dims product overflow", [65536, 65536])):
-                    yield mutation(what, _set(select, index, dimensions=dims),
-                                   f"dimensions {dims} needs more than 4294967295 bytes")
+                    yield setting(what, f"dimensions {dims} needs more than 4294967295 bytes",
+                                  dimensions=dims)
             for scale, rule in _invalid_scales(operand.type):
-                yield mutation(f"scale={scale}", _set(select, index, scale=scale), rule)
+                yield setting(f"scale={scale}", rule, scale=scale)
             for zero_point, rule in _invalid_zero_points(operand.type):
-                yield mutation(f"zeroPoint={zero_point}", _set(select, index, zeroPoint=zero_point),
-                               rule)
+                yield setting(f"zeroPoint={zero_point}", rule, zeroPoint=zero_point)
             for lifetime, rule in _lifetime_mutations(model, subgraph, index):
                 yield mutation(f"lifetime={lifetime.name}",
                                _change_lifetime(select, index, lifetime), rule)
@@ -335,31 +323,27 @@ def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                 yield mutation(f"io lifetime={swapped.name}",
                                _swap_lifetime(select, index, swapped), _SWAP_RULES[swapped])
             if operand.type == T.SUBGRAPH:
-                yield mutation("SUBGRAPH type as TEMPORARY",
-                               _set(select, index, lifetime=L.TEMPORARY_VARIABLE,
-                                    location=DataLocation()),
-                               "of type SUBGRAPH cannot have lifetime TEMPORARY_VARIABLE")
+                yield setting("SUBGRAPH type as TEMPORARY",
+                              "of type SUBGRAPH cannot have lifetime TEMPORARY_VARIABLE",
+                              lifetime=L.TEMPORARY_VARIABLE, location=DataLocation())
             else:
-                yield mutation("lifetime SUBGRAPH", _set(select, index, lifetime=L.SUBGRAPH,
-                                                         location=DataLocation()),
-                               "cannot have lifetime SUBGRAPH")
+                yield setting("lifetime SUBGRAPH", "cannot have lifetime SUBGRAPH",
+                              lifetime=L.SUBGRAPH, location=DataLocation())
             consumers = operand.numberOfConsumers
             for bad in ((1,) if consumers == 0 else (consumers - 1, consumers + 1)):
-                yield mutation(f"numberOfConsumers={bad}",
-                               _set(select, index, numberOfConsumers=bad),
-                               f"operand {index}: numberOfConsumers is {bad}, but")
+                yield setting(f"numberOfConsumers={bad}",
+                              f"operand {index}: numberOfConsumers is {bad}, but",
+                              numberOfConsumers=bad)
             for what, location, rule in _location_mutations(model, operand):
-                yield mutation(f"location {what}", _set(select, index, location=location), rule)
+                yield setting(f"location {what}", rule, location=location)
             if operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
                 quant = SymmPerChannelQuantParams(scales=[1.0], channelDim=0)
-                params = OperandExtraParams(channelQuant=quant)
-                yield mutation("channelQuant on non-per-channel",
-                               _set(select, index, extraParams=params), "operand has channelQuant")
+                yield setting("channelQuant on non-per-channel", "operand has channelQuant",
+                              extraParams=OperandExtraParams(channelQuant=quant))
             # (A per-channel operand's channelQuant and extension together: "per_channel/".)
             if operand.type <= 0xFFFF and operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-                yield mutation("extension params on base type",
-                               _set(select, index, extraParams=OperandExtraParams(extension=b"x")),
-                               "operand has extension parameters")
+                yield setting("extension params on base type", "operand has extension parameters",
+                              extraParams=OperandExtraParams(extension=b"x"))
             if operand.numberOfConsumers > 0 and all(
                     is_validated_operation(op.type) for op in subgraph.operations
                     if index in op.inputs):
@@ -853,14 +837,8 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
 
 # --- request mutations ------------------------------------------------------------------
 
-REQUEST_BUILDERS: dict[str, Build] = {
-    "add": models.add_model,
-    "quant8_add": models.quant8_add_model,
-    "constant_reference": models.constant_reference_model,
-    "per_channel": models.per_channel_model,
-    "if": models.if_model,
-    "fibonacci_while": models.fibonacci_while_model,
-}
+REQUEST_BUILDERS: dict[str, Build] = {name: MODEL_BUILDERS[name] for name in (
+    "add", "quant8_add", "constant_reference", "per_channel", "if", "fibonacci_while")}
 
 
 def _set_argument(kind: str, position: int, in_location: bool = False, /,
