@@ -395,6 +395,10 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             def op(m: Model, s=select, p=p) -> Operation:
                 return s(m).operations[p]
 
+            def edit(change: Callable, *args, s=select, p=p) -> Callable[[Model], None]:
+                """``change(subgraph, p, *args)`` on the subgraph of operation p."""
+                return lambda m: change(s(m), p, *args)
+
             for bad_type in _INVALID_OPERATION_TYPES:
                 yield mutation(f"type={bad_type:#x}",
                                lambda m, t=bad_type, op=op: setattr(op(m), "type", t),
@@ -407,21 +411,17 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                    f"{kind} {j} names operand {count}, out of range")
             yield from _execution_order_mutations(prefix, build, select, subgraph, p)
             for j, index in enumerate(operation.outputs):
-                yield mutation(f"second writer of output {j}",
-                               lambda m, j=j, s=select, p=p: _add_writer(s(m), p, j),
+                yield mutation(f"second writer of output {j}", edit(_add_writer, j),
                                f"output {j} (operand {index}) was already written")
                 if subgraph.operands[index].numberOfConsumers > 0:
-                    yield mutation(f"output {j} no longer written",
-                                   lambda m, j=j, s=select, p=p: _remove_write(s(m), p, j),
+                    yield mutation(f"output {j} no longer written", edit(_remove_write, j),
                                    _unwritten_rule(subgraph, index))
-            yield mutation("removed", lambda m, s=select, p=p: _remove_operation(s(m), p),
-                           _operation_removed_rule(subgraph, p))
+            yield mutation("removed", edit(_remove_operation), _operation_removed_rule(subgraph, p))
             if not is_validated_operation(operation.type):
                 continue   # an unimplemented type's signature is not checked
             inputs, outputs = len(operation.inputs), len(operation.outputs)
             for j in range(inputs):
-                yield mutation(f"input {j} removed",
-                               lambda m, j=j, s=select, p=p: _remove_input(s(m), p, j),
+                yield mutation(f"input {j} removed", edit(_remove_input, j),
                                signature_rule(operation, "inputs", inputs - 1))
             for j, index in enumerate(operation.outputs):
                 yield mutation(f"output {j} removed",
@@ -430,11 +430,9 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             # In a referenced subgraph, the new operand is one of its inputs or outputs too:
             # the IF or WHILE calling it is checked first.
             called = sg_name != "main"
-            yield mutation("extra input", lambda m, s=select, p=p: _add_input(s(m), p),
-                           CONTROL_FLOW if called else
+            yield mutation("extra input", edit(_add_input), CONTROL_FLOW if called else
                            signature_rule(operation, "inputs", inputs + 1))
-            yield mutation("extra output", lambda m, s=select, p=p: _add_output(s(m), p),
-                           CONTROL_FLOW if called else
+            yield mutation("extra output", edit(_add_output), CONTROL_FLOW if called else
                            signature_rule(operation, "outputs", outputs + 1))
 
 
@@ -504,12 +502,6 @@ def _replace_input(subgraph: Subgraph, p: int, j: int, index: int) -> None:
     subgraph.operands[operation.inputs[j]].numberOfConsumers -= 1
     subgraph.operands[index].numberOfConsumers += 1
     operation.inputs[j] = index
-
-
-def _remove_output_operand(subgraph: Subgraph, p: int, j: int) -> None:
-    """Operation p loses output j, and the subgraph that operand (so nothing is left
-    unwritten)."""
-    _remove_operand(subgraph, subgraph.operations[p].outputs[j])
 
 
 def _add_input(subgraph: Subgraph, p: int) -> None:
@@ -698,7 +690,8 @@ def specific_mutations() -> Iterator[ModelMutation]:
                           "then branch (referenced subgraph 0) has 1 inputs, the IF passes 0"),
         "only 2 inputs": (lambda m: (_remove_input(m.main, 0, 3), _remove_input(m.main, 0, 2)),
                           "(IF): needs at least 3 inputs, has 2"),
-        "no output": (lambda m: _remove_output_operand(m.main, 0, 0),
+        # The IF's output operand removed with it, so that nothing is left unwritten.
+        "no output": (lambda m: _remove_operand(m.main, m.main.operations[0].outputs[0]),
                       "(IF): needs at least 1 output"),
         "branch references itself": (lambda m: _reference(m.referenced[0], 0),
                                      "referenced subgraph 0 references itself"),
