@@ -10,7 +10,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -51,7 +50,6 @@ def verdict(validate: Callable[[], object]) -> str | None:
 
 
 def uncached_verdict(model: Model) -> str | None:
-    """check_model's verdict."""
     return verdict(lambda: check_model(model))
 
 
@@ -526,18 +524,14 @@ def test_concurrent_validations_agree_with_uncached_ones():
 
 # --- the device ---------------------------------------------------------------------------
 
-@dataclass
-class Compilations:
-    models: list
-
-
 @pytest.fixture
-def compilations(monkeypatch, full_validations) -> Compilations:
-    seen = Compilations([])
+def compilations(monkeypatch, full_validations) -> list[Model]:
+    """The models compiled from now on; starts with an empty memo."""
+    seen: list[Model] = []
     compile_model = device_module.compile_model
 
     def counting(model, **kwargs):
-        seen.models.append(model)
+        seen.append(model)
         return compile_model(model, **kwargs)
     monkeypatch.setattr(device_module, "compile_model", counting)
     return seen
@@ -549,7 +543,7 @@ def test_get_supported_then_prepare_validates_and_compiles_once(compilations, fu
     status, supported = device.getSupportedOperations_1_3(case.model)
     assert status == ErrorStatus.NONE and all(supported)
     prepared = prepare(models.nested_model().model, device)    # same content, new objects
-    assert len(compilations.models) == 1 and len(full_validations) == 1
+    assert len(compilations) == 1 and len(full_validations) == 1
     outcome = execute(prepared, case.request(), Path.SYNC)
     assert outcome.status == ErrorStatus.NONE
 
@@ -565,7 +559,7 @@ def test_a_rewritten_pool_is_compiled_again_with_the_new_constant(compilations):
     model.pools[location.poolIndex].write(np.array([1.0, 1.0, 1.0], np.float32).tobytes(),
                                           location.offset)
     second = prepare(model, device)
-    assert len(compilations.models) == 2
+    assert len(compilations) == 2
     a = case.inputs[0]
     for prepared, b in ((first, np.array([100.0, 200.0, 300.0], np.float32)),
                         (second, np.array([1.0, 1.0, 1.0], np.float32))):
@@ -578,7 +572,7 @@ def test_prepared_models_of_equal_content_run_independently(compilations):
     device = device_module.SampleDriver()
     cases = [models.fibonacci_while_model(6), models.fibonacci_while_model(6)]
     prepared = [prepare(case.model, device) for case in cases]
-    assert len(compilations.models) == 1            # one plan, shared
+    assert len(compilations) == 1            # one plan, shared
     cases[0].model.main.operands.clear()            # the client reuses its Model: no effect
     results: list = []
 
