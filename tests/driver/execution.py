@@ -47,7 +47,6 @@ class Outcome:
     status: ErrorStatus
     output_shapes: list[OutputShape] = field(default_factory=list)
     timing: Timing = field(default_factory=Timing)
-    launch_status: ErrorStatus = ErrorStatus.NONE
     fenced_timing: Optional[Timing] = None
     elapsed_s: float = 0.0
 
@@ -102,14 +101,14 @@ def execute(prepared, request: Request, path: Path, *, measure=MeasureTiming.NO,
     if path is Path.SYNC:
         status, shapes, timing = prepared.executeSynchronously_1_3(request, measure, deadline,
                                                                    loop_timeout)
-        outcome = Outcome(status, shapes, timing, status)
+        outcome = Outcome(status, shapes, timing)
     elif path is Path.ASYNC:
         callback = ExecutionCallback()
         launch = prepared.execute_1_3(request, measure, deadline, loop_timeout, callback)
         status, shapes, timing = callback.wait(timeout_s)
         if launch != ErrorStatus.NONE:
             assert status == launch, f"launch status {launch.name} but callback {status.name}"
-        outcome = Outcome(status, shapes, timing, launch)
+        outcome = Outcome(status, shapes, timing)
     elif path is Path.BURST:
         if burst is None:
             configured, burst = prepared.configureExecutionBurst(None)
@@ -118,7 +117,7 @@ def execute(prepared, request: Request, path: Path, *, measure=MeasureTiming.NO,
         pools = getattr(request, "pools", None)
         slots = list(range(len(pools))) if isinstance(pools, list) else [0, 1]
         status, shapes, timing = burst.execute(request, slots, measure, deadline, loop_timeout)
-        outcome = Outcome(status, shapes, timing, status)
+        outcome = Outcome(status, shapes, timing)
     else:
         outcome = _execute_fenced(prepared, request, measure, deadline, loop_timeout,
                                   list(wait_for), fenced_duration, timeout_s)
@@ -145,7 +144,7 @@ def _execute_fenced(prepared, request, measure, deadline, loop_timeout, wait_for
                                                 loop_timeout, fenced_duration)
     if launch != ErrorStatus.NONE:
         assert done is None and info is None, "a failed launch returns no fence and no callback"
-        return Outcome(launch, [], NO_TIMING, launch)
+        return Outcome(launch, [], NO_TIMING)
     assert info is not None
     # Wait on the fence first: getExecutionInfo has no timeout, and an execution that never
     # ends must fail the test rather than hang it.
@@ -155,7 +154,7 @@ def _execute_fenced(prepared, request, measure, deadline, loop_timeout, wait_for
     if state is not None:
         expected = FenceState.SIGNALED if status == ErrorStatus.NONE else FenceState.ERROR
         assert state == expected, f"sync fence {state.name} for status {status.name}"
-    return Outcome(status, [], launched, launch, fenced)
+    return Outcome(status, [], launched, fenced)
 
 
 def run_concurrently(target: Callable, arguments: Iterable[tuple],

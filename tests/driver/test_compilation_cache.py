@@ -13,7 +13,6 @@ import hashlib
 import math
 import os
 import resource
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from driver.hal.structs import (DataLocation, ExtensionNameAndPrefix, Model, Ope
 from driver.memory import Memory
 from driver.validation.common import POOL_NAMES
 from tests.driver.execution import CALLBACK_TIMEOUT_S, ALL_PATHS, Path, execute
+from tests.driver.test_execution_memory import traced_peak
 from tests.models import (ALL_MODELS, ModelCase, add_model, constant_reference_model,
                           fibonacci_while_model, nested_model, per_channel_model,
                           quant8_add_model, read_outputs)
@@ -498,20 +498,11 @@ def _sparse_file(files, name: str, size: int, head: bytes = b"") -> int:
     return fd
 
 
-def peak_traced_bytes(call) -> int:
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_a_large_file_of_another_header_is_refused_unread(device, files):
     model_cache, data_cache = saved(device, files, add_model())
     sparse = _sparse_file(files, "sparse", 1 << 30)
-    assert peak_traced_bytes(lambda: assert_refused(device, [sparse], data_cache)) < 1 << 20
-    assert peak_traced_bytes(lambda: assert_refused(device, model_cache, [sparse])) < 1 << 20
+    assert traced_peak(lambda: assert_refused(device, [sparse], data_cache))[1] < 1 << 20
+    assert traced_peak(lambda: assert_refused(device, model_cache, [sparse]))[1] < 1 << 20
 
 
 def test_a_file_is_authenticated_before_its_payload_is_kept(device, files):
@@ -523,5 +514,5 @@ def test_a_file_is_authenticated_before_its_payload_is_kept(device, files):
     header = cache.seal(cache.CacheKind.DATA, b"", TOKEN, driver.device.VERSION)[:cache._HEADER.size]
     header = header[:-8] + payload_length.to_bytes(8, "little")     # the length comes last
     forged = _sparse_file(files, "forged", size, header)
-    peak = peak_traced_bytes(lambda: assert_refused(device, model_cache, [forged]))
+    _, peak = traced_peak(lambda: assert_refused(device, model_cache, [forged]))
     assert peak < 2 * cache.READ_CHUNK_BYTES + (1 << 20)

@@ -16,8 +16,8 @@ from driver.hal.structs import OptionalTimePoint
 from driver.sync_fence import FenceState, SyncFence
 from hal_client.builder import make_request, out_like
 from tests.driver.execution import (ALL_PATHS, CALLBACK_TIMEOUT_S, EARLY_SLACK_S, MARGIN_S,
-                                    MS, Path, assert_no_timing, deadline_in, duration, execute,
-                                    passed_deadline, prepare_status)
+                                    MS, Path, deadline_in, duration, execute, passed_deadline,
+                                    prepare_status)
 from tests.models import finite_loop_model
 
 MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
@@ -178,19 +178,6 @@ def test_get_execution_info_timings(finite_loop):
     assert launched.timeInDriver <= waited_us
     # The same answer on every call.
     assert info.getExecutionInfo() == (info_status, launched, fenced)
-
-
-@pytest.mark.parametrize("measure", [MeasureTiming.NO, MeasureTiming.YES])
-def test_get_execution_info_without_measurement_or_on_error(finite_loop, infinite_loop, measure):
-    outcome = execute(finite_loop, loop_request().request, Path.FENCED, measure=MeasureTiming.NO)
-    assert outcome.status == ErrorStatus.NONE
-    assert_no_timing(outcome.timing)
-    assert_no_timing(outcome.fenced_timing)
-    failed = execute(infinite_loop, loop_request().request, Path.FENCED, measure=measure,
-                     loop_timeout=duration(20 * MS))
-    assert failed.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
-    assert_no_timing(failed.timing)
-    assert_no_timing(failed.fenced_timing)
 
 
 # --- deadlines of any value ------------------------------------------------------------------

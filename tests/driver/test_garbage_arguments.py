@@ -17,10 +17,10 @@ from driver.hal.enums import (DeviceStatus, ErrorStatus, ExecutionPreference, Me
 from driver.hal.structs import (BufferDesc, BufferRole, DataLocation, MemoryPool, Model, Operand,
                                 OptionalTimePoint, OptionalTimeoutDuration, Request,
                                 RequestArgument)
-from driver.memory import Memory
 from hal_client.builder import ModelBuilder, make_request, out_like
 from tests.driver.execution import ALL_PATHS, CALLBACK_TIMEOUT_S, TOKEN, Path, execute, prepare
 from tests.models import fibonacci_fc_model, if_add_sub_model, mkn_model
+from tests.validation.mutations import closed_memory
 
 GARBAGE = [None, "x", -1, 2 ** 64, 1.5, math.nan, True, object(), [], {}, b"", [None], (-1,)]
 GARBAGE_IDS = ["None", "str", "-1", "2^64", "float", "nan", "True", "object", "list", "dict",
@@ -253,12 +253,6 @@ def test_burst_free_memory(prepared, garbage):
 
 
 # --- malformed requests ------------------------------------------------------------------------
-
-def closed_memory() -> Memory:
-    memory = Memory.create(16)
-    memory.close()
-    return memory
-
 
 REQUEST_MUTATIONS: dict[str, Callable[[Request], None]] = {
     "inputs None": lambda r: setattr(r, "inputs", None),

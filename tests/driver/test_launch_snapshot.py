@@ -7,14 +7,13 @@ import threading
 import numpy as np
 import pytest
 
-from driver import SampleDriver
 from hal_client.examples import counter_loop_model
-from driver.hal import (DataLocation, ErrorStatus, ExecutionCallback, ExecutionPreference,
-                        MeasureTiming, MemoryPool, OptionalTimeoutDuration, OptionalTimePoint,
-                        PreparedModelCallback, Priority, Request, RequestArgument)
+from driver.hal import (DataLocation, ErrorStatus, ExecutionCallback, MeasureTiming, MemoryPool,
+                        OptionalTimeoutDuration, OptionalTimePoint, Request, RequestArgument)
 from driver.hal.enums import LoopTimeoutDurationNs
 from driver.memory import Memory
 from driver.sync_fence import FenceState, SyncFence
+from tests.driver.execution import prepare
 
 #: Iterations of the counter loop: long enough that the caller's changes land while the
 #: execution still runs.
@@ -25,12 +24,7 @@ SHORT_LOOP_COUNT = 10
 
 @pytest.fixture(scope="module")
 def prepared():
-    callback = PreparedModelCallback()
-    SampleDriver().prepareModel_1_3(counter_loop_model(), ExecutionPreference.FAST_SINGLE_ANSWER,
-                                    Priority.MEDIUM, OptionalTimePoint(), [], [], bytes(32), callback)
-    status, model = callback.wait()
-    assert status == ErrorStatus.NONE
-    return model
+    return prepare(counter_loop_model())
 
 
 def counter_request(limit: int = LOOP_COUNT) -> tuple[Request, Memory, Memory]:

@@ -36,7 +36,6 @@ from tests.operations.on_device import constant_input, fed_input
 
 F32, I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 EXHAUSTED = ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
-MISSED = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 MIB = 1 << 20
 #: The deadline of the refused executions, and how long past it their answer may come.
 DEADLINE_S = 0.1

@@ -9,6 +9,7 @@ pattern of a family of rules), so that one stopped by another check is seen.
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass, replace
@@ -66,32 +67,18 @@ class RequestMutation:
         return request, case.model
 
 
-#: Valid models whose every part gets mutated.
-MODEL_BUILDERS: dict[str, Build] = {
-    "add": models.add_model,
-    "quant8_add": models.quant8_add_model,
-    "constant_reference": models.constant_reference_model,
-    "per_channel": models.per_channel_model,
-    "if": models.if_model,
-    "while_counter": models.while_counter_model,
-    "fibonacci_while": models.fibonacci_while_model,
-    "nested": models.nested_model,
-    "extension": models.extension_model,
-}
+#: Valid models whose every part gets mutated: all of the catalogue's.
+MODEL_BUILDERS: dict[str, Build] = models.ALL_MODELS
 
 
 def _selectors(model: Model) -> list[tuple[str, Select]]:
-    selectors: list[tuple[str, Select]] = [("main", lambda m: m.main)]
-    for i in range(len(model.referenced)):
-        selectors.append((f"ref{i}", lambda m, i=i: m.referenced[i]))
-    return selectors
+    return [("main", lambda m: m.main),
+            *((f"ref{i}", lambda m, i=i: m.referenced[i]) for i in range(len(model.referenced)))]
 
 
 def is_validated_operation(type_code: int) -> bool:
     """Operations whose signature the validator checks: IF, WHILE and registered ones."""
-    if type_code > 0xFFFF:
-        return False
-    return type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None
+    return type_code <= 0xFFFF and (type_code in (Op.IF, Op.WHILE) or lookup(type_code) is not None)
 
 
 #: The rules of IF and WHILE against the subgraphs they call (driver/validation/control_flow.py).
@@ -146,12 +133,13 @@ def _remove_operand(subgraph: Subgraph, index: int) -> None:
 
 def _set(select: Select, index: int | Callable[[Subgraph], int],
          **fields) -> Callable[[Model], None]:
-    """Set fields of operand ``index`` (or ``index(subgraph)``) of the subgraph selected."""
+    """Set fields of operand ``index`` (or ``index(subgraph)``) of the subgraph selected, to
+    copies of ``fields`` (the models a mutation makes share no list)."""
     def mutate(model: Model) -> None:
         subgraph = select(model)
         operand = subgraph.operands[index if isinstance(index, int) else index(subgraph)]
         for name, value in fields.items():
-            setattr(operand, name, value)
+            setattr(operand, name, copy.copy(value))
     return mutate
 
 
@@ -304,31 +292,29 @@ def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             def mutation(what: str, mutate: Callable[[Model], None], rule: Rule) -> ModelMutation:
                 return ModelMutation(f"{prefix}/{what}", build, mutate, rule)
 
+            def setting(what: str, rule: Rule, **fields) -> ModelMutation:
+                return mutation(what, _set(select, index, **fields), rule)
+
             for bad_type in _INVALID_OPERAND_TYPES:
-                yield mutation(f"type={bad_type:#x}", _set(select, index, type=bad_type),
-                               _type_rule("operand", bad_type))
+                yield setting(f"type={bad_type:#x}", _type_rule("operand", bad_type), type=bad_type)
             if operand.type in (*_SCALARS, T.SUBGRAPH, T.OEM):
                 for what, dims in (("scalar rank 1", [0]), ("scalar dims [1]", [1])):
-                    yield mutation(what, _set(select, index, dimensions=dims),
-                                   f"scalar {type_name} has dimensions {dims}")
+                    yield setting(what, f"scalar {type_name} has dimensions {dims}",
+                                  dimensions=dims)
             elif operand.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-                yield mutation("constant rank 0", _set(select, index, dimensions=[]),
-                               "tensor has unknown rank")
-                dims = list(operand.dimensions)
-                yield mutation("constant unknown dim",
-                               _set(select, index, dimensions=[0] + dims[1:]),
-                               "tensor has unknown dimensions")
+                yield setting("constant rank 0", "tensor has unknown rank", dimensions=[])
+                yield setting("constant unknown dim", "tensor has unknown dimensions",
+                              dimensions=[0] + list(operand.dimensions)[1:])
             if operand.type <= 0xFFFF and STORAGE_DTYPE.get(operand.type) is not None \
                     and operand.type not in (*_SCALARS, T.OEM):
                 for what, dims in (("dims overflow", [0xFFFF_FFFF, 2]),
                                    ("dims product overflow", [65536, 65536])):
-                    yield mutation(what, _set(select, index, dimensions=dims),
-                                   f"dimensions {dims} needs more than 4294967295 bytes")
+                    yield setting(what, f"dimensions {dims} needs more than 4294967295 bytes",
+                                  dimensions=dims)
             for scale, rule in _invalid_scales(operand.type):
-                yield mutation(f"scale={scale}", _set(select, index, scale=scale), rule)
+                yield setting(f"scale={scale}", rule, scale=scale)
             for zero_point, rule in _invalid_zero_points(operand.type):
-                yield mutation(f"zeroPoint={zero_point}", _set(select, index, zeroPoint=zero_point),
-                               rule)
+                yield setting(f"zeroPoint={zero_point}", rule, zeroPoint=zero_point)
             for lifetime, rule in _lifetime_mutations(model, subgraph, index):
                 yield mutation(f"lifetime={lifetime.name}",
                                _change_lifetime(select, index, lifetime), rule)
@@ -337,31 +323,27 @@ def operand_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                 yield mutation(f"io lifetime={swapped.name}",
                                _swap_lifetime(select, index, swapped), _SWAP_RULES[swapped])
             if operand.type == T.SUBGRAPH:
-                yield mutation("SUBGRAPH type as TEMPORARY",
-                               _set(select, index, lifetime=L.TEMPORARY_VARIABLE,
-                                    location=DataLocation()),
-                               "of type SUBGRAPH cannot have lifetime TEMPORARY_VARIABLE")
+                yield setting("SUBGRAPH type as TEMPORARY",
+                              "of type SUBGRAPH cannot have lifetime TEMPORARY_VARIABLE",
+                              lifetime=L.TEMPORARY_VARIABLE, location=DataLocation())
             else:
-                yield mutation("lifetime SUBGRAPH", _set(select, index, lifetime=L.SUBGRAPH,
-                                                         location=DataLocation()),
-                               "cannot have lifetime SUBGRAPH")
+                yield setting("lifetime SUBGRAPH", "cannot have lifetime SUBGRAPH",
+                              lifetime=L.SUBGRAPH, location=DataLocation())
             consumers = operand.numberOfConsumers
             for bad in ((1,) if consumers == 0 else (consumers - 1, consumers + 1)):
-                yield mutation(f"numberOfConsumers={bad}",
-                               _set(select, index, numberOfConsumers=bad),
-                               f"operand {index}: numberOfConsumers is {bad}, but")
+                yield setting(f"numberOfConsumers={bad}",
+                              f"operand {index}: numberOfConsumers is {bad}, but",
+                              numberOfConsumers=bad)
             for what, location, rule in _location_mutations(model, operand):
-                yield mutation(f"location {what}", _set(select, index, location=location), rule)
+                yield setting(f"location {what}", rule, location=location)
             if operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
                 quant = SymmPerChannelQuantParams(scales=[1.0], channelDim=0)
-                params = OperandExtraParams(channelQuant=quant)
-                yield mutation("channelQuant on non-per-channel",
-                               _set(select, index, extraParams=params), "operand has channelQuant")
+                yield setting("channelQuant on non-per-channel", "operand has channelQuant",
+                              extraParams=OperandExtraParams(channelQuant=quant))
             # (A per-channel operand's channelQuant and extension together: "per_channel/".)
             if operand.type <= 0xFFFF and operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-                yield mutation("extension params on base type",
-                               _set(select, index, extraParams=OperandExtraParams(extension=b"x")),
-                               "operand has extension parameters")
+                yield setting("extension params on base type", "operand has extension parameters",
+                              extraParams=OperandExtraParams(extension=b"x"))
             if operand.numberOfConsumers > 0 and all(
                     is_validated_operation(op.type) for op in subgraph.operations
                     if index in op.inputs):
@@ -413,35 +395,33 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             def op(m: Model, s=select, p=p) -> Operation:
                 return s(m).operations[p]
 
+            def edit(change: Callable, *args, s=select, p=p) -> Callable[[Model], None]:
+                """``change(subgraph, p, *args)`` on the subgraph of operation p."""
+                return lambda m: change(s(m), p, *args)
+
             for bad_type in _INVALID_OPERATION_TYPES:
                 yield mutation(f"type={bad_type:#x}",
                                lambda m, t=bad_type, op=op: setattr(op(m), "type", t),
                                _type_rule("operation", bad_type))
-            for j in range(len(operation.inputs)):
-                yield mutation(f"input {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).inputs.__setitem__(j, n),
-                               f"input {j} names operand {count}, out of range")
-            for j in range(len(operation.outputs)):
-                yield mutation(f"output {j} index out of range",
-                               lambda m, j=j, op=op, n=count: op(m).outputs.__setitem__(j, n),
-                               f"output {j} names operand {count}, out of range")
+            for kind in ("input", "output"):
+                for j in range(len(getattr(operation, f"{kind}s"))):
+                    def out_of_range(m, j=j, op=op, kinds=f"{kind}s", n=count) -> None:
+                        getattr(op(m), kinds)[j] = n
+                    yield mutation(f"{kind} {j} index out of range", out_of_range,
+                                   f"{kind} {j} names operand {count}, out of range")
             yield from _execution_order_mutations(prefix, build, select, subgraph, p)
             for j, index in enumerate(operation.outputs):
-                yield mutation(f"second writer of output {j}",
-                               lambda m, j=j, s=select, p=p: _add_writer(s(m), p, j),
+                yield mutation(f"second writer of output {j}", edit(_add_writer, j),
                                f"output {j} (operand {index}) was already written")
                 if subgraph.operands[index].numberOfConsumers > 0:
-                    yield mutation(f"output {j} no longer written",
-                                   lambda m, j=j, s=select, p=p: _remove_write(s(m), p, j),
+                    yield mutation(f"output {j} no longer written", edit(_remove_write, j),
                                    _unwritten_rule(subgraph, index))
-            yield mutation("removed", lambda m, s=select, p=p: _remove_operation(s(m), p),
-                           _operation_removed_rule(subgraph, p))
+            yield mutation("removed", edit(_remove_operation), _operation_removed_rule(subgraph, p))
             if not is_validated_operation(operation.type):
                 continue   # an unimplemented type's signature is not checked
             inputs, outputs = len(operation.inputs), len(operation.outputs)
             for j in range(inputs):
-                yield mutation(f"input {j} removed",
-                               lambda m, j=j, s=select, p=p: _remove_input(s(m), p, j),
+                yield mutation(f"input {j} removed", edit(_remove_input, j),
                                signature_rule(operation, "inputs", inputs - 1))
             for j, index in enumerate(operation.outputs):
                 yield mutation(f"output {j} removed",
@@ -450,11 +430,9 @@ def operation_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
             # In a referenced subgraph, the new operand is one of its inputs or outputs too:
             # the IF or WHILE calling it is checked first.
             called = sg_name != "main"
-            yield mutation("extra input", lambda m, s=select, p=p: _add_input(s(m), p),
-                           CONTROL_FLOW if called else
+            yield mutation("extra input", edit(_add_input), CONTROL_FLOW if called else
                            signature_rule(operation, "inputs", inputs + 1))
-            yield mutation("extra output", lambda m, s=select, p=p: _add_output(s(m), p),
-                           CONTROL_FLOW if called else
+            yield mutation("extra output", edit(_add_output), CONTROL_FLOW if called else
                            signature_rule(operation, "outputs", outputs + 1))
 
 
@@ -526,12 +504,6 @@ def _replace_input(subgraph: Subgraph, p: int, j: int, index: int) -> None:
     operation.inputs[j] = index
 
 
-def _remove_output_operand(subgraph: Subgraph, p: int, j: int) -> None:
-    """Operation p loses output j, and the subgraph that operand (so nothing is left
-    unwritten)."""
-    _remove_operand(subgraph, subgraph.operations[p].outputs[j])
-
-
 def _add_input(subgraph: Subgraph, p: int) -> None:
     index = _append_operand(subgraph, Operand(T.TENSOR_FLOAT32, [1], numberOfConsumers=1,
                                               lifetime=L.SUBGRAPH_INPUT))
@@ -548,7 +520,7 @@ def _add_output(subgraph: Subgraph, p: int) -> None:
 
 # --- model-level and model-specific mutations -------------------------------------------
 
-def _closed_memory() -> Memory:
+def closed_memory() -> Memory:
     memory = Memory.create(8)
     memory.close()
     return memory
@@ -574,7 +546,6 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                        f"referenced subgraph {i}: has no operations")
     if name not in MODEL_LEVEL_MUTATED:
         return
-    main = lambda m: m.main   # noqa: E731
     for what, (mutate, rule) in {
         "main without operations": (lambda m: setattr(m.main, "operations", []),
                                     "main subgraph: has no operations"),
@@ -582,7 +553,7 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                   "main subgraph: has no operands"),
         "relax is an int": (lambda m: setattr(m, "relaxComputationFloat32toFloat16", 1),
                             "relaxComputationFloat32toFloat16 1 is not a bool"),
-        "pool closed": (lambda m: m.pools.append(_closed_memory()), "memory is closed"),
+        "pool closed": (lambda m: m.pools.append(closed_memory()), "memory is closed"),
         "pool of size 0": (lambda m: m.pools.append(Memory.create(0)), "memory has size 0"),
         "pool of unknown kind": (lambda m: m.pools.append(Memory.create(8, name="bogus")),
                                  "unsupported memory type 'bogus'"),
@@ -622,7 +593,7 @@ def model_level_mutations(name: str, build: Build) -> Iterator[ModelMutation]:
                                        "NoneType is not an Operation"),
         "referenced is a tuple": (lambda m: setattr(m, "referenced", tuple(m.referenced)),
                                   "referenced is not a list"),
-        **{f"operand 0 {what}": (_set(main, 0, **fields), rule) for what, (fields, rule) in {
+        **{f"operand 0 {what}": (set_operand(0, **fields), rule) for what, (fields, rule) in {
             "operand type -1": ({"type": -1}, "invalid operand type -1"),
             "operand type 9999": ({"type": 9999}, "invalid operand type 9999"),
             "operand type 1.0": ({"type": 1.0}, "invalid operand type 1.0"),
@@ -663,7 +634,8 @@ def _channel_quant(m: Model) -> SymmPerChannelQuantParams:
     return m.main.operands[0].extraParams.channelQuant
 
 
-def _main_operand(index: int, **fields) -> Callable[[Model], None]:
+def set_operand(index: int, **fields) -> Callable[[Model], None]:
+    """Set fields of operand ``index`` of the main subgraph."""
     return _set(lambda m: m.main, index, **fields)
 
 
@@ -684,23 +656,23 @@ def specific_mutations() -> Iterator[ModelMutation]:
                            "channelQuant.scales[2] = -1.0 is not a positive finite float32"),
         "scale nan": (lambda m: _channel_quant(m).scales.__setitem__(0, math.nan),
                       "channelQuant.scales[0] = nan is not a positive finite float32"),
-        "no channelQuant": (_main_operand(0, extraParams=OperandExtraParams()),
+        "no channelQuant": (set_operand(0, extraParams=OperandExtraParams()),
                             "TENSOR_QUANT8_SYMM_PER_CHANNEL operand has no channelQuant"),
-        "channel dimension unknown": (_main_operand(0, dimensions=[2, 0]),
+        "channel dimension unknown": (set_operand(0, dimensions=[2, 0]),
                                       "channel dimension 1 is unknown"),
         "channelQuant and extension": (lambda m: setattr(
             m.main.operands[0].extraParams, "extension", b"\x01"),
             "extraParams sets both channelQuant and extension"),
     })
     yield from _specific("if", models.if_model, {
-        "condition dims [2]": (_main_operand(0, dimensions=[2]),
+        "condition dims [2]": (set_operand(0, dimensions=[2]),
                                "condition (operand 0) has dimensions [2], expected [1]"),
-        "condition dims unknown": (_main_operand(0, dimensions=[0]),
+        "condition dims unknown": (set_operand(0, dimensions=[0]),
                                    "condition (operand 0) has dimensions [0], expected [1]"),
-        "condition rank unknown": (_main_operand(0, dimensions=[]),
+        "condition rank unknown": (set_operand(0, dimensions=[]),
                                    "condition (operand 0) has dimensions [], expected [1]"),
         "condition TENSOR_INT32": (
-            _main_operand(0, type=T.TENSOR_INT32),
+            set_operand(0, type=T.TENSOR_INT32),
             "condition (operand 0) has type TENSOR_INT32, expected TENSOR_BOOL8"),
         "then branch not a subgraph": (
             lambda m: _replace_input(m.main, 0, 1, 1),
@@ -718,7 +690,8 @@ def specific_mutations() -> Iterator[ModelMutation]:
                           "then branch (referenced subgraph 0) has 1 inputs, the IF passes 0"),
         "only 2 inputs": (lambda m: (_remove_input(m.main, 0, 3), _remove_input(m.main, 0, 2)),
                           "(IF): needs at least 3 inputs, has 2"),
-        "no output": (lambda m: _remove_output_operand(m.main, 0, 0),
+        # The IF's output operand removed with it, so that nothing is left unwritten.
+        "no output": (lambda m: _remove_operand(m.main, m.main.operations[0].outputs[0]),
                       "(IF): needs at least 1 output"),
         "branch references itself": (lambda m: _reference(m.referenced[0], 0),
                                      "referenced subgraph 0 references itself"),
@@ -749,8 +722,10 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "input-only operand dropped": (
             lambda m: _remove_input(m.main, 0, 5),
             "condition (referenced subgraph 0) has 4 inputs, the WHILE passes 3"),
+        # The body loses its (unused) input-only operand: 3 inputs and 3 outputs.
         "body output count > input count": (
-            _remove_body_input, "body (referenced subgraph 1) has 3 inputs, the WHILE passes 4"),
+            lambda m: _remove_operand(m.referenced[1], m.referenced[1].inputIndexes[3]),
+            "body (referenced subgraph 1) has 3 inputs, the WHILE passes 4"),
     })
     yield from _specific("nested", models.nested_model, {
         "loop body references the IF branch (cycle)": (
@@ -764,19 +739,12 @@ def specific_mutations() -> Iterator[ModelMutation]:
         "operation prefix unknown": (lambda m: setattr(
             m.main.operations[0], "type", (models.EXTENSION_PREFIX + 1) << 16),
             "extension operation type"),
-        "extension operand with channelQuant": (_main_operand(0, extraParams=OperandExtraParams(
+        "extension operand with channelQuant": (set_operand(0, extraParams=OperandExtraParams(
             channelQuant=SymmPerChannelQuantParams([1.0] * 4, 0))),
             "extension operand has channelQuant"),
-        "extension operand with scale": (_main_operand(0, scale=0.5),
+        "extension operand with scale": (set_operand(0, scale=0.5),
                                          "operand has non-zero scale 0.5"),
     })
-
-
-def _remove_body_input(m: Model) -> None:
-    """The fibonacci body loses its (unused) input-only operand: 3 inputs, 3 outputs,
-    while the WHILE passes 4 values."""
-    body = m.referenced[1]
-    _remove_operand(body, body.inputIndexes[3])
 
 
 def _append_cycle(m: Model) -> None:
@@ -791,8 +759,8 @@ def unknown_size_while_mutations() -> list[ModelMutation]:
     """WHILE operands of unknown size: invalid under the strict HAL 1.3 reference rule,
     valid for this driver by default (validate_model(allow_unknown_size_while=True))."""
     return list(_specific("while_counter", models.while_counter_model, {
-        "outer output of unknown size": (_main_operand(3, dimensions=[0]), "which WHILE requires"),
-        "outer input of unknown rank": (_main_operand(0, dimensions=[]), "which WHILE requires"),
+        "outer output of unknown size": (set_operand(3, dimensions=[0]), "which WHILE requires"),
+        "outer input of unknown rank": (set_operand(0, dimensions=[]), "which WHILE requires"),
     }))
 
 
@@ -838,16 +806,15 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
     return {
         "unreferenced subgraph": edited(models.add_model, lambda m: m.referenced.append(
             models.add_model().model.main)),
-        "if branch input of unknown dimension": edited(models.if_model, lambda m: setattr(
-            m.referenced[0].operands[m.referenced[0].inputIndexes[0]], "dimensions", [0])),
-        "if branch output of unknown rank": edited(models.if_model, lambda m: setattr(
-            m.referenced[1].operands[m.referenced[1].outputIndexes[0]], "dimensions", [])),
-        "if outer output of unknown dimension": edited(models.if_model, _set(
-            lambda m: m.main, 4, dimensions=[0])),
-        "main output of unknown dimension": edited(models.add_model, _set(
-            lambda m: m.main, 3, dimensions=[2, 0])),
-        "main input of unknown rank": edited(models.add_model, _set(
-            lambda m: m.main, 0, dimensions=[])),
+        "if branch input of unknown dimension": edited(
+            models.if_model, _io_operand(0, "inputIndexes", 0, dimensions=[0])),
+        "if branch output of unknown rank": edited(
+            models.if_model, _io_operand(1, "outputIndexes", 0, dimensions=[])),
+        "if outer output of unknown dimension": edited(models.if_model,
+                                                       set_operand(4, dimensions=[0])),
+        "main output of unknown dimension": edited(models.add_model,
+                                                   set_operand(3, dimensions=[2, 0])),
+        "main input of unknown rank": edited(models.add_model, set_operand(0, dimensions=[])),
         "TENSOR_INT32 with a scale": edited(models.add_model, lambda m: m.main.inputIndexes.append(
             _append_operand(m.main, Operand(T.TENSOR_INT32, [3], scale=0.5,
                                             lifetime=L.SUBGRAPH_INPUT)))),
@@ -856,25 +823,27 @@ def valid_variants() -> dict[str, Callable[[], Model]]:
             m, "relaxComputationFloat32toFloat16", True)),
         "two extension entries": edited(models.extension_model, lambda m: (
             m.extensionNameToPrefix.append(ExtensionNameAndPrefix("com.example.other", 8)))),
-        "extension operand with extension params": edited(models.extension_model, _set(
-            lambda m: m.main, 0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
+        "extension operand with extension params": edited(models.extension_model, set_operand(
+            0, extraParams=OperandExtraParams(extension=b"\x01\x02"))),
     }
 
 
 # --- request mutations ------------------------------------------------------------------
 
-REQUEST_BUILDERS: dict[str, Build] = {
-    "add": models.add_model,
-    "quant8_add": models.quant8_add_model,
-    "constant_reference": models.constant_reference_model,
-    "per_channel": models.per_channel_model,
-    "if": models.if_model,
-    "fibonacci_while": models.fibonacci_while_model,
-}
+REQUEST_BUILDERS: dict[str, Build] = {name: MODEL_BUILDERS[name] for name in (
+    "add", "quant8_add", "constant_reference", "per_channel", "if", "fibonacci_while")}
 
 
-def _argument(kind: str, position: int) -> Callable[[Request], RequestArgument]:
-    return lambda r: getattr(r, kind)[position]
+def _set_argument(kind: str, position: int, in_location: bool = False, /,
+                  **fields) -> Callable[[Request, Model], None]:
+    """Set fields of request argument ``position`` of ``kind`` ("inputs", "outputs"), or of
+    its location."""
+    def mutate(request: Request, model: Model) -> None:
+        argument = getattr(request, kind)[position]
+        target = argument.location if in_location else argument
+        for name, value in fields.items():
+            setattr(target, name, copy.copy(value))
+    return mutate
 
 
 def request_mutations() -> list[RequestMutation]:
@@ -889,44 +858,34 @@ def request_mutations() -> list[RequestMutation]:
 
         for kind, indexes in (("inputs", main.inputIndexes), ("outputs", main.outputIndexes)):
             for k, index in enumerate(indexes):
-                arg = _argument(kind, k)
                 where = f"{kind[:-1]} {k}"
-                rank = len(main.operands[index].dimensions)
-                pool = getattr(request, kind)[k].location.poolIndex
-                pool_size = request.pools[pool].hidlMemory.size
+                dims = list(main.operands[index].dimensions)
+                location = getattr(request, kind)[k].location
+                pool_size = request.pools[location.poolIndex].hidlMemory.size
                 add(f"{where} removed", lambda r, m, kind=kind, k=k: getattr(r, kind).pop(k))
-                add(f"{where} poolIndex out of range",
-                    lambda r, m, arg=arg: setattr(arg(r).location, "poolIndex", 2))
-                add(f"{where} offset past pool",
-                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "offset", s))
+                add(f"{where} poolIndex out of range", _set_argument(kind, k, True, poolIndex=2))
+                add(f"{where} offset past pool", _set_argument(kind, k, True, offset=pool_size))
                 add(f"{where} length past pool",
-                    lambda r, m, arg=arg, s=pool_size: setattr(arg(r).location, "length", s + 1))
-                add(f"{where} offset 2**32",
-                    lambda r, m, arg=arg: setattr(arg(r).location, "offset", 2 ** 32))
-                add(f"{where} no value with a location",
-                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", True))
-                add(f"{where} no value with dimensions", lambda r, m, arg=arg: (
-                    setattr(arg(r), "hasNoValue", True),
-                    setattr(arg(r), "location", DataLocation()),
-                    setattr(arg(r), "dimensions", [1])))
-                add(f"{where} hasNoValue is an int",
-                    lambda r, m, arg=arg: setattr(arg(r), "hasNoValue", 0))
-                if rank > 0:
-                    dims = list(main.operands[index].dimensions)
-                    add(f"{where} rank + 1",
-                        lambda r, m, arg=arg, d=dims: setattr(arg(r), "dimensions", d + [1]))
-                    add(f"{where} dimension 0 differs", lambda r, m, arg=arg, d=dims: setattr(
-                        arg(r), "dimensions", [d[0] + 1] + d[1:]))
-                    add(f"{where} negative dimension", lambda r, m, arg=arg, d=dims: setattr(
-                        arg(r), "dimensions", [-1] + d[1:]))
+                    _set_argument(kind, k, True, length=pool_size + 1))
+                add(f"{where} offset 2**32", _set_argument(kind, k, True, offset=2 ** 32))
+                add(f"{where} no value with a location", _set_argument(kind, k, hasNoValue=True))
+                add(f"{where} no value with dimensions", _set_argument(
+                    kind, k, hasNoValue=True, location=DataLocation(), dimensions=[1]))
+                add(f"{where} hasNoValue is an int", _set_argument(kind, k, hasNoValue=0))
+                if dims:
+                    add(f"{where} rank + 1", _set_argument(kind, k, dimensions=dims + [1]))
+                    add(f"{where} dimension 0 differs",
+                        _set_argument(kind, k, dimensions=[dims[0] + 1] + dims[1:]))
+                    add(f"{where} negative dimension",
+                        _set_argument(kind, k, dimensions=[-1] + dims[1:]))
                 if kind == "inputs":
-                    add(f"{where} length - 1", lambda r, m, arg=arg: setattr(
-                        arg(r).location, "length", arg(r).location.length - 1))
-                    add(f"{where} length + 1", lambda r, m, arg=arg: setattr(
-                        arg(r).location, "length", arg(r).location.length + 1))
-                    if rank > 0:
-                        add(f"{where} dimension 0 unknown", lambda r, m, arg=arg, d=dims: setattr(
-                            arg(r), "dimensions", [0] + d[1:]))
+                    add(f"{where} length - 1",
+                        _set_argument(kind, k, True, length=location.length - 1))
+                    add(f"{where} length + 1",
+                        _set_argument(kind, k, True, length=location.length + 1))
+                    if dims:
+                        add(f"{where} dimension 0 unknown",
+                            _set_argument(kind, k, dimensions=[0] + dims[1:]))
         add("extra input", lambda r, m: r.inputs.append(RequestArgument(hasNoValue=True)))
         add("extra output", lambda r, m: r.outputs.append(RequestArgument(hasNoValue=True)))
         add("pool 0 is a token", lambda r, m: r.pools.__setitem__(0, MemoryPool(token=1)))
@@ -968,40 +927,37 @@ def unknown_output_dims_model() -> ModelCase:
 
 
 def _shape_request_mutations() -> list[RequestMutation]:
-    return [
-        RequestMutation("unknown input dims/not given", unknown_input_dims_model,
-                        lambda r, m: None),
-        RequestMutation("unknown input dims/given wrong", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [2, 3])),
-        RequestMutation("unknown input dims/given as unknown", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [0, 2])),
-        RequestMutation("unknown input dims/overflowing", unknown_input_dims_model,
-                        lambda r, m: setattr(r.inputs[0], "dimensions", [2 ** 30, 2])),
-        RequestMutation("scalar input/given dimensions", scalar_input_model,
-                        lambda r, m: setattr(r.inputs[2], "dimensions", [1])),
-        RequestMutation("unknown output dims/overflowing", unknown_output_dims_model,
-                        lambda r, m: setattr(r.outputs[0], "dimensions", [2 ** 20, 2 ** 20])),
-    ]
+    return [RequestMutation(id, build, mutate) for id, build, mutate in (
+        ("unknown input dims/not given", unknown_input_dims_model, lambda r, m: None),
+        ("unknown input dims/given wrong", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[2, 3])),
+        ("unknown input dims/given as unknown", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[0, 2])),
+        ("unknown input dims/overflowing", unknown_input_dims_model,
+         _set_argument("inputs", 0, dimensions=[2 ** 30, 2])),
+        ("scalar input/given dimensions", scalar_input_model,
+         _set_argument("inputs", 2, dimensions=[1])),
+        ("unknown output dims/overflowing", unknown_output_dims_model,
+         _set_argument("outputs", 0, dimensions=[2 ** 20, 2 ** 20])),
+    )]
 
 
 def valid_requests() -> dict[str, tuple[Build, Callable[[Request, Model], None], dict]]:
     """Requests edited from valid ones that must stay valid: (build, edit, kwargs)."""
-    def set_input_dims(r: Request, m: Model) -> None:
-        r.inputs[0].dimensions = [2, 2]
+    input_dims = _set_argument("inputs", 0, dimensions=[2, 2])
     return {
-        "output buffer too small": (models.add_model, lambda r, m: setattr(
-            r.outputs[0].location, "length", 4), {}),
+        "output buffer too small": (models.add_model, _set_argument("outputs", 0, True, length=4),
+                                    {}),
         "output omitted": (models.add_model, lambda r, m: r.outputs.__setitem__(
             0, RequestArgument(hasNoValue=True)), {}),
         "input omitted": (models.add_model, lambda r, m: r.inputs.__setitem__(
             1, RequestArgument(hasNoValue=True)), {}),
-        "dimensions equal to the model's": (models.add_model, set_input_dims, {}),
-        "unknown input dims given": (unknown_input_dims_model, set_input_dims, {}),
+        "dimensions equal to the model's": (models.add_model, input_dims, {}),
+        "unknown input dims given": (unknown_input_dims_model, input_dims, {}),
         "scalar input": (scalar_input_model, lambda r, m: None, {}),
         "unknown output dims": (unknown_output_dims_model, lambda r, m: None, {}),
         "unknown output dims given in request, fenced": (
-            unknown_output_dims_model,
-            lambda r, m: setattr(r.outputs[0], "dimensions", [2, 2]),
+            unknown_output_dims_model, _set_argument("outputs", 0, dimensions=[2, 2]),
             {"allow_unspecified_output": False}),
         "larger output buffer": (models.add_model, lambda r, m: (
             r.pools.__setitem__(1, MemoryPool(hidlMemory=Memory.create(32))),
@@ -1025,7 +981,7 @@ def invalid_fenced_requests() -> dict[str, tuple[Build, Callable[[Request, Model
     return {
         "unknown output dims": (unknown_output_dims_model, lambda r, m: None),
         "output dims given with an unknown one": (
-            unknown_output_dims_model, lambda r, m: setattr(r.outputs[0], "dimensions", [2, 0])),
+            unknown_output_dims_model, _set_argument("outputs", 0, dimensions=[2, 0])),
         "output of unknown rank": (models.add_model, lambda r, m: setattr(
             m.main.operands[3], "dimensions", [])),
     }

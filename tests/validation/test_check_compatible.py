@@ -30,13 +30,10 @@ def test_dimensions_compatible(a, b, expected):
 OUTER = Operand(T.TENSOR_QUANT8_ASYMM, [2, 3], scale=0.5, zeroPoint=3)
 
 
-def test_identical_operands_are_compatible():
-    check_compatible(OUTER, replace(OUTER), "x")
-
-
-def test_unknown_inner_dimensions_are_compatible():
-    check_compatible(OUTER, replace(OUTER, dimensions=[0, 3]), "x")
-    check_compatible(OUTER, replace(OUTER, dimensions=[]), "x")
+@pytest.mark.parametrize("dims", [[2, 3], [0, 3], []], ids=["identical", "unknown dimension",
+                                                          "unknown rank"])
+def test_identical_operands_or_unknown_inner_dimensions_are_compatible(dims):
+    check_compatible(OUTER, replace(OUTER, dimensions=dims), "x")
 
 
 @pytest.mark.parametrize("field,value,word", [

@@ -10,7 +10,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -31,7 +30,8 @@ from tests.driver.execution import Path, execute, prepare, run_concurrently
 from tests.models import ALL_MODELS
 from tests.validation import mutations
 from tests.validation.mutations import (all_model_mutations, by_model, request_mutations,
-                                        valid_request, valid_requests, valid_variants)
+                                        set_operand, valid_request, valid_requests,
+                                        valid_variants)
 
 MODEL_MUTATIONS = all_model_mutations()
 MODEL_GROUPS = by_model(MODEL_MUTATIONS)
@@ -50,7 +50,6 @@ def verdict(validate: Callable[[], object]) -> str | None:
 
 
 def uncached_verdict(model: Model) -> str | None:
-    """check_model's verdict."""
     return verdict(lambda: check_model(model))
 
 
@@ -258,7 +257,7 @@ def _set_lifetime(index: int) -> Callable[[Model], None]:
 #: boundaries or classes: the flat encoding must still tell them apart.
 SAME_VALUES_ELSEWHERE: dict[str, Callable[[], tuple[Model, Model]]] = {
     "a dimension moved to the previous operand": lambda: _two_add_models(
-        lambda m: (_set_operand(0, dimensions=[2, 2, 2])(m), _set_operand(1, dimensions=[2])(m)),
+        lambda m: (set_operand(0, dimensions=[2, 2, 2])(m), set_operand(1, dimensions=[2])(m)),
         lambda m: None),
     "an index moved from an operation's inputs to its outputs": lambda: _two_add_models(
         lambda m: None,
@@ -271,14 +270,14 @@ SAME_VALUES_ELSEWHERE: dict[str, Callable[[], tuple[Model, Model]]] = {
     "a plain int lifetime on another operand": lambda: _two_add_models(_set_lifetime(0),
                                                                        _set_lifetime(1)),
     "a plain int operand type on another operand": lambda: _two_add_models(
-        _set_operand(0, type=int(T.TENSOR_FLOAT32)), _set_operand(1, type=int(T.TENSOR_FLOAT32))),
-    "-0.0 for a scale of 0.0": lambda: _two_add_models(lambda m: None, _set_operand(0, scale=-0.0)),
+        set_operand(0, type=int(T.TENSOR_FLOAT32)), set_operand(1, type=int(T.TENSOR_FLOAT32))),
+    "-0.0 for a scale of 0.0": lambda: _two_add_models(lambda m: None, set_operand(0, scale=-0.0)),
     "a plain int operation type": lambda: _two_add_models(
         lambda m: None, lambda m: setattr(m.main.operations[0], "type", int(Op.ADD))),
     "-0.0 for 0.0 in per-channel scales": lambda: (_per_channel_scales([0.5, 0.0, 2.0]),
                                                    _per_channel_scales([0.5, -0.0, 2.0])),
-    "ints beyond 32 bits": lambda: _two_add_models(_set_operand(0, dimensions=[2, 1 << 40]),
-                                                   _set_operand(0, dimensions=[2, 1 << 41])),
+    "ints beyond 32 bits": lambda: _two_add_models(set_operand(0, dimensions=[2, 1 << 40]),
+                                                   set_operand(0, dimensions=[2, 1 << 41])),
     "another extension prefix": lambda: _two_add_models(
         lambda m: setattr(m, "extensionNameToPrefix", [ExtensionNameAndPrefix("com.a", 1)]),
         lambda m: setattr(m, "extensionNameToPrefix", [ExtensionNameAndPrefix("com.a", 2)])),
@@ -307,30 +306,23 @@ def test_a_nan_scale_does_not_defeat_the_memo(full_validations):
 
 # --- garbage bypasses ---------------------------------------------------------------------
 
-def _set_operand(index: int, **fields) -> Callable[[Model], None]:
-    def edit(model: Model) -> None:
-        for name, value in fields.items():
-            setattr(model.main.operands[index], name, value)
-    return edit
-
-
 class _OperandSubclass(Operand):
     pass
 
 
 GARBAGE: dict[str, Callable[[Model], None]] = {
-    "str in dimensions": _set_operand(0, dimensions=["2", 2]),
-    "bool in dimensions": _set_operand(0, dimensions=[True, 2]),
-    "float in dimensions": _set_operand(0, dimensions=[2.0, 2]),
-    "numpy int in dimensions": _set_operand(0, dimensions=[np.int64(2), 2]),
-    "dimensions a tuple": _set_operand(0, dimensions=(2, 2)),
-    "unhashable type": _set_operand(0, type=[3]),
-    "float type": _set_operand(0, type=3.0),
-    "lifetime of another enum": _set_operand(0, lifetime=T.TENSOR_QUANT8_SYMM),
-    "bool numberOfConsumers": _set_operand(0, numberOfConsumers=True),
-    "int scale": _set_operand(0, scale=0),
-    "None location": _set_operand(0, location=None),
-    "None extraParams": _set_operand(0, extraParams=None),
+    "str in dimensions": set_operand(0, dimensions=["2", 2]),
+    "bool in dimensions": set_operand(0, dimensions=[True, 2]),
+    "float in dimensions": set_operand(0, dimensions=[2.0, 2]),
+    "numpy int in dimensions": set_operand(0, dimensions=[np.int64(2), 2]),
+    "dimensions a tuple": set_operand(0, dimensions=(2, 2)),
+    "unhashable type": set_operand(0, type=[3]),
+    "float type": set_operand(0, type=3.0),
+    "lifetime of another enum": set_operand(0, lifetime=T.TENSOR_QUANT8_SYMM),
+    "bool numberOfConsumers": set_operand(0, numberOfConsumers=True),
+    "int scale": set_operand(0, scale=0),
+    "None location": set_operand(0, location=None),
+    "None extraParams": set_operand(0, extraParams=None),
     "operand subclass": lambda m: m.main.operands.__setitem__(
         0, _OperandSubclass(T.TENSOR_FLOAT32, [2, 2], 1, lifetime=L.SUBGRAPH_INPUT)),
     "None operand": lambda m: m.main.operands.__setitem__(0, None),
@@ -350,15 +342,15 @@ GARBAGE: dict[str, Callable[[Model], None]] = {
     "operations None": lambda m: setattr(m.main, "operations", None),
     "bool poolIndex": lambda m: setattr(m.main.operands[0].location, "poolIndex", True),
     "float location length": lambda m: setattr(m.main.operands[0].location, "length", 0.0),
-    "location a tuple": _set_operand(0, location=(0, 0, 0)),
-    "numpy float scale": _set_operand(0, scale=np.float64(0.0)),
-    "unhashable lifetime": _set_operand(0, lifetime=[1]),
-    "extraParams of another class": _set_operand(0, extraParams=SymmPerChannelQuantParams([1.0])),
-    "channelQuant of another class": _set_operand(
+    "location a tuple": set_operand(0, location=(0, 0, 0)),
+    "numpy float scale": set_operand(0, scale=np.float64(0.0)),
+    "unhashable lifetime": set_operand(0, lifetime=[1]),
+    "extraParams of another class": set_operand(0, extraParams=SymmPerChannelQuantParams([1.0])),
+    "channelQuant of another class": set_operand(
         0, extraParams=OperandExtraParams(channelQuant=DataLocation())),
-    "int in per-channel scales": _set_operand(
+    "int in per-channel scales": set_operand(
         0, extraParams=OperandExtraParams(channelQuant=SymmPerChannelQuantParams([1]))),
-    "bytearray extension": _set_operand(
+    "bytearray extension": set_operand(
         0, extraParams=OperandExtraParams(extension=bytearray(b"x"))),
     "operand an int": lambda m: m.main.operands.__setitem__(0, 3),
     "operation type of another enum": lambda m: setattr(m.main.operations[0], "type",
@@ -438,7 +430,7 @@ def _with_extension_bytes(size: int) -> Model:
 OVER_THE_LIMITS: dict[str, Callable[[], Model]] = {
     "many operands": lambda: _add_model_with(lambda m: m.main.operands.extend(
         copy.deepcopy(m.main.operands[3]) for _ in range(40))),
-    "long dimensions": lambda: _add_model_with(_set_operand(0, dimensions=[1] * 200)),
+    "long dimensions": lambda: _add_model_with(set_operand(0, dimensions=[1] * 200)),
     "many operation inputs": lambda: _add_model_with(
         lambda m: setattr(m.main.operations[0], "inputs", [0] * 200)),
     "many referenced subgraphs": lambda: _add_model_with(
@@ -532,18 +524,14 @@ def test_concurrent_validations_agree_with_uncached_ones():
 
 # --- the device ---------------------------------------------------------------------------
 
-@dataclass
-class Compilations:
-    models: list
-
-
 @pytest.fixture
-def compilations(monkeypatch, full_validations) -> Compilations:
-    seen = Compilations([])
+def compilations(monkeypatch, full_validations) -> list[Model]:
+    """The models compiled from now on; starts with an empty memo."""
+    seen: list[Model] = []
     compile_model = device_module.compile_model
 
     def counting(model, **kwargs):
-        seen.models.append(model)
+        seen.append(model)
         return compile_model(model, **kwargs)
     monkeypatch.setattr(device_module, "compile_model", counting)
     return seen
@@ -555,7 +543,7 @@ def test_get_supported_then_prepare_validates_and_compiles_once(compilations, fu
     status, supported = device.getSupportedOperations_1_3(case.model)
     assert status == ErrorStatus.NONE and all(supported)
     prepared = prepare(models.nested_model().model, device)    # same content, new objects
-    assert len(compilations.models) == 1 and len(full_validations) == 1
+    assert len(compilations) == 1 and len(full_validations) == 1
     outcome = execute(prepared, case.request(), Path.SYNC)
     assert outcome.status == ErrorStatus.NONE
 
@@ -571,7 +559,7 @@ def test_a_rewritten_pool_is_compiled_again_with_the_new_constant(compilations):
     model.pools[location.poolIndex].write(np.array([1.0, 1.0, 1.0], np.float32).tobytes(),
                                           location.offset)
     second = prepare(model, device)
-    assert len(compilations.models) == 2
+    assert len(compilations) == 2
     a = case.inputs[0]
     for prepared, b in ((first, np.array([100.0, 200.0, 300.0], np.float32)),
                         (second, np.array([1.0, 1.0, 1.0], np.float32))):
@@ -584,7 +572,7 @@ def test_prepared_models_of_equal_content_run_independently(compilations):
     device = device_module.SampleDriver()
     cases = [models.fibonacci_while_model(6), models.fibonacci_while_model(6)]
     prepared = [prepare(case.model, device) for case in cases]
-    assert len(compilations.models) == 1            # one plan, shared
+    assert len(compilations) == 1            # one plan, shared
     cases[0].model.main.operands.clear()            # the client reuses its Model: no effect
     results: list = []
 

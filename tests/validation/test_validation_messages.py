@@ -9,7 +9,7 @@ from driver.errors import ValidationError
 from driver.hal import Operand, OperandLifeTime as L, OperandType as T
 from driver.validation import validate_model, validate_request
 from tests import models
-from tests.validation.mutations import _reference, _replace_input
+from tests.validation.mutations import _replace_input
 
 pytestmark = pytest.mark.usefixtures("memo_setting")
 
@@ -79,13 +79,6 @@ def test_while_in_referenced_subgraph():
     loop_condition.operands[loop_condition.outputIndexes[0]].dimensions = [3]
     assert rejection(case.model).startswith(
         "referenced subgraph 0, operation 0 (WHILE): condition (referenced subgraph 2) output")
-
-
-def test_cycle_lists_the_subgraphs_on_it():
-    case = models.nested_model()
-    _reference(case.model.referenced[3], 0)
-    message = rejection(case.model)
-    assert "referenced subgraph 0 -> referenced subgraph 3 -> referenced subgraph 0" in message
 
 
 def test_unwritten_operand():
