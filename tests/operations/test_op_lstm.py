@@ -228,6 +228,7 @@ def test_unidirectional_is_lstm_steps_time_and_batch_major(cifg, peephole, proje
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(h, want_h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c, want_c, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(h).all()     # assert_allclose takes NaN for NaN
     (batch_major,) = unidirectional(x.transpose(1, 0, 2).copy(), cell, h0, c0, time_major=False,
                                     layer_norm=ln)
     np.testing.assert_allclose(batch_major, want_out.transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
