@@ -86,10 +86,9 @@ def cache_handles(handles, name: str) -> list[int]:
     return list(handles)
 
 
-def callback(value, method: str, name: str = "callback"):
-    check(value is not None and callable(getattr(value, method, None)),
-          "{} must implement {}", name, method)
-    return value
+def implements(callback, method: str) -> bool:
+    """Whether ``callback`` can be called back: a call without one has nobody to notify."""
+    return callback is not None and callable(getattr(callback, method, None))
 
 
 def check_type(value, expected: type, name: str):

@@ -119,9 +119,7 @@ class SampleDriver:
     def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
                          modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
                          callback) -> ErrorStatus:
-        try:
-            arguments.callback(callback, "notify_1_3")
-        except ValidationError:
+        if not arguments.implements(callback, "notify_1_3"):
             return ErrorStatus.INVALID_ARGUMENT     # nobody to notify
         status, prepared = self._prepare(model, preference, priority, deadline, modelCache,
                                          dataCache, token)
@@ -182,9 +180,7 @@ class SampleDriver:
 
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
                                   dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:
-        try:
-            arguments.callback(callback, "notify_1_3")
-        except ValidationError:
+        if not arguments.implements(callback, "notify_1_3"):
             return ErrorStatus.INVALID_ARGUMENT
         try:
             arguments.deadline(deadline)
