@@ -74,7 +74,6 @@ class Budget:
         self.held_bytes += nbytes
 
     def release(self, nbytes: int) -> None:
-        """Uncount the bytes of a value that died."""
         self.held_bytes -= nbytes
 
 
