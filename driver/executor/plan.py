@@ -18,8 +18,7 @@ from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, Ope
                          OperationType)
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..limits import check_shape, itemsize, operands_over_rank, running
-from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
-                        operation_context)
+from ..operands import CONSTANT_LIFETIMES, ModelInfos, constant_value, operation_context
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
 from ..validation.common import callee_nodes, node_label
 from .shapes import is_fully_known, merge_shapes
@@ -300,9 +299,6 @@ def _operation_step(model: Model, subgraph: Subgraph, op_index: int, definition:
     its shapes are known ahead (else 0: the step counts them once inferred); records its
     outputs' static shapes."""
     operation = subgraph.operations[op_index]
-    for i in (*operation.inputs, *operation.outputs):
-        if infos[i] is None:
-            infos[i] = operand_info(model, subgraph, i)
     ctx = operation_context(model, subgraph, op_index, infos)
     output_shapes, is_static, nbytes = _propagate_shapes(definition, ctx, operation,
                                                          subgraph.operands, plan, where)
