@@ -234,12 +234,9 @@ class SamplePreparedModel:
             result.status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
         if result.status != ErrorStatus.NONE or measure != MeasureTiming.YES:
             return result.status, result.message, NO_TIMING, NO_TIMING
-        end = time.perf_counter_ns()
-        timing_launched = Timing(timeOnDevice=result.timing.timeOnDevice,
-                                 timeInDriver=(end - launched_ns) // 1000)
-        timing_fenced = Timing(timeOnDevice=result.timing.timeOnDevice,
-                               timeInDriver=(end - fenced) // 1000)
-        return result.status, result.message, timing_launched, timing_fenced
+        on_device, end = result.timing.timeOnDevice, time.perf_counter_ns()
+        return (result.status, result.message, Timing(on_device, (end - launched_ns) // 1000),
+                Timing(on_device, (end - fenced) // 1000))
 
     # --- diagnosis (not HAL) ---------------------------------------------------------------
 
