@@ -41,9 +41,8 @@ def deadline(value) -> Optional[int]:
     """An OptionalTimePoint as an absolute time.monotonic_ns(), or None."""
     check(isinstance(value, OptionalTimePoint),
           "deadline must be an OptionalTimePoint, got {}", type(value).__name__)
-    if value.nanosecondsSinceEpoch is None:
-        return None
-    return _uint64(value.nanosecondsSinceEpoch, "deadline")
+    nanoseconds = value.nanosecondsSinceEpoch
+    return None if nanoseconds is None else _uint64(nanoseconds, "deadline")
 
 
 def deadline_passed(deadline_ns: Optional[int]) -> bool:
@@ -53,9 +52,7 @@ def deadline_passed(deadline_ns: Optional[int]) -> bool:
 def duration(value, name: str) -> Optional[int]:
     check(isinstance(value, OptionalTimeoutDuration),
           "{} must be an OptionalTimeoutDuration, got {}", name, type(value).__name__)
-    if value.nanoseconds is None:
-        return None
-    return _uint64(value.nanoseconds, name)
+    return None if value.nanoseconds is None else _uint64(value.nanoseconds, name)
 
 
 def loop_timeout(value) -> int:
