@@ -41,9 +41,8 @@ def deadline(value) -> Optional[int]:
     """An OptionalTimePoint as an absolute time.monotonic_ns(), or None."""
     check(isinstance(value, OptionalTimePoint),
           "deadline must be an OptionalTimePoint, got {}", type(value).__name__)
-    if value.nanosecondsSinceEpoch is None:
-        return None
-    return _uint64(value.nanosecondsSinceEpoch, "deadline")
+    nanoseconds = value.nanosecondsSinceEpoch
+    return None if nanoseconds is None else _uint64(nanoseconds, "deadline")
 
 
 def deadline_passed(deadline_ns: Optional[int]) -> bool:
@@ -53,9 +52,7 @@ def deadline_passed(deadline_ns: Optional[int]) -> bool:
 def duration(value, name: str) -> Optional[int]:
     check(isinstance(value, OptionalTimeoutDuration),
           "{} must be an OptionalTimeoutDuration, got {}", name, type(value).__name__)
-    if value.nanoseconds is None:
-        return None
-    return _uint64(value.nanoseconds, name)
+    return None if value.nanoseconds is None else _uint64(value.nanoseconds, name)
 
 
 def loop_timeout(value) -> int:
@@ -86,10 +83,9 @@ def cache_handles(handles, name: str) -> list[int]:
     return list(handles)
 
 
-def callback(value, method: str, name: str = "callback"):
-    check(value is not None and callable(getattr(value, method, None)),
-          "{} must implement {}", name, method)
-    return value
+def implements(callback, method: str) -> bool:
+    """Whether ``callback`` can be called back: a call without one has nobody to notify."""
+    return callback is not None and callable(getattr(callback, method, None))
 
 
 def check_type(value, expected: type, name: str):

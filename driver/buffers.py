@@ -47,17 +47,14 @@ class DeviceBuffer:
     def copyTo(self, dst) -> ErrorStatus:
         try:
             check_memory(dst, "dst")
+            content = self._content
+            if content is None:
+                return ErrorStatus.GENERAL_FAILURE      # nothing to copy yet
+            data = content[0]
+            check(dst.size == len(data),
+                  "dst has {} bytes, the buffer's data {}", dst.size, len(data))
+            dst.write(data)     # ValidationError if its file was shrunk (driver/memory.py)
         except ValidationError:
-            return ErrorStatus.INVALID_ARGUMENT
-        content = self._content
-        if content is None:
-            return ErrorStatus.GENERAL_FAILURE      # nothing to copy yet
-        data = content[0]
-        if dst.size != len(data):
-            return ErrorStatus.INVALID_ARGUMENT
-        try:
-            dst.write(data)
-        except ValidationError:     # its file was shrunk (driver/memory.py)
             return ErrorStatus.INVALID_ARGUMENT
         return ErrorStatus.NONE
 

@@ -119,9 +119,7 @@ class SampleDriver:
     def prepareModel_1_3(self, model: Model, preference, priority, deadline: OptionalTimePoint,
                          modelCache: Sequence[Any], dataCache: Sequence[Any], token: bytes,
                          callback) -> ErrorStatus:
-        try:
-            arguments.callback(callback, "notify_1_3")
-        except ValidationError:
+        if not arguments.implements(callback, "notify_1_3"):
             return ErrorStatus.INVALID_ARGUMENT     # nobody to notify
         status, prepared = self._prepare(model, preference, priority, deadline, modelCache,
                                          dataCache, token)
@@ -161,11 +159,15 @@ class SampleDriver:
         return ErrorStatus.NONE, SamplePreparedModel(program, checked_priority, self)
 
     def _main_program(self, model: Model, analysis: ModelAnalysis) -> MainProgram:
-        """What executions run: the bundled plan (made once per content), or what the engine
-        compiles (an engine keeps its own memo)."""
-        if self.engine is BUNDLED:
-            return _main_program(model, analysis)
-        return MainProgram.of(_model_for_requests(model), self.engine.compile(model, analysis))
+        """What executions run: what the engine compiles (an engine keeps its own memo), or
+        the bundled plan, made once per content: the prepared models of equal content share
+        it, as they share the plans (it holds no per-execution state either). It keeps its
+        own copy of what requests are checked against; the constants are in the plans."""
+        if self.engine is not BUNDLED:
+            return MainProgram.of(_model_for_requests(model), self.engine.compile(model, analysis))
+        if analysis.main_program is None:
+            analysis.main_program = MainProgram.of(_model_for_requests(model), analysis.plans[0])
+        return analysis.main_program
 
     def _save_to_cache(self, model: Model, modelCache: list[int], dataCache: list[int],
                        token: bytes) -> None:
@@ -182,9 +184,7 @@ class SampleDriver:
 
     def prepareModelFromCache_1_3(self, deadline: OptionalTimePoint, modelCache: Sequence[Any],
                                   dataCache: Sequence[Any], token: bytes, callback) -> ErrorStatus:
-        try:
-            arguments.callback(callback, "notify_1_3")
-        except ValidationError:
+        if not arguments.implements(callback, "notify_1_3"):
             return ErrorStatus.INVALID_ARGUMENT
         try:
             arguments.deadline(deadline)
@@ -227,16 +227,6 @@ class SampleDriver:
         if isinstance(prepared_model, SamplePreparedModel) and prepared_model._device is self:
             return prepared_model._model
         return None
-
-
-def _main_program(model: Model, analysis: ModelAnalysis) -> MainProgram:
-    """What executions run, made once per content: the prepared models of equal content
-    share it, as they share the plans (it holds no per-execution state either). It keeps
-    its own copy of what requests are checked against; the constants are in the plans."""
-    program = analysis.main_program
-    if program is None:
-        program = analysis.main_program = MainProgram.of(_model_for_requests(model), analysis.plans[0])
-    return program
 
 
 def _model_for_requests(model: Model) -> Model:

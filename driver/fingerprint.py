@@ -360,10 +360,6 @@ class CachedFailure:
     message: str
     status: ErrorStatus
 
-    @classmethod
-    def of(cls, error: DriverError) -> "CachedFailure":
-        return cls(type(error), str(error), error.status)
-
     def raise_again(self) -> None:
         raise self.kind(self.message, self.status)
 
@@ -409,7 +405,7 @@ class ContentMemo(Generic[V]):
                 value = compute()
             except DriverError as error:
                 if error.status in CONTENT_DETERMINED_STATUSES:
-                    self.put(key, CachedFailure.of(error))
+                    self.put(key, CachedFailure(type(error), str(error), error.status))
                 raise
             self.put(key, value)
         elif isinstance(value, CachedFailure):

@@ -30,7 +30,7 @@ from typing import Iterator, Optional, Protocol, Sequence
 
 from .errors import ExecutionError, ResourceError
 from .hal.enums import ErrorStatus
-from .hal.dtypes import STORAGE_DTYPE
+from .hal.dtypes import ELEMENT_SIZE
 from .hal.structs import Operand
 
 #: The highest rank of any value. numpy holds at most 64 dimensions (32 before numpy 2)
@@ -109,12 +109,9 @@ def in_force() -> tuple[int, ...]:
     return tuple(map(globals().__getitem__, _LIMITS))
 
 
-#: Bytes per element by operand type (1 for types without a storage dtype).
-_ITEMSIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
-
-
 def itemsize(operand_type: int) -> int:
-    return _ITEMSIZE.get(operand_type, 1)
+    """Bytes per element (1 for types without a storage dtype)."""
+    return ELEMENT_SIZE.get(operand_type, 1)
 
 
 def operands_over_rank(operands: Sequence[Operand]) -> frozenset[int]:
@@ -136,7 +133,6 @@ def check_rank(rank: int, what: str) -> None:
 
 
 def check_time_steps(steps: int, what: str) -> None:
-    """Refuse a sequence of more than MAX_TIME_STEPS steps."""
     if steps > MAX_TIME_STEPS:
         raise ResourceError(f"{what}: {steps} time steps are over this driver's limit of {MAX_TIME_STEPS}")
 

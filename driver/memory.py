@@ -64,7 +64,6 @@ MAX_IDLE_POOLS_PER_KIND = 8
 MAX_RECYCLED_POOL_SIZE = 64 * 1024
 
 
-
 def _refcount_of_an_object_held_by_one_local() -> int:
     """What sys.getrefcount says of an object only a local variable refers to, asked the
     way Memory.close asks it of a detached mapping. Whether the call's own argument counts
@@ -252,10 +251,6 @@ class Memory:
         return memory
 
     @classmethod
-    def _from_idle(cls, idle: _IdlePool, size: int, name: str) -> "Memory":
-        return cls._own(idle.fd, idle.mapping, size, name)
-
-    @classmethod
     def _reuse(cls, size: int, name: str) -> "Memory | None":
         """A pool of ``size`` bytes on an idle memfd, content not yet written; None if
         there is none of that kind."""
@@ -272,7 +267,7 @@ class Memory:
             except OSError:
                 idle.release()
                 return None
-        return cls._from_idle(idle, size, name)
+        return cls._own(idle.fd, idle.mapping, size, name)
 
     @classmethod
     def create(cls, size: int, name: str = "ashmem") -> "Memory":

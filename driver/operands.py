@@ -76,13 +76,16 @@ def operand_info(model: Model, subgraph: Subgraph, index: int) -> OperandInfo:
 
 
 def operation_context(model: Model, subgraph: Subgraph, op_index: int,
-                      infos: list[OperandInfo] | None = None) -> OperationContext:
+                      infos: list[OperandInfo | None] | None = None) -> OperationContext:
     """The context an operation module validates and builds against. ``infos`` caches
-    OperandInfo per operand index across the operations of one subgraph; it must hold the
-    infos of this operation's operands."""
+    OperandInfo per operand index across the operations of one subgraph (None where none
+    was made yet); the infos of this operation's operands are made here if missing."""
     operation: Operation = subgraph.operations[op_index]
     if infos is None:
         infos = subgraph_infos(model, subgraph)
+    for index in (*operation.inputs, *operation.outputs):
+        if infos[index] is None:
+            infos[index] = operand_info(model, subgraph, index)
     operation_type = _OPERATION_TYPES.get(operation.type)
     if operation_type is None:
         operation_type = OperationType(operation.type)  # raises ValueError

@@ -12,7 +12,7 @@ import numpy as np
 from . import arguments
 from .buffers import bind_device_memory, has_device_memory
 from .burst import ExecutionBurst
-from .errors import DriverError, ValidationError
+from .errors import DriverError
 from .executor.io import LaunchedRequest, read_inputs
 from .executor.run import MainProgram, failure, run_request
 from .executor.steps import ExecutionContext
@@ -114,11 +114,6 @@ class SamplePreparedModel:
 
     # --- shared ----------------------------------------------------------------------
 
-    def _context(self, deadline: OptionalTimePoint, loopTimeoutDuration: OptionalTimeoutDuration,
-                 ) -> ExecutionContext:
-        return ExecutionContext(arguments.deadline(deadline), arguments.loop_timeout(loopTimeoutDuration),
-                                self._device.memory_budget_bytes)
-
     def _checked(self, request, measure, deadline, loopTimeoutDuration):
         """Arguments validated before anything runs: (measure, context)."""
         arguments.check_type(request, Request, "request")
@@ -126,7 +121,9 @@ class SamplePreparedModel:
         # of a type test); anything else gets the full check.
         if type(measure) is not MeasureTiming:
             measure = arguments.measure_timing(measure)
-        return measure, self._context(deadline, loopTimeoutDuration)
+        return measure, ExecutionContext(arguments.deadline(deadline),
+                                         arguments.loop_timeout(loopTimeoutDuration),
+                                         self._device.memory_budget_bytes)
 
     def _launched(self, request: Request, allow_unspecified_output: bool = True) -> LaunchedRequest:
         """``request`` validated for an execution of this model, with the driver-managed
@@ -135,8 +132,6 @@ class SamplePreparedModel:
         if has_device_memory(request):
             return bind_device_memory(request, self, self._device.buffers, allow_unspecified_output)
         return LaunchedRequest.of(request)
-
-    # --- executeSynchronously_1_3 --------------------------------------------------------
 
     def executeSynchronously_1_3(self, request: Request, measure: MeasureTiming,
                                  deadline: OptionalTimePoint,
@@ -152,14 +147,10 @@ class SamplePreparedModel:
             return failure(error).as_tuple()
         return run_request(self._program, request, measure, ctx, started).as_tuple()
 
-    # --- execute_1_3 ---------------------------------------------------------------------
-
     def execute_1_3(self, request: Request, measure: MeasureTiming, deadline: OptionalTimePoint,
                     loopTimeoutDuration: OptionalTimeoutDuration, callback) -> ErrorStatus:
         started = time.perf_counter_ns()
-        try:
-            arguments.callback(callback, "notify_1_3")
-        except ValidationError:
+        if not arguments.implements(callback, "notify_1_3"):
             return ErrorStatus.INVALID_ARGUMENT     # nobody to notify
         try:
             measure, ctx = self._checked(request, measure, deadline, loopTimeoutDuration)
@@ -180,8 +171,6 @@ class SamplePreparedModel:
             callback.notify_1_3(*result.as_tuple())
         _ASYNC_POOL.submit(run)
         return ErrorStatus.NONE
-
-    # --- executeFenced -------------------------------------------------------------------
 
     def executeFenced(self, request: Request, waitFor: Sequence[SyncFence], measure: MeasureTiming,
                       deadline: OptionalTimePoint, loopTimeoutDuration: OptionalTimeoutDuration,
@@ -245,12 +234,9 @@ class SamplePreparedModel:
             result.status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
         if result.status != ErrorStatus.NONE or measure != MeasureTiming.YES:
             return result.status, result.message, NO_TIMING, NO_TIMING
-        end = time.perf_counter_ns()
-        timing_launched = Timing(timeOnDevice=result.timing.timeOnDevice,
-                                 timeInDriver=(end - launched_ns) // 1000)
-        timing_fenced = Timing(timeOnDevice=result.timing.timeOnDevice,
-                               timeInDriver=(end - fenced) // 1000)
-        return result.status, result.message, timing_launched, timing_fenced
+        on_device, end = result.timing.timeOnDevice, time.perf_counter_ns()
+        return (result.status, result.message, Timing(on_device, (end - launched_ns) // 1000),
+                Timing(on_device, (end - fenced) // 1000))
 
     # --- diagnosis (not HAL) ---------------------------------------------------------------
 
@@ -271,12 +257,7 @@ class SamplePreparedModel:
         except DriverError:
             return None
 
-    # --- configureExecutionBurst ---------------------------------------------------------
-
     def configureExecutionBurst(self, callback=None) -> tuple[ErrorStatus, Optional[ExecutionBurst]]:
-        if callback is not None:
-            try:
-                arguments.callback(callback, "getMemories")
-            except ValidationError:
-                return ErrorStatus.INVALID_ARGUMENT, None
+        if callback is not None and not arguments.implements(callback, "getMemories"):
+            return ErrorStatus.INVALID_ARGUMENT, None
         return ErrorStatus.NONE, ExecutionBurst(self, callback)

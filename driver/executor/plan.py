@@ -18,9 +18,9 @@ from ..hal.enums import (CONTROL_FLOW_OPERATION_TYPES, SCALAR_OPERAND_TYPES, Ope
                          OperationType)
 from ..hal.structs import Model, Operand, Operation, Subgraph
 from ..limits import check_shape, itemsize, operands_over_rank, running
-from ..operands import (CONSTANT_LIFETIMES, ModelInfos, constant_value, operand_info,
-                        operation_context)
+from ..operands import CONSTANT_LIFETIMES, ModelInfos, constant_value, operation_context
 from ..operations.registry import OperandInfo, OperationContext, OperationDef, Shape, lookup
+from ..validation.common import callee_nodes, node_label
 from .shapes import is_fully_known, merge_shapes
 from .steps import (Budget, InputCheck, OperationWhere, describe, make_if_step,
                     make_input_checks, make_operation_step, make_while_step)
@@ -136,10 +136,6 @@ class ModelAnalysis:
     main_program: Optional[Any] = None
 
 
-def subgraph_name(index: int) -> str:
-    return "main subgraph" if index == 0 else f"referenced subgraph {index - 1}"
-
-
 def compile_model(model: Model, *, infos: Optional[ModelInfos] = None) -> ModelAnalysis:
     """Analyse and compile a model that validate_model accepted.
 
@@ -153,7 +149,7 @@ def compile_model(model: Model, *, infos: Optional[ModelInfos] = None) -> ModelA
     plans of the subgraphs they reference.
     """
     subgraphs = [model.main, *model.referenced]
-    callees = [_callees(subgraph) for subgraph in subgraphs]
+    callees = [callee_nodes(subgraph) for subgraph in subgraphs]
     compiled = _Compiled(plans=[None] * len(subgraphs), supported=[[] for _ in subgraphs],
                          depths=[0] * len(subgraphs))
     for index in _callee_first_order(callees):
@@ -170,12 +166,6 @@ class _Compiled:
     plans: list[Optional[SubgraphPlan]]
     supported: list[list[bool]]         # per operation
     depths: list[int]                   # subgraphs on the longest reference chain from each
-
-
-def _callees(subgraph: Subgraph) -> list[int]:
-    """Plan indexes of the subgraphs a subgraph names."""
-    return [operand.location.offset + 1 for operand in subgraph.operands
-            if operand.lifetime == OperandLifeTime.SUBGRAPH]
 
 
 def _callee_first_order(callees: list[list[int]]) -> list[int]:
@@ -205,7 +195,7 @@ def _compile_subgraph(model: Model, subgraph: Subgraph, index: int, compiled: _C
     """The plan of subgraph ``index`` (0: main), and which of its operations the driver
     supports. ``infos`` holds the OperandInfo views already made, by operand index; the
     missing ones an operation needs are made here."""
-    name, main = subgraph_name(index), index == 0
+    name, main = node_label(index), index == 0
     plan = _slot_layout(subgraph, name)
     definitions = [None if operation.type in CONTROL_FLOW_OPERATION_TYPES
                    else lookup(operation.type) for operation in subgraph.operations]
@@ -309,9 +299,6 @@ def _operation_step(model: Model, subgraph: Subgraph, op_index: int, definition:
     its shapes are known ahead (else 0: the step counts them once inferred); records its
     outputs' static shapes."""
     operation = subgraph.operations[op_index]
-    for i in (*operation.inputs, *operation.outputs):
-        if infos[i] is None:
-            infos[i] = operand_info(model, subgraph, i)
     ctx = operation_context(model, subgraph, op_index, infos)
     output_shapes, is_static, nbytes = _propagate_shapes(definition, ctx, operation,
                                                          subgraph.operands, plan, where)
@@ -417,4 +404,4 @@ def _plan_index(operands: list[Operand], operand_index: int) -> int:
     return operands[operand_index].location.offset + 1
 
 
-__all__ = ["SubgraphPlan", "ModelAnalysis", "compile_model", "subgraph_name"]
+__all__ = ["SubgraphPlan", "ModelAnalysis", "compile_model"]

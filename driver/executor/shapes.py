@@ -21,22 +21,14 @@ def merge_shapes(declared: Shape, inferred: Shape, what: str) -> Shape:
     if len(declared) != len(inferred):
         raise ValidationError(f"{what}: inferred rank {len(inferred)} differs from declared "
                               f"dimensions {list(declared)}")
-    merged = []
-    for d, i in zip(declared, inferred):
-        if d and i and d != i:
-            raise ValidationError(f"{what}: inferred dimensions {list(inferred)} differ from "
-                                  f"declared {list(declared)}")
-        merged.append(d or i)
-    return tuple(merged)
+    if any(d and i and d != i for d, i in zip(declared, inferred)):
+        raise ValidationError(f"{what}: inferred dimensions {list(inferred)} differ from "
+                              f"declared {list(declared)}")
+    return tuple(d or i for d, i in zip(declared, inferred))
 
 
 def matches_declared(actual: tuple[int, ...], declared: Shape) -> bool:
     """Does an actual (run-time) shape satisfy a declared one (0 and None are wildcards)?"""
     if declared is None or actual == declared:
         return True
-    if len(actual) != len(declared):
-        return False
-    for a, d in zip(actual, declared):
-        if d and a != d:
-            return False
-    return True
+    return len(actual) == len(declared) and all(not d or a == d for a, d in zip(actual, declared))

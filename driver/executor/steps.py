@@ -74,7 +74,6 @@ class Budget:
         self.held_bytes += nbytes
 
     def release(self, nbytes: int) -> None:
-        """Uncount the bytes of a value that died."""
         self.held_bytes -= nbytes
 
 
@@ -199,10 +198,9 @@ def check_no_zero_sized_input(args: Sequence, where: OperationWhere) -> None:
 
 def make_input_checks(where: str, declared: Sequence[Shape],
                       entering: Sequence[Shape]) -> list[InputCheck]:
-    """Checks for values entering a subgraph: none where the entering value's static shape
-    already satisfies the declared one."""
-    # None where the rank is unknown (anything may enter), nor where every dimension the
-    # subgraph fixes is already guaranteed.
+    """Checks for values entering a subgraph: none where the declared rank is unknown
+    (anything may enter), nor where the entering value's static shape already guarantees
+    every dimension the subgraph fixes."""
     return [(position, inner) for position, (inner, outer) in enumerate(zip(declared, entering))
             if inner is not None and not (
                 outer is not None and len(outer) == len(inner)

@@ -23,13 +23,9 @@ STORAGE_DTYPE: dict[int, np.dtype] = {
     T.TENSOR_OEM_BYTE: np.dtype(np.uint8), T.OEM: np.dtype(np.uint8),
 }
 
-
-
-def element_size(operand_type: int) -> int | None:
-    """Bytes per element of a base operand type; None for SUBGRAPH and extension types,
-    whose size a driver cannot know."""
-    dtype = STORAGE_DTYPE.get(operand_type)
-    return None if dtype is None else dtype.itemsize
+#: Bytes per element by operand type; SUBGRAPH and extension types, whose size a driver
+#: cannot know, have none.
+ELEMENT_SIZE = {operand_type: dtype.itemsize for operand_type, dtype in STORAGE_DTYPE.items()}
 
 
 def byte_size(operand_type: int, dimensions: Sequence[int], *,
@@ -40,7 +36,7 @@ def byte_size(operand_type: int, dimensions: Sequence[int], *,
     an unknown (0) dimension makes the size unknown (None), unless ``unknown_dimension``
     says what to count such a dimension as (1 gives a lower bound). None too when the
     element size is unknown."""
-    size = element_size(operand_type)
+    size = ELEMENT_SIZE.get(operand_type)
     if size is None or operand_type in SCALAR_OPERAND_TYPES:
         return size
     if unknown_dimension is None:

@@ -245,13 +245,5 @@ SCALAR_OPERAND_TYPES = frozenset({
     OperandType.FLOAT16, OperandType.SUBGRAPH, OperandType.OEM,
 })
 
-TENSOR_OPERAND_TYPES = frozenset(set(OperandType) - SCALAR_OPERAND_TYPES)
-
 #: The operations that run subgraphs the model references.
 CONTROL_FLOW_OPERATION_TYPES = frozenset({OperationType.IF, OperationType.WHILE})
-
-QUANTIZED_TENSOR_TYPES = frozenset({
-    OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
-    OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
-    OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM,
-})

@@ -8,6 +8,7 @@ from ..hal.enums import (ExtensionTypeEncoding, OperandLifeTime, OperandType, Op
                          SCALAR_OPERAND_TYPES)
 from ..errors import check
 from ..hal.dtypes import byte_size  # noqa: F401  (re-exported to validators)
+from ..hal.structs import Subgraph
 
 UINT16_MAX = 0xFFFF
 UINT32_MAX = 0xFFFF_FFFF
@@ -85,10 +86,6 @@ def is_scalar_type(type_code: int) -> bool:
     return type_code in SCALAR_OPERAND_TYPES
 
 
-def is_tensor_type(type_code: int) -> bool:
-    return type_code in BASE_OPERAND_TYPES and type_code not in SCALAR_OPERAND_TYPES
-
-
 def _type_name(enum_type, type_code: object) -> str:
     try:
         return enum_type(type_code).name
@@ -138,6 +135,17 @@ def operation_type_name(type_code: object) -> str:
 def subgraph_label(referenced_index: int | None) -> str:
     """How messages name a subgraph: None is the main subgraph."""
     return "main subgraph" if referenced_index is None else f"referenced subgraph {referenced_index}"
+
+
+def node_label(node: int) -> str:
+    """How messages name a subgraph by its node: 0 is the main subgraph, i + 1 referenced[i]."""
+    return subgraph_label(None if node == 0 else node - 1)
+
+
+def callee_nodes(subgraph: Subgraph) -> list[int]:
+    """The nodes of the subgraphs that ``subgraph`` names, each once, in order."""
+    return sorted({operand.location.offset + 1 for operand in subgraph.operands
+                   if operand.lifetime == OperandLifeTime.SUBGRAPH})
 
 
 def operation_label(index: int, type_code: object) -> str:

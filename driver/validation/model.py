@@ -21,15 +21,15 @@ are driver/validation/memo.py's.
 from __future__ import annotations
 
 import re
-from itertools import chain
 
 from ..errors import ValidationError, check
-from ..hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperandLifeTime, OperationType
-from ..hal.structs import ExtensionNameAndPrefix, Model, Operation, Subgraph
+from ..hal.enums import CONTROL_FLOW_OPERATION_TYPES, OperationType
+from ..hal.structs import ExtensionNameAndPrefix, Model, Subgraph
 from ..memory import Memory
-from ..operands import ModelInfos, operand_info, operation_context
+from ..operands import ModelInfos, operation_context
 from ..operations.registry import OperandInfo, lookup
-from .common import POOL_NAMES, UINT16_MAX, is_int, operation_label, subgraph_label
+from .common import (POOL_NAMES, UINT16_MAX, callee_nodes, is_int, node_label, operation_label,
+                     subgraph_label)
 from .control_flow import check_if, check_while
 from .graph import check_data_flow, check_io_indexes, check_not_empty, check_operations
 from .operand import ModelStorage, check_operand, storage_of
@@ -139,8 +139,7 @@ def check_no_reference_cycles(model: Model) -> None:
     forever). Every subgraph is a root, so cycles among unreferenced subgraphs count too.
     Iterative depth-first search: nesting depth is the client's to choose."""
     subgraphs = [model.main] + list(model.referenced)   # node 0 is main, node i+1 referenced[i]
-    callees = [sorted({operand.location.offset + 1 for operand in subgraph.operands
-                       if operand.lifetime == OperandLifeTime.SUBGRAPH}) for subgraph in subgraphs]
+    callees = [callee_nodes(subgraph) for subgraph in subgraphs]
     done = [False] * len(subgraphs)
     for root in range(len(subgraphs)):
         if done[root]:
@@ -157,16 +156,12 @@ def check_no_reference_cycles(model: Model) -> None:
                 continue
             if callee in on_path:
                 cycle = path[path.index(callee):] + [callee]
-                names = " -> ".join(_node_name(node) for node in cycle)
-                raise ValidationError(f"{_node_name(callee)} references itself: {names}")
+                names = " -> ".join(node_label(node) for node in cycle)
+                raise ValidationError(f"{node_label(callee)} references itself: {names}")
             if not done[callee]:
                 path.append(callee)
                 on_path.add(callee)
                 stack.append(iter(callees[callee]))
-
-
-def _node_name(node: int) -> str:
-    return subgraph_label(None if node == 0 else node - 1)
 
 
 def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
@@ -178,16 +173,16 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
     infos: list[OperandInfo | None] = [None] * len(subgraph.operands)
     for op_index, operation in enumerate(subgraph.operations):
         if operation.type in CONTROL_FLOW_OPERATION_TYPES:
-            check_control_flow(model, subgraph, operation,
-                               f"{label}, {operation_label(op_index, operation.type)}",
-                               allow_unknown_size_while)
+            where = f"{label}, {operation_label(op_index, operation.type)}"
+            if operation.type == OperationType.IF:
+                check_if(model, subgraph, operation, where)
+            else:
+                check_while(model, subgraph, operation, where,
+                            require_known_sizes=not allow_unknown_size_while)
         # Extension types, above the base range, are never registered.
         definition = lookup(operation.type)
         if definition is None:
             continue   # a valid type this driver does not implement: unsupported, not invalid
-        for index in chain(operation.inputs, operation.outputs):
-            if infos[index] is None:
-                infos[index] = operand_info(model, subgraph, index)
         context = operation_context(model, subgraph, op_index, infos)
         try:
             definition.validate(context)
@@ -197,13 +192,3 @@ def check_operation_signatures(model: Model, subgraph: Subgraph, label: str,
                 message = f"{context.name}: {message}"
             raise ValidationError(f"{label}, {message}") from error
     return tuple(infos)
-
-
-def check_control_flow(model: Model, subgraph: Subgraph, operation: Operation, where: str,
-                       allow_unknown_size_while: bool) -> None:
-    """An IF or WHILE against the subgraphs it calls."""
-    if operation.type == OperationType.IF:
-        check_if(model, subgraph, operation, where)
-    else:
-        check_while(model, subgraph, operation, where,
-                    require_known_sizes=not allow_unknown_size_while)

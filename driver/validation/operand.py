@@ -21,9 +21,10 @@ from ..errors import check
 from ..hal.enums import OperandLifeTime as L, OperandType as T
 from ..hal.structs import (DataLocation, Model, Operand, OperandExtraParams,
                            SymmPerChannelQuantParams)
-from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, LIFETIMES, MAX_BYTE_SIZE,
-                     byte_size, check_type_code, is_extension_type, is_float32, is_int,
-                     is_int32, is_scalar_type, is_uint32, is_uint32_list, operand_type_name)
+from .common import (BASE_OPERAND_TYPES, CONSTANT_LIFETIMES, LIFETIME_NAMES, LIFETIMES,
+                     MAX_BYTE_SIZE, byte_size, check_type_code, is_extension_type, is_float32,
+                     is_int, is_int32, is_scalar_type, is_uint32, is_uint32_list,
+                     operand_type_name)
 
 #: Types whose scale must be exactly 0.
 _NO_SCALE_TYPES = frozenset({
@@ -55,9 +56,6 @@ class ModelStorage(NamedTuple):
     pool_sizes: tuple[int, ...]
     referenced_count: int
     extension_prefixes: tuple[int, ...]
-
-
-_LIFETIME_NAMES = {int(t): t.name for t in L}
 
 
 def storage_of(model: Model, extension_prefixes: tuple[int, ...]) -> ModelStorage:
@@ -176,7 +174,7 @@ def check_location(operand: Operand, storage: ModelStorage, where: str) -> None:
     pool, offset, length = location.poolIndex, location.offset, location.length
     check(is_uint32(pool) and is_uint32(offset) and is_uint32(length),
           "{}: location fields {!r} are not uint32", where, (pool, offset, length))
-    name = _LIFETIME_NAMES[lifetime]
+    name = LIFETIME_NAMES[lifetime]
     check((operand.type == T.SUBGRAPH) == (lifetime == L.SUBGRAPH), "{}: operand of type "
           "{} cannot have lifetime {}", where, operand_type_name(operand.type), name)
     if lifetime in (L.CONSTANT_COPY, L.SUBGRAPH):
