@@ -237,9 +237,7 @@ def outputs_fully_specified(model: Model, request: Request) -> bool:
         if operand is None:
             return False
         dims = argument.dimensions or operand.dimensions
-        if operand.type in SCALAR_OPERAND_TYPES:
-            continue
-        if not dims or 0 in dims:
+        if operand.type not in SCALAR_OPERAND_TYPES and (not dims or 0 in dims):
             return False
     return True
 

@@ -155,17 +155,13 @@ class Watchdog:
         #: Called (with the report) just before the watchdog aborts the process.
         self.before_abort: Callable[[str], None] | None = None
 
-    def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name=self.THREAD_NAME, daemon=True)
-            self._thread.start()
-
     def call(self, limit_s: float, what: str, function: Callable[..., R], *args) -> R:
         """``function(*args)``, raising HangViolation if it runs longer than ``limit_s``."""
         thread_id = threading.get_ident()
         guard = _Guard(thread_id, Budget(limit_s, self._stall_allowance_s, thread_id), what)
         if self._thread is None:
-            self._ensure_thread()
+            self._thread = threading.Thread(target=self._run, name=self.THREAD_NAME, daemon=True)
+            self._thread.start()
         try:
             with self._lock:
                 self._guards[thread_id] = guard

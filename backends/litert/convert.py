@@ -55,12 +55,17 @@ class Unsupported(Exception):
     """The converter cannot express an operation (a gap of the table, or of LiteRT)."""
 
 
-def options(cls, **fields) -> tuple[int, object]:
-    """(BuiltinOptions type, options object) of an options class of the schema."""
+def made(cls, **fields):
+    """An object of a class of the schema's object API, with these fields."""
     value = cls()
     for name, field_value in fields.items():
         setattr(value, name, field_value)
-    return getattr(S.BuiltinOptions, cls.__name__[:-1]), value
+    return value
+
+
+def options(cls, **fields) -> tuple[int, object]:
+    """(BuiltinOptions type, options object) of an options class of the schema."""
+    return getattr(S.BuiltinOptions, cls.__name__[:-1]), made(cls, **fields)
 
 
 # --- per operation ----------------------------------------------------------------------
@@ -93,6 +98,10 @@ class OpLowering:
 
     def has(self, i: int) -> bool:
         return i < len(self.ctx.inputs) and not self.ctx.inputs[i].is_omitted
+
+    def flag(self, i: int) -> bool:
+        """Optional boolean input i (a layout, a corner alignment): false when omitted."""
+        return self.has(i) and bool(self.scalar(i))
 
     def shape(self, i: int) -> Optional[tuple[int, ...]]:
         """Input i's shape as known at prepare time (0: an unknown dimension; None: rank
@@ -183,7 +192,7 @@ class SubgraphLowering:
         subgraph = self.subgraph
         self.graph.inputs = [self.tensor(i) for i in subgraph.inputIndexes]
         for op_index, operation in enumerate(subgraph.operations):
-            ctx = self.lowering.context(self.subgraph, op_index, self.infos)
+            ctx = operation_context(self.lowering.model, subgraph, op_index, self.infos)
             table.lower(OpLowering(self, operation, ctx))
         outputs = [self.tensor(i) for i in subgraph.outputIndexes]
         if self.passes_through:
@@ -211,10 +220,7 @@ class SubgraphLowering:
         return {operand: tensor for operand, tensor in self._tensors.items() if tensor >= 0}
 
     def add_tensor(self, like: OperandInfo, shape, name: str, buffer: int = 0) -> int:
-        tensor = S.TensorT()
-        tensor.type = TENSOR_TYPE[like.type]
-        tensor.name = name
-        tensor.buffer = buffer
+        tensor = made(S.TensorT, type=TENSOR_TYPE[like.type], name=name, buffer=buffer)
         if shape is not None:
             tensor.shape = [d if d > 0 else 1 for d in shape]
             if any(d <= 0 for d in shape):
@@ -232,9 +238,8 @@ class SubgraphLowering:
 
     def emit(self, builtin: int, inputs: Sequence[int], outputs: Sequence[int],
              builtin_options: Optional[tuple[int, object]]) -> None:
-        operator = S.OperatorT()
-        operator.opcodeIndex = self.lowering.opcode(builtin)
-        operator.inputs, operator.outputs = list(inputs), list(outputs)
+        operator = made(S.OperatorT, opcodeIndex=self.lowering.opcode(builtin), inputs=list(inputs),
+                        outputs=list(outputs))
         if builtin_options is not None:
             operator.builtinOptionsType, operator.builtinOptions = builtin_options
         self.graph.operators.append(operator)
@@ -249,16 +254,13 @@ def _plain_info(dtype: np.dtype) -> OperandInfo:
 
 
 def quantization(info: OperandInfo) -> Optional[S.QuantizationParametersT]:
-    if info.channelQuant is not None:
-        params = S.QuantizationParametersT()
-        params.scale = [float(s) for s in info.channelQuant.scales]
-        params.zeroPoint = [0] * len(params.scale)
-        params.quantizedDimension = int(info.channelQuant.channelDim)
-        return params
+    quant = info.channelQuant
+    if quant is not None:
+        return made(S.QuantizationParametersT, scale=[float(s) for s in quant.scales],
+                    zeroPoint=[0] * len(quant.scales), quantizedDimension=int(quant.channelDim))
     if info.type in QUANTIZED or (info.type == T.TENSOR_INT32 and info.scale > 0):
-        params = S.QuantizationParametersT()
-        params.scale, params.zeroPoint = [float(info.scale)], [int(info.zeroPoint)]
-        return params
+        return made(S.QuantizationParametersT, scale=[float(info.scale)],
+                    zeroPoint=[int(info.zeroPoint)])
     return None
 
 
@@ -289,22 +291,15 @@ class Lowering:
             found = self._infos[index] = subgraph_infos(self.model, self.subgraphs[index])
         return found
 
-    def context(self, subgraph: Subgraph, op_index: int, infos) -> OperationContext:
-        return operation_context(self.model, subgraph, op_index, infos)
-
     def buffer(self, data: bytes) -> int:
-        buffer = S.BufferT()
-        buffer.data = np.frombuffer(data, np.uint8) if data else None
-        self._buffers.append(buffer)
+        self._buffers.append(made(S.BufferT, data=np.frombuffer(data, np.uint8) if data else None))
         return len(self._buffers) - 1
 
     def opcode(self, builtin: int) -> int:
         found = self._opcodes.get(builtin)
         if found is None:
-            code = S.OperatorCodeT()
-            code.builtinCode = builtin
-            code.deprecatedBuiltinCode = min(builtin, _PLACEHOLDER_FOR_GREATER_OP_CODES)
-            code.version = 1
+            code = made(S.OperatorCodeT, builtinCode=builtin, version=1,
+                        deprecatedBuiltinCode=min(builtin, _PLACEHOLDER_FOR_GREATER_OP_CODES))
             self._codes.append(code)
             found = self._opcodes[builtin] = len(self._codes) - 1
         return found
@@ -326,10 +321,8 @@ class Lowering:
 
     def serialize(self) -> bytes:
         self.subgraph(0)
-        tflite = S.ModelT()
-        tflite.version = 3
-        tflite.description = "nnhal-fuzz"
-        tflite.operatorCodes, tflite.subgraphs, tflite.buffers = self._codes, self._graphs, self._buffers
+        tflite = made(S.ModelT, version=3, description="nnhal-fuzz", operatorCodes=self._codes,
+                      subgraphs=self._graphs, buffers=self._buffers)
         builder = flatbuffers.Builder(1024)
         builder.Finish(tflite.Pack(builder), file_identifier=b"TFL3")
         return bytes(builder.Output())

@@ -51,8 +51,7 @@ from .worker import KERNEL_SETS, Worker, WorkerDied, WorkerTimeout
 TFLITE, ARRAYS, SCRIPT = ".tflite", ".npz", ".py"
 
 
-def litert_version() -> str:
-    return standalone.litert_version()
+litert_version = standalone.litert_version
 
 
 # --- what the oracle says of the first diverging operation -----------------------------------
@@ -139,9 +138,9 @@ class Specimen:
     def differences(self) -> dict[int, dict]:
         """Per compared output that differs: standalone.compare's account (a shape that
         differs: {"shape": got, "expected shape": expected})."""
-        found = {}
         if self.status != ErrorStatus.NONE or self.crash:
-            return found
+            return {}
+        found = {}
         for k in self.compared:
             got, want = self.got[k], self.expected[k]
             if got.shape != want.shape:
@@ -389,9 +388,8 @@ def operand_text(subgraph: Subgraph, index: int, infos) -> str:
     if value is not None and operand.type in SCALAR_OPERAND_TYPES:
         return f"{name} {value.reshape(-1)[0].item()!r}"
     quantized = f" scale {operand.scale:g} zp {operand.zeroPoint}" if operand.scale else ""
-    constant = ""
-    if value is not None:
-        constant = f" = {value.reshape(-1).tolist()}" if value.size <= SHOWN_CONSTANT else " constant"
+    constant = ("" if value is None else f" = {value.reshape(-1).tolist()}"
+                if value.size <= SHOWN_CONSTANT else " constant")
     return f"{name}{list(operand.dimensions)}{quantized}{constant}"
 
 

@@ -111,13 +111,8 @@ def no_activation_for_int(ctx: OperationContext, shapes: Shapes) -> bool:
 def symmetric_filter(ctx: OperationContext, shapes: Shapes) -> bool:
     """LiteRT's int8 kernels take filters with zero point 0 only."""
     data, weights = ctx.inputs[0], ctx.inputs[1]
-    if weights.channelQuant is not None:
-        return True
-    return data.type != T.TENSOR_QUANT8_ASYMM_SIGNED or weights.zeroPoint == 0
-
-
-def both(*tests: Callable[[OperationContext, Shapes], bool]) -> Callable[[OperationContext, Shapes], bool]:
-    return lambda ctx, shapes: all(test(ctx, shapes) for test in tests)
+    return (weights.channelQuant is not None or data.type != T.TENSOR_QUANT8_ASYMM_SIGNED
+            or weights.zeroPoint == 0)
 
 
 # --- options --------------------------------------------------------------------------------
@@ -210,10 +205,8 @@ def arg_reduce(op: OpLowering, entry: Entry) -> None:
 
 
 def transpose(op: OpLowering, entry: Entry) -> None:
-    if op.has(1):
-        perm = op.input(1)
-    else:
-        perm = op.constant(np.arange(len(op.shape(0)))[::-1].astype(np.int32))
+    perm = (op.input(1) if op.has(1)
+            else op.constant(np.arange(len(op.shape(0)))[::-1].astype(np.int32)))
     op.emit(B.TRANSPOSE, [op.input(0), perm], [op.output()])
 
 
@@ -227,8 +220,7 @@ def squeeze(op: OpLowering, entry: Entry) -> None:
 
 
 def pad_v2(op: OpLowering, entry: Entry) -> None:
-    data = op.ctx.inputs[0]
-    value = op.constant(np.array(op.scalar(2)), like=data)
+    value = op.constant(np.array(op.scalar(2)), like=op.ctx.inputs[0])
     op.emit(B.PADV2, [op.input(0), op.input(1), value], [op.output()])
 
 
@@ -238,7 +230,7 @@ def reducer(op: OpLowering, entry: Entry) -> None:
 
 
 def space_depth(op: OpLowering, entry: Entry) -> None:
-    nchw = op.has(2) and bool(op.scalar(2))
+    nchw = op.flag(2)
     out, after = op.nhwc_output(0, nchw)
     cls = O.SpaceToDepthOptionsT if entry.builtin == B.SPACE_TO_DEPTH else O.DepthToSpaceOptionsT
     op.emit(entry.builtin, [op.nhwc_input(0, nchw)], [out], options(cls, blockSize=op.scalar(1)))
@@ -246,7 +238,7 @@ def space_depth(op: OpLowering, entry: Entry) -> None:
 
 
 def batch_to_space(op: OpLowering, entry: Entry) -> None:
-    nchw = op.has(2) and bool(op.scalar(2))
+    nchw = op.flag(2)
     out, after = op.nhwc_output(0, nchw)
     crops = op.constant(np.zeros((2, 2), np.int32))
     op.emit(B.BATCH_TO_SPACE_ND, [op.nhwc_input(0, nchw), op.input(1), crops], [out])
@@ -254,7 +246,7 @@ def batch_to_space(op: OpLowering, entry: Entry) -> None:
 
 
 def space_to_batch(op: OpLowering, entry: Entry) -> None:
-    nchw = op.has(3) and bool(op.scalar(3))
+    nchw = op.flag(3)
     out, after = op.nhwc_output(0, nchw)
     op.emit(B.SPACE_TO_BATCH_ND, [op.nhwc_input(0, nchw), op.input(1), op.input(2)], [out])
     after()
@@ -265,16 +257,19 @@ def space_to_batch(op: OpLowering, entry: Entry) -> None:
 _TFLITE_PADDING = {PaddingScheme.SAME: S.Padding.SAME, PaddingScheme.VALID: S.Padding.VALID}
 
 
-def _explicit_pad(op: OpLowering, tensor: int, padding, like) -> int:
-    """The NHWC input padded explicitly ahead of a VALID window (the pad holds the zero
+def _padded(op: OpLowering, tensor: int, padding, like) -> tuple[int, int]:
+    """The NHWC input a convolution reads and LiteRT's padding code: an implicit scheme is
+    LiteRT's own; explicit padding is a PAD ahead of a VALID window (the pad holds the zero
     point of a quantized input, as the HAL pads)."""
+    if len(padding) == 1:
+        return tensor, _TFLITE_PADDING[padding[0]]
     left, right, top, bottom = padding
     if not any(padding):
-        return tensor
+        return tensor, S.Padding.VALID
     pads = op.constant(np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
     padded = op.temporary(like)
     op.emit(B.PAD, [tensor, pads], [padded])
-    return padded
+    return padded, S.Padding.VALID
 
 
 def _signed(info):
@@ -313,11 +308,7 @@ def _windowed(op: OpLowering, nchw: bool) -> _Windowed:
 def convolution(op: OpLowering, entry: Entry) -> None:
     params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[op.ctx.type]))
     io = _windowed(op, params.nchw)
-    source = io.source
-    if len(params.padding) == 4:
-        source, padding = _explicit_pad(op, source, params.padding, io.data), S.Padding.VALID
-    else:
-        padding = _TFLITE_PADDING[params.padding[0]]
+    source, padding = _padded(op, io.source, params.padding, io.data)
     fields = dict(padding=padding, strideW=params.stride[0], strideH=params.stride[1],
                   dilationWFactor=params.dilation[0], dilationHFactor=params.dilation[1],
                   fusedActivationFunction=params.activation)
@@ -405,11 +396,7 @@ def grouped_convolution(op: OpLowering, entry: Entry) -> None:
     params = convolutions.read_parameters(op.ctx, convolutions.form_of(op.ctx, convolutions.FORMS[OP.GROUPED_CONV_2D]))
     data, weights, bias, result = op.ctx.inputs[0], op.ctx.inputs[1], op.ctx.inputs[2], op.ctx.outputs[0]
     groups = params.multiplier
-    source = op.nhwc_input(0, params.nchw)
-    if len(params.padding) == 4:
-        source, padding = _explicit_pad(op, source, params.padding, data), S.Padding.VALID
-    else:
-        padding = _TFLITE_PADDING[params.padding[0]]
+    source, padding = _padded(op, op.nhwc_input(0, params.nchw), params.padding, data)
     parts = [op.temporary(data) for _ in range(groups)]
     op.emit(B.SPLIT, [op.constant(np.array(3, np.int32)), source], parts,
             options(O.SplitOptionsT, numSplits=groups))
@@ -431,9 +418,8 @@ def grouped_convolution(op: OpLowering, entry: Entry) -> None:
 def _rows_of(info, rows: slice):
     """A constant's info for its rows ``rows`` (a per-channel quantization sliced too)."""
     quant = info.channelQuant
-    if quant is None:
-        return info
-    return replace(info, channelQuant=SymmPerChannelQuantParams(list(quant.scales[rows]), quant.channelDim))
+    return info if quant is None else replace(
+        info, channelQuant=SymmPerChannelQuantParams(list(quant.scales[rows]), quant.channelDim))
 
 
 def grouped_convolution_accepts(ctx: OperationContext, shapes: Shapes) -> bool:
@@ -491,14 +477,12 @@ def pool_any_value(ctx: OperationContext) -> Collection[int]:
 
 
 def resize(op: OpLowering, entry: Entry) -> None:
-    nchw = op.has(3) and bool(op.scalar(3))
+    nchw = op.flag(3)
     size = _resize_size(op.ctx, op.shape(0), nchw)
     out, after = op.nhwc_output(0, nchw)
-    align = op.has(4) and bool(op.scalar(4))
-    half = op.has(5) and bool(op.scalar(5))
     cls = O.ResizeBilinearOptionsT if entry.builtin == B.RESIZE_BILINEAR else O.ResizeNearestNeighborOptionsT
     op.emit(entry.builtin, [op.nhwc_input(0, nchw), op.constant(np.array(size, np.int32))], [out],
-            options(cls, alignCorners=align, halfPixelCenters=half))
+            options(cls, alignCorners=op.flag(4), halfPixelCenters=op.flag(5)))
     after()
 
 

@@ -20,6 +20,7 @@ A diagnostic run, ``(None, model_bytes, inputs, budget_bytes, tensors)``, is ans
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pickle
 import queue
@@ -80,7 +81,8 @@ def serve(resolver: str, parent: int) -> None:
     if not _dies_with(parent):
         return
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    resolver_type = OpResolverType[resolver]
+    interpreter_of = functools.partial(Interpreter, num_threads=1,
+                                       experimental_op_resolver_type=OpResolverType[resolver])
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(encode_frame(("ready",)))
     stdout.flush()
@@ -93,29 +95,22 @@ def serve(resolver: str, parent: int) -> None:
         if payload is None:
             return
         digest, content, inputs, budget_bytes, *kept = pickle.loads(payload)
-        stage = "load"
         try:
             if kept:
-                answer = ("ok", _kept_tensors(Interpreter, resolver_type, content, inputs,
-                                              budget_bytes, kept[0]))
-                stdout.write(encode_frame(answer))
-                stdout.flush()
-                continue
-            interpreter = interpreters.get(digest)
-            if interpreter is None:
-                if content is None:
-                    stdout.write(encode_frame(("unknown-model",)))
-                    stdout.flush()
-                    continue
-                interpreter = _Loaded(Interpreter(model_content=content, num_threads=1,
-                                                  experimental_op_resolver_type=resolver_type))
-                interpreters[digest] = interpreter
-                while len(interpreters) > KEPT_INTERPRETERS:
-                    interpreters.popitem(last=False)
-            interpreters.move_to_end(digest)
-            answer = ("ok", [] if inputs is None else _invoke(interpreter, inputs, budget_bytes))
+                answer = ("ok", _kept_tensors(interpreter_of, content, inputs, budget_bytes,
+                                              kept[0]))
+            elif digest not in interpreters and content is None:
+                answer = ("unknown-model",)
+            else:
+                if digest not in interpreters:
+                    interpreters[digest] = _Loaded(interpreter_of(model_content=content))
+                    while len(interpreters) > KEPT_INTERPRETERS:
+                        interpreters.popitem(last=False)
+                interpreters.move_to_end(digest)
+                loaded = interpreters[digest]
+                answer = ("ok", [] if inputs is None else _invoke(loaded, inputs, budget_bytes))
         except Exception as error:      # every LiteRT failure is an answer, not an exit
-            answer = ("error", getattr(error, "stage", stage), f"{type(error).__name__}: {error}")
+            answer = ("error", getattr(error, "stage", "load"), f"{type(error).__name__}: {error}")
             # An interpreter that failed is not run again: its state after a failure is
             # LiteRT's own (XNNPACK fails a first invoke it then passes), and each
             # execution of a model must meet the same interpreter.
@@ -136,18 +131,16 @@ def _dies_with(parent: int) -> bool:
     return os.getppid() == parent
 
 
-def _kept_tensors(Interpreter, resolver_type, content: bytes, inputs: list, budget_bytes: int,
+def _kept_tensors(interpreter_of, content: bytes, inputs: list, budget_bytes: int,
                   tensors: list[int]) -> dict[int, np.ndarray]:
     """A diagnostic run: the values of ``tensors`` (indexes in subgraph 0) after a run of
     the model on an interpreter of its own that keeps every tensor (with a delegate, each
     node becomes a partition of its own, its kernels unchanged)."""
     with warnings.catch_warnings():     # the warning that keeping every tensor is for debugging
         warnings.simplefilter("ignore")
-        loaded = _Loaded(Interpreter(model_content=content, num_threads=1,
-                                     experimental_op_resolver_type=resolver_type,
-                                     experimental_preserve_all_tensors=True))
-    _invoke(loaded, inputs, budget_bytes)
-    return {tensor: loaded.interpreter.get_tensor(tensor).copy() for tensor in tensors}
+        interpreter = interpreter_of(model_content=content, experimental_preserve_all_tensors=True)
+    _invoke(_Loaded(interpreter), inputs, budget_bytes)
+    return {tensor: interpreter.get_tensor(tensor).copy() for tensor in tensors}
 
 
 def _check_budget(interpreter, budget_bytes: int) -> None:

@@ -341,9 +341,8 @@ def _enum_field(entry: dict, key: str, enum_type: type, where: str) -> Any:
 
 def _int_list(entry: dict, key: str, where: str) -> list[int]:
     values = _field(entry, key, list, where)
-    for value in values:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise LoadError(f"{where}: {key} must be a list of integers, got {values!r}")
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        raise LoadError(f"{where}: {key} must be a list of integers, got {values!r}")
     return values
 
 

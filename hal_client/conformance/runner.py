@@ -203,16 +203,10 @@ def applicable_variants(example: Example, options: RunOptions) -> list[Variant]:
     """Every variant runs valid models only. The VTS runs the unknown-shape variants only
     on models without scalar outputs (a scalar has no dimension to leave unknown), and
     the insufficient one only when some output buffer can lose a byte."""
-    variants = []
-    for variant in options.variants:
-        if variant is not Variant.NORMAL and example.expectFailure:
-            continue
-        if variant not in KNOWN_SHAPE_VARIANTS and example.has_scalar_outputs:
-            continue
-        if variant is Variant.INSUFFICIENT and shrinkable_output(example) is None:
-            continue
-        variants.append(variant)
-    return variants
+    return [variant for variant in options.variants
+            if (variant is Variant.NORMAL or not example.expectFailure)
+            and (variant in KNOWN_SHAPE_VARIANTS or not example.has_scalar_outputs)
+            and (variant is not Variant.INSUFFICIENT or shrinkable_output(example) is not None)]
 
 
 def applicable_paths(variant: Variant, options: RunOptions) -> list[ExecutionPath]:
@@ -241,12 +235,10 @@ class ExampleRun:
     def run(self) -> ExampleResult:
         variants = applicable_variants(self.example, self.options)
         checks: list[Check] = []
-        known_shape_variants = [v for v in variants if v in KNOWN_SHAPE_VARIANTS]
-        if known_shape_variants:
-            checks += self.run_model(zero_output_dims=False, variants=known_shape_variants)
-        unknown_shape_variants = [v for v in variants if v not in KNOWN_SHAPE_VARIANTS]
-        if unknown_shape_variants:
-            checks += self.run_model(zero_output_dims=True, variants=unknown_shape_variants)
+        for zero_output_dims in (False, True):
+            chosen = [v for v in variants if (v not in KNOWN_SHAPE_VARIANTS) == zero_output_dims]
+            if chosen:
+                checks += self.run_model(zero_output_dims=zero_output_dims, variants=chosen)
         return summarize(self.example, checks)
 
     def run_model(self, *, zero_output_dims: bool, variants: list[Variant]) -> list[Check]:
@@ -423,14 +415,9 @@ class ExampleRun:
 
     def read_buffers(self, buffers: list[Any]) -> list[bytes | None]:
         """Each output buffer's content (IBuffer.copyTo); None where it cannot be read."""
-        contents: list[bytes | None] = []
-        for spec, buffer in zip(self.example.main.outputs, buffers):
-            size = output_buffer_size(spec) if spec.byte_size else 0
-            if size == 0:   # a zero-sized output has nothing to compare
-                contents.append(b"")
-                continue
-            contents.append(domains.copy_to(self.client, buffer, size))
-        return contents
+        return [domains.copy_to(self.client, buffer, output_buffer_size(spec))
+                if spec.byte_size else b""      # a zero-sized output has nothing to compare
+                for spec, buffer in zip(self.example.main.outputs, buffers)]
 
     # --- executions ---
 
