@@ -25,11 +25,6 @@ from tests.fuzz.cases import (endless_loop_case, make_case, six_operation_loop, 
 PATHS = list(ExecutionPath)
 
 
-@pytest.fixture(scope="module")
-def device():
-    return SampleDriver()
-
-
 # --- a correct driver ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)

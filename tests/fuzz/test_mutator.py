@@ -43,11 +43,6 @@ def fresh(name: str) -> codec.CaseSpec:
 
 
 @pytest.fixture(scope="module")
-def device():
-    return SampleDriver()
-
-
-@pytest.fixture(scope="module")
 def fuzzed_device():
     """The bundled driver as the fuzz harness makes it: under the harness's budget."""
     return make_device("driver:SampleDriver")

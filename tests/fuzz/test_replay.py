@@ -29,7 +29,6 @@ from pathlib import Path
 
 import pytest
 
-from driver import SampleDriver
 from fuzz import harness
 from fuzz.litert_repro import run_script
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
@@ -89,11 +88,6 @@ def read_sidecar(path: Path) -> dict:
     assert isinstance(budget, int) and not isinstance(budget, bool) and budget > 0, (
         f"{sidecar.name}: memory_limit_mb {budget!r} is not a positive whole number")
     return info
-
-
-@pytest.fixture(scope="module")
-def device():
-    return SampleDriver()
 
 
 def replay(path: Path, device, memory_limit_mb: int = DEFAULT_BUDGET_MB) -> None:
