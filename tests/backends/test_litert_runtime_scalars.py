@@ -155,7 +155,7 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES) + sorted(REFUSED))
-def test_runtime_scalars_are_supported_and_get_the_bundled_drivers_answers_on_every_path(litert, name):
+def test_runtime_scalars_are_supported_and_answered_as_the_bundled_driver_does(litert, name):
     """Supported whatever the values; a value the bundled driver refuses gets its status."""
     case = CASES[name] if name in CASES else REFUSED[name]
     model, _ = one_operation_model(*case)

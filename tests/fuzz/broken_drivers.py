@@ -159,8 +159,8 @@ CONDITION, BODY = 0, 1
 
 def _loop_subgraphs(model: Model, role: int) -> list[Subgraph]:
     """The subgraph each WHILE of the model names as its CONDITION or BODY, where it names one."""
-    return [graph for graph in (_subgraph_operand(model, g, op.inputs[role]) for g, op in _while_loops(model))
-            if graph is not None]
+    named = (_subgraph_operand(model, g, op.inputs[role]) for g, op in _while_loops(model))
+    return [graph for graph in named if graph is not None]
 
 
 # --- 1. an exception on a rare graph shape ----------------------------------------------------
@@ -614,7 +614,8 @@ def planted_bug_reached(name: str, case) -> bool:
                 and case.choices.request_change != RequestChange.NONE)
     if name == "Hoarding":
         return any(operation.type == OperationType.LESS_EQUAL
-                   for condition in _loop_subgraphs(model, CONDITION) for operation in condition.operations)
+                   for condition in _loop_subgraphs(model, CONDITION)
+                   for operation in condition.operations)
     if name in REQUEST_CHECK_DROPPED:
         return dropped_check_reached(name, case)
     raise ValueError(f"no broken driver {name}")
