@@ -195,24 +195,25 @@ def _settled(device) -> int:
     return threading.active_count()
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of process ``pid``'s /proc stat after its name (its state first); None
+    once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def _zombies() -> list[int]:
     """Child processes that ended and were never reaped."""
-    def state(pid: int) -> str:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return ""
-    return [pid for pid in _children() if state(pid) == "Z"]
+    return [pid for pid in _children() if (_stat(pid) or [""])[0] == "Z"]
 
 
 def _ended(pid: int) -> bool:
     """Whether process ``pid`` ended (gone, or a zombie waiting to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    fields = _stat(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def _exited(child: int) -> bool:
@@ -227,12 +228,8 @@ def _exited(child: int) -> bool:
 
 def _cpu_seconds(pid: int) -> float:
     """The CPU time process ``pid`` took (user and system); 0 once it ended."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    fields = _stat(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _await(condition, timeout_s: float) -> bool:

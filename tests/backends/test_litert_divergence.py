@@ -5,7 +5,6 @@ workers. Skipped without the ``litert`` extra."""
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +23,8 @@ from hal_client.builder import ModelBuilder  # noqa: E402
 from hal_client.contract import OracleViolation  # noqa: E402
 from tests import models  # noqa: E402
 from tests.fuzz.cases import make_case  # noqa: E402
+from tests.fuzz.test_broken_drivers import CORPUS  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 #: The corpus inputs (the first, by name) run with one kernel set against another.
 CORPUS_INPUTS = 30
 

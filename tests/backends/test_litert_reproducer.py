@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -149,25 +148,17 @@ def test_the_script_says_when_litert_agrees(planted, litert, reference, tmp_path
     assert "not reproduced" in checked.stdout
 
 
-def unit_scale_comparison() -> FuzzCase:
-    """GREATER_EQUAL of two uint8 tensors of scale 1: LiteRT aborts in it (SIGABRT), with
-    any kernel set (a scale of 0.5 runs)."""
+def comparison_between(before: int | None = None, after: int | None = None) -> FuzzCase:
+    """GREATER_EQUAL of two uint8 tensors of scale 1, which LiteRT aborts in (SIGABRT) with
+    any kernel set (a scale of 0.5 runs): of the inputs, or of the result of ``before``
+    (MAXIMUM or ADD of the inputs), followed by ``after`` (LOGICAL_NOT), if any."""
     mb = ModelBuilder()
     g = mb.main
     a, b = (g.input(T.TENSOR_QUANT8_ASYMM, [1], scale=1.0, zero_point=127) for _ in range(2))
-    g.outputs(g.compare(OperationType.GREATER_EQUAL, a, b, [1]))
-    io = make_request([np.array([200], np.uint8), np.array([127], np.uint8)], [out_like(np.bool_, [1])])
-    return FuzzCase(mb.build(), io.request)
-
-
-def comparison_between(before: int, after: int | None) -> FuzzCase:
-    """The comparison LiteRT aborts in (unit_scale_comparison's), of the result of
-    ``before`` (MAXIMUM or ADD of the inputs), followed by ``after`` (LOGICAL_NOT), if any."""
-    mb = ModelBuilder()
-    g = mb.main
-    a, b = (g.input(T.TENSOR_QUANT8_ASYMM, [1], scale=1.0, zero_point=127) for _ in range(2))
-    inputs = [a, b] if before == OperationType.MAXIMUM else [a, b, g.int32(0)]
-    first = g.apply(before, inputs, T.TENSOR_QUANT8_ASYMM, [1], 1.0, 127)
+    first = a
+    if before is not None:
+        inputs = [a, b] if before == OperationType.MAXIMUM else [a, b, g.int32(0)]
+        first = g.apply(before, inputs, T.TENSOR_QUANT8_ASYMM, [1], 1.0, 127)
     result = g.compare(OperationType.GREATER_EQUAL, first, b, [1])
     if after is not None:
         result = g.apply(after, [result], T.TENSOR_BOOL8, [1])
@@ -212,7 +203,7 @@ def test_a_crash_that_needs_the_operations_before_is_their_prefix(litert, refere
 def test_a_native_crash_reproduces_in_a_child_process(litert, reference, tmp_path):
     """LiteRT's worker dies on the comparison: the reproducer is a crash, and its script
     runs LiteRT in a child process, reports how it died and exits 1."""
-    found = reproducer.reproduce(litert, reference, unit_scale_comparison())
+    found = reproducer.reproduce(litert, reference, comparison_between())
     assert found is not None and found.kind == "crash", found and found.kind
     bundle = reproducer.write(found, tmp_path, "compare")
     assert bundle.operation == "GREATER_EQUAL"

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -271,15 +272,12 @@ def test_findings_past_the_deadline_are_reported_not_triaged(tmp_path):
 
 def test_a_bucket_without_the_time_to_minimise_is_counted_unminimised(tmp_path):
     artifacts = bug_artifacts(tmp_path / "artifacts", 4)
-    worker = triage.Worker(BROKEN)
-    try:
+    with closing(triage.Worker(BROKEN)) as worker:
         same_bug = [(path, worker.run(path.read_bytes())) for path in artifacts]
         [bucket] = {failure.digest for _, failure in same_bug}
         found = nightly.minimise_bucket(bucket, same_bug, nightly.MIN_MINIMISATION_S / 2, worker, BROKEN,
                                         tmp_path / "findings", tmp_path / "known", set(), tmp_path,
                                         nightly.parse_args([]))
-    finally:
-        worker.close()
     assert [(finding.artifact, finding.status) for finding in found] == [
         ("crash-0", "unminimised"), ("crash-1", "duplicate"), ("crash-2", "duplicate"), ("crash-3", "duplicate")]
     assert reproducers(tmp_path / "findings") == []

@@ -82,29 +82,34 @@ class _PreparedModelCallbackProxy:
         self._callback.notify_1_3(status, self._wrap(prepared) if prepared is not None else None)
 
 
-class PreparedModelWrapper:
-    """An IPreparedModel delegating to the inner one; subclasses override what they break."""
+class _Delegating:
+    """An object of the HAL (an IDevice, IPreparedModel, IBurstContext or IBuffer)
+    delegating to the inner driver's; subclasses override what they break."""
 
-    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.model = model
-        self.priority = priority
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
-class DeviceWrapper:
+class PreparedModelWrapper(_Delegating):
+    """An IPreparedModel delegating to the inner one."""
+
+    def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
+        super().__init__(inner)
+        self.model = model
+        self.priority = priority
+
+
+class DeviceWrapper(_Delegating):
     """An IDevice delegating to a SampleDriver; its prepared models are wrapped in
     ``prepared_model_class``."""
 
     prepared_model_class: type[PreparedModelWrapper] = PreparedModelWrapper
 
     def __init__(self, inner: Any = None) -> None:
-        self.inner = inner if inner is not None else SampleDriver()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        super().__init__(inner if inner is not None else SampleDriver())
 
     @property  # the budget a client sets is the inner driver's
     def memory_budget_bytes(self) -> int:
@@ -133,10 +138,9 @@ class DeviceWrapper:
 # malformed one themselves, or the fuzzer finds these helpers instead of the planted bugs.
 
 def _subgraph_operand(model: Model, subgraph: Subgraph, operand_index: int) -> Subgraph | None:
-    if not 0 <= operand_index < len(subgraph.operands):
-        return None
-    operand = subgraph.operands[operand_index]
-    if operand.lifetime != OperandLifeTime.SUBGRAPH or not 0 <= operand.location.offset < len(model.referenced):
+    operand = _operand_or_none(subgraph, operand_index)
+    if (operand is None or operand.lifetime != OperandLifeTime.SUBGRAPH
+            or not 0 <= operand.location.offset < len(model.referenced)):
         return None
     return model.referenced[operand.location.offset]
 
@@ -149,12 +153,14 @@ def _while_loops(model: Model) -> Iterator[tuple[Subgraph, Any]]:
                 yield subgraph, operation
 
 
-def _loop_body(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
-    return _subgraph_operand(model, subgraph, operation.inputs[1])
+#: The inputs of a WHILE naming its subgraphs.
+CONDITION, BODY = 0, 1
 
 
-def _loop_condition(model: Model, subgraph: Subgraph, operation) -> Subgraph | None:
-    return _subgraph_operand(model, subgraph, operation.inputs[0])
+def _loop_subgraphs(model: Model, role: int) -> list[Subgraph]:
+    """The subgraph each WHILE of the model names as its CONDITION or BODY, where it names one."""
+    named = (_subgraph_operand(model, g, op.inputs[role]) for g, op in _while_loops(model))
+    return [graph for graph in named if graph is not None]
 
 
 # --- 1. an exception on a rare graph shape ----------------------------------------------------
@@ -175,9 +181,7 @@ class _LoopSchedulingModel(PreparedModelWrapper):
 
     def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
         super().__init__(inner, model, priority)
-        self.loop_schedules = [_schedule_loop_body(body)
-                               for body in (_loop_body(model, g, op) for g, op in _while_loops(model))
-                               if body is not None]
+        self.loop_schedules = [_schedule_loop_body(body) for body in _loop_subgraphs(model, BODY)]
 
 
 class Raising(DeviceWrapper):
@@ -210,17 +214,14 @@ class _LoopTimeoutIgnoringModel(PreparedModelWrapper):
         return status, (_LoopTimeoutIgnoringBurst(burst, self) if burst is not None else None)
 
 
-class _LoopTimeoutIgnoringBurst:
+class _LoopTimeoutIgnoringBurst(_Delegating):
     def __init__(self, inner: Any, prepared: _LoopTimeoutIgnoringModel) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.prepared = prepared
 
     def execute(self, request, slots, measure, deadline, loopTimeoutDuration):
         return self.inner.execute(request, slots, measure, deadline,
                                   self.prepared._timeout(loopTimeoutDuration))
-
-    def freeMemory(self, slot: int) -> None:
-        self.inner.freeMemory(slot)
 
 
 class Hanging(DeviceWrapper):
@@ -288,8 +289,7 @@ class _LoopHistoryModel(PreparedModelWrapper):
     def __init__(self, inner: Any, model: Model, priority: Priority) -> None:
         super().__init__(inner, model, priority)
         self.loop_histories = [_iteration_history(condition)
-                               for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model))
-                               if condition is not None]
+                               for condition in _loop_subgraphs(model, CONDITION)]
 
 
 class Hoarding(DeviceWrapper):
@@ -323,17 +323,14 @@ class _PreparedModelWithin(PreparedModelWrapper):
         return status, (_BurstWithin(burst, self.within) if burst is not None else None)
 
 
-class _BurstWithin:
+class _BurstWithin(_Delegating):
     def __init__(self, inner: Any, within: Callable[[], contextlib.AbstractContextManager]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.within = within
 
     def execute(self, *arguments):
         with self.within():
             return self.inner.execute(*arguments)
-
-    def freeMemory(self, slot: int) -> None:
-        self.inner.freeMemory(slot)
 
 
 # --- 6. the rank limit past numpy's -----------------------------------------------------------
@@ -594,8 +591,7 @@ def planted_bug_reached(name: str, case) -> bool:
     for Hanging, whether it could (an endless loop is only known by running it)."""
     model = case.model
     if name == "Raising":
-        return any(body is not None and len(body.operations) == 6
-                   for body in (_loop_body(model, g, op) for g, op in _while_loops(model)))
+        return any(len(body.operations) == 6 for body in _loop_subgraphs(model, BODY))
     if name == "Hanging":
         return case.choices.priority == Priority.HIGH and any(_while_loops(model))
     if name == "FencedBitFlip":
@@ -609,17 +605,17 @@ def planted_bug_reached(name: str, case) -> bool:
         return any(len(o.dimensions) > limits.MAX_RANK
                    for subgraph in (model.main, *model.referenced) for o in subgraph.operands) \
             or any(len(a.dimensions) > limits.MAX_RANK for a in (*case.request.inputs, *case.request.outputs)) \
-            or any(body is not None and any(o.type == OperationType.EXPAND_DIMS for o in body.operations)
-                   for body in (_loop_body(model, g, op) for g, op in _while_loops(model)))
+            or any(o.type == OperationType.EXPAND_DIMS for body in _loop_subgraphs(model, BODY)
+                   for o in body.operations)
     if name == "OverBudget":
         return harness.declared_elements(model) >= harness.MEASURED_CASE_ELEMENTS
     if name == "LiveRequest":
         return (case.choices.second_path in harness.LAUNCHED_PATHS
                 and case.choices.request_change != RequestChange.NONE)
     if name == "Hoarding":
-        return any(condition is not None and any(operation.type == OperationType.LESS_EQUAL
-                                                 for operation in condition.operations)
-                   for condition in (_loop_condition(model, g, op) for g, op in _while_loops(model)))
+        return any(operation.type == OperationType.LESS_EQUAL
+                   for condition in _loop_subgraphs(model, CONDITION)
+                   for operation in condition.operations)
     if name in REQUEST_CHECK_DROPPED:
         return dropped_check_reached(name, case)
     raise ValueError(f"no broken driver {name}")
@@ -745,17 +741,7 @@ def dropped_check_reached(name: str, case) -> bool:
 
 # --- 18-21. memory domains and compilation caching ---------------------------------------------
 
-class _BufferWrapper:
-    """An IBuffer delegating to the inner driver's; subclasses override what they break."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class _ZeroingBuffer(_BufferWrapper):
+class _ZeroingBuffer(_Delegating):
     def copyTo(self, dst) -> ErrorStatus:
         status = self.inner.copyTo(dst)
         if status == ErrorStatus.NONE:

@@ -23,21 +23,15 @@ DATA = Path(__file__).resolve().parent / "data"
 MODULE = broken_drivers.__name__
 
 
-def reproducers() -> list[tuple[Path, dict]]:
-    found = []
-    for sidecar in sorted(DATA.glob("*.json")) if DATA.is_dir() else []:
-        info = json.loads(sidecar.read_text())
-        found.append((sidecar.with_suffix(""), info))
-    return found
-
-
 def driver_name(info: dict) -> str:
     module, _, name = info["driver"].partition(":")
     assert module == MODULE, f"{info['driver']} is not one of the broken drivers"
     return name
 
 
-REPRODUCERS = reproducers()
+#: Each reproducer of DATA and its sidecar.
+REPRODUCERS = [(sidecar.with_suffix(""), json.loads(sidecar.read_text()))
+               for sidecar in sorted(DATA.glob("*.json"))]
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 #: libFuzzer's -max_len default for a corpus of small inputs.
 MAX_INPUT_BYTES = 4096

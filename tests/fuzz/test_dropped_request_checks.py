@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from fuzz import harness
 from fuzz.codec import decode
 from fuzz.drivers import make_device
 from tests.fuzz import broken_drivers
-
-CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+from tests.fuzz.test_broken_drivers import CORPUS
 
 
 @pytest.mark.parametrize("name", broken_drivers.REQUEST_CHECK_DROPPED)

@@ -25,11 +25,6 @@ from tests.fuzz.cases import (endless_loop_case, make_case, six_operation_loop, 
 PATHS = list(ExecutionPath)
 
 
-@pytest.fixture(scope="module")
-def device():
-    return SampleDriver()
-
-
 # --- a correct driver ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
@@ -44,8 +39,10 @@ def test_sample_driver_passes_every_path(device, build, path):
     assert outcome.first.outputs == outcome.second.outputs
 
 
-def test_loop_timeout_is_an_error_status_not_a_hang(device):
-    outcome = harness.run_case(make_case(models.while_counter_model(5, 0, 0)), device)
+@pytest.mark.parametrize("priority", [Priority.MEDIUM, Priority.HIGH], ids=lambda p: p.name)
+def test_loop_timeout_is_an_error_status_not_a_hang(device, priority):
+    """At HIGH too: the loop Hanging overruns the requested timeout in, at that priority."""
+    outcome = harness.run_case(endless_loop_case(ExecutionPath.SYNC, priority=priority), device)
     assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
     assert outcome.second is None
 
@@ -250,12 +247,6 @@ def test_each_broken_contract_is_caught(name, make_device, make, violation, mess
         harness.run_case(make(), make_device())
 
 
-def test_supported_disagreement_is_caught():
-    case = make_case(sqrt_branch_model())
-    with pytest.raises(oracles.SupportedPrepareViolation, match="INVALID_ARGUMENT but prepareModel_1_3 succeeded"):
-        harness.run_case(case, broken_drivers.SupportedDisagrees())
-
-
 def test_exception_from_a_rare_graph_shape_is_caught():
     case = make_case(six_operation_loop())
     assert harness.run_case(case, harness.default_device()).first.outputs    # valid, runs
@@ -281,11 +272,6 @@ def test_ignored_loop_timeout_is_a_hang_naming_where_it_is_stuck(path):
     # by a loaded machine after the stall allowance (hal_client/watchdog.py).
     assert harness.HANG_MARGIN_S < elapsed < harness.HANG_MARGIN_S + STALL_ALLOWANCE_S + 1.5
     assert "while_step" in str(info.value) and info.value.frames
-
-
-def test_sample_driver_does_not_hang_on_the_same_loop(device):
-    outcome = harness.run_case(endless_loop_case(ExecutionPath.SYNC, priority=Priority.HIGH), device)
-    assert outcome.first.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
 # --- watchdog and scheduler -----------------------------------------------------------------

@@ -6,11 +6,10 @@ import struct
 
 import pytest
 
-from driver.hal import (UINT64_MAX, DataLocation, ErrorStatus, MeasureTiming, Model, Operand,
-                        OperandLifeTime as L, OperandType as T, Operation, OperationType,
-                        OutputShape, Request, RequestArgument, Subgraph, Timing)
-from driver.hal import ExecutionCallback
-from driver.hal import MemoryPool
+from driver.hal import (UINT64_MAX, DataLocation, ErrorStatus, ExecutionCallback, MeasureTiming,
+                        MemoryPool, Model, Operand, OperandLifeTime as L, OperandType as T,
+                        Operation, OperationType, OutputShape, Request, RequestArgument, Subgraph,
+                        Timing)
 from driver.hal.enums import LoopTimeoutDurationNs
 from driver.memory import Memory
 from fuzz import harness, oracles

@@ -19,8 +19,7 @@ from fuzz.case import ExecutionPath
 from fuzz.drivers import make_device
 from tests import models
 from tests.fuzz.cases import make_case, tanh_model
-
-CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+from tests.fuzz.test_broken_drivers import CORPUS
 
 
 def git_checkout() -> bool:

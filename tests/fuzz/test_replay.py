@@ -29,7 +29,6 @@ from pathlib import Path
 
 import pytest
 
-from driver import SampleDriver
 from fuzz import harness
 from fuzz.litert_repro import run_script
 from fuzz.memory_limit import DEFAULT_BUDGET_MB, memory_budget
@@ -89,11 +88,6 @@ def read_sidecar(path: Path) -> dict:
     assert isinstance(budget, int) and not isinstance(budget, bool) and budget > 0, (
         f"{sidecar.name}: memory_limit_mb {budget!r} is not a positive whole number")
     return info
-
-
-@pytest.fixture(scope="module")
-def device():
-    return SampleDriver()
 
 
 def replay(path: Path, device, memory_limit_mb: int = DEFAULT_BUDGET_MB) -> None:
@@ -265,17 +259,12 @@ def test_an_upstream_reproducer_litert_agrees_on_fails_saying_to_mark_it_fixed(t
     """An upgrade of LiteRT that fixed a discrepancy (here: a case it always computed right,
     stored as if it were one) makes its upstream reproducer fail, saying what to do."""
     pytest.importorskip("ai_edge_litert")
-    import numpy as np
-    from driver.hal.enums import OperandType
     from fuzz.case import FuzzCase
     from fuzz.codec import encode
-    from hal_client.builder import ModelBuilder, make_request, out_like
-    mb = ModelBuilder()
-    g = mb.main
-    g.outputs(g.add(g.input(OperandType.TENSOR_FLOAT32, [2]), g.input(OperandType.TENSOR_FLOAT32, [2])))
-    io = make_request([np.ones(2, np.float32), np.ones(2, np.float32)], [out_like(np.float32, [2])])
+    from tests.models import add_model
+    added = add_model()
     reproducer = tmp_path / "0123456789abcdef"
-    reproducer.write_bytes(encode(FuzzCase(mb.build(), io.request)))
+    reproducer.write_bytes(encode(FuzzCase(added.model, added.request())))
     info = {"kind": "assertion", "signature": "s", "message": "m", "status": "upstream", "rule": "reference-mismatch",
             "driver": "backends.litert:builtin_ref", "reference": DEFAULT_DRIVER,
             "litert": {"version": "2.2.0", "kernel_set": "BUILTIN_REF", "kind": "values",

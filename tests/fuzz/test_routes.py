@@ -19,6 +19,7 @@ from hal_client import contract, domains
 from hal_client.contract import MalformedResultViolation
 from tests.fuzz import broken_drivers
 from tests.fuzz.test_broken_drivers import CORPUS, MODULE, fuzz_from_corpus
+from tests.fuzz.test_codec import assert_round_trip
 
 #: (mutation seeds, most inputs per seed) of a fuzz run from the corpus (relations and
 #: routes on, no reference) that finds each DOMAIN_RULES driver's bug (each seed does, the
@@ -33,10 +34,7 @@ FUZZED = {"CopyToZeroes": ((3, 2), 3000), "FreedTokenKept": ((3, 2), 3000),
 @pytest.mark.parametrize("relation", list(routes.ROUTES), ids=lambda r: r.name)
 def test_route_choices_round_trip(relation):
     corruption = 123_456 if relation in PLACED_RELATIONS else 0
-    case = FuzzCase(choices=ExecutionChoices(relation=relation, corruption=corruption))
-    data = encode(case)
-    assert decode(data) == case
-    assert encode(decode(data)) == data
+    assert_round_trip(FuzzCase(choices=ExecutionChoices(relation=relation, corruption=corruption)))
 
 
 def test_a_relation_varint_past_the_last_reads_as_the_last_and_takes_no_corruption():
@@ -131,7 +129,7 @@ def test_a_driver_without_memory_domains_or_caching_is_skipped_not_judged(relati
     assert stats.routes_skipped == stats.executed_ok > 0
 
 
-class _UnreadableBuffer(broken_drivers._BufferWrapper):
+class _UnreadableBuffer(broken_drivers._Delegating):
     def copyTo(self, dst) -> ErrorStatus:
         return ErrorStatus.GENERAL_FAILURE
 

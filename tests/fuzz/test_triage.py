@@ -8,6 +8,7 @@ import json
 import sys
 import time
 import traceback
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -236,12 +237,9 @@ def test_an_artifact_is_triaged_end_to_end(tmp_path):
     artifact.write_bytes(encode(case))
     out = tmp_path / "out"
     spec = "tests.fuzz.broken_drivers:SupportedDisagrees"
-    worker = triage.Worker(spec)
-    try:
+    with closing(triage.Worker(spec)) as worker:
         result = triage.triage_one(artifact, worker, out, spec, libfuzzer_s=0, structural_s=60,
                                    workdir=tmp_path, log=lambda _line: None)
-    finally:
-        worker.close()
     assert result.failure.kind == "assertion" and result.failure.rule == "supported-vs-prepare"
     reproducer = decode(Path(result.stored).read_bytes())
     assert reproducer.choices.path == ExecutionPath.SYNC and valid(reproducer)
@@ -319,8 +317,7 @@ for line in sys.stdin:
 
 
 def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
-    worker = ScriptedWorker("unused")
-    try:
+    with closing(ScriptedWorker("unused")) as worker:
         assert worker.run(b"quiet") is None
         died = worker.run(b"dies")               # the earlier input's stderr does not count
         assert (died.kind, died.exception) == ("crash", "exit 3")
@@ -328,33 +325,25 @@ def test_a_worker_dying_of_memory_exhaustion_is_an_oom():
         assert (starved.kind, starved.exception) == ("oom", "exit 1")
         assert "out of memory: MemoryError" in starved.message
         assert starved.signature.startswith("oom | memory-limit | operations:")
-    finally:
-        worker.close()
 
 
 def test_an_artifact_failing_on_a_later_run_reproduces():
     """A failure that hangs on timing (which worker is ready first) may miss one run: an
     artifact is run again before it is said not to reproduce."""
-    worker = ScriptedWorker("unused")
-    try:
+    with closing(ScriptedWorker("unused")) as worker:
         failure = worker.reproduce(b"second")
         assert (failure.kind, failure.exception) == ("crash", "OverflowError")
         assert worker.reproduce(b"quiet") is None
-    finally:
-        worker.close()
 
 
 def test_a_run_still_going_at_the_workers_deadline_is_out_of_time():
     """Not a hang: the input's failure, if any, is unknown."""
-    worker = ScriptedWorker("unused", deadline=time.monotonic() + 5)
-    try:
+    with closing(ScriptedWorker("unused", deadline=time.monotonic() + 5)) as worker:
         with pytest.raises(triage.OutOfTime):
             worker.run(b"stalls")
         with pytest.raises(triage.OutOfTime):         # past the deadline, nothing runs
             worker.run(b"quiet")
         assert worker.process is None
-    finally:
-        worker.close()
 
 
 @pytest.mark.slow
@@ -371,12 +360,9 @@ def test_an_oom_artifact_is_triaged_under_the_memory_limit(tmp_path, monkeypatch
     def no_libfuzzer(*_args):
         raise AssertionError("libFuzzer's minimiser would replay the allocation in-process")
     monkeypatch.setattr(triage, "libfuzzer_minimize", no_libfuzzer)
-    worker = triage.Worker(spec, memory_limit_mb=128)
-    try:
+    with closing(triage.Worker(spec, memory_limit_mb=128)) as worker:
         result = triage.triage_one(artifact, worker, out, spec, libfuzzer_s=30, structural_s=30,
                                    workdir=tmp_path, log=lambda _line: None)
-    finally:
-        worker.close()
     failure = result.failure
     assert (failure.kind, failure.rule) == ("oom", "memory-limit")
     assert failure.frames[0] == ("tests/fuzz/broken_drivers.py", "_iteration_history")
