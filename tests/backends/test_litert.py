@@ -181,8 +181,11 @@ def _children() -> set[int]:
     """The child processes of this process (of any of its threads)."""
     pids = set()
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
-            pids.update(int(pid) for pid in f.read().split())
+        try:
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids.update(int(pid) for pid in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):     # the thread ended since listed
+            continue
     return pids
 
 

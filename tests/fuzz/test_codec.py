@@ -227,14 +227,12 @@ def test_memory_names_lose_nul_bytes_so_a_pool_can_always_be_created():
 
 def test_decoder_fills_at_most_its_budget():
     # 16 constants of 2^32 x 4 floats each would be 256 GiB: the decoder caps each value and
-    # the case's total, so the case decodes fast (and is invalid, as it should be).
+    # the case's total (and the case is invalid, as it should be).
     operands = [OperandSpec(T.TENSOR_FLOAT32, [1 << 16, 1 << 16], lifetime=L.CONSTANT_COPY,
                             value=ValueSpec(kind)) for kind in [ValueKind.GENERATED,
                                                                 ValueKind.ZERO] * 8]
     data = codec.serialize(CaseSpec(ModelSpec(SubgraphSpec(operands))))
-    started = time.process_time()
     case = codec.decode(data)
-    assert time.process_time() - started < 1.0
     assert case.model.main.operands[0].location.length == codec.MAX_GENERATED_VALUE
     assert len(case.model.operandValues) <= codec.FILL_BUDGET
     assert_round_trip(case)
@@ -453,15 +451,6 @@ def test_relayout_can_put_every_request_buffer_in_one_pool():
     validate_request(merged.request, merged.model)
     assert [a.location.length for a in merged.request.inputs + merged.request.outputs] == \
         [a.location.length for a in case.request.inputs + case.request.outputs]
-
-
-def test_decode_is_fast_for_typical_inputs():
-    # A generous bound that still catches an accidental quadratic or per-byte slow path.
-    data = codec.serialize(SEED_SPECS["add_float32"])
-    started = time.process_time()
-    for _ in range(200):
-        codec.decode(data)
-    assert (time.process_time() - started) / 200 < 1e-3
 
 
 # --- conformance models (read from ../shared at run time) --------------------------------------
