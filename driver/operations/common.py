@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import check, fail
-from ..hal.enums import FusedActivationFunc, OperandType
+from ..hal.enums import FusedActivationFunc, OperandLifeTime, OperandType
 from ..hal.dtypes import STORAGE_DTYPE  # noqa: F401  (re-exported for operation modules)
 from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, MULTIPLY_ADDS_PER_CHUNK, check_cost, checkpoint
 from .registry import OperationContext, Shape
@@ -189,6 +189,19 @@ def agreed_size(ctx: OperationContext, shapes: Sequence[Shape], what: str,
             bind_size(ctx, sizes, what, shapes[i][axis], f"input {i} (operand {ctx.inputs[i].index})",
                       axis, exact)
     return sizes.get(what, 0)
+
+
+def declared_shape(operand) -> Shape:
+    """An operand's declared shape for shape inference at validation (None: unknown rank)."""
+    return tuple(operand.dimensions) if operand.dimensions else None
+
+
+def has_value(operand) -> bool | None:
+    """Whether an optional input has a value: a NO_VALUE operand has none, a constant or a
+    temporary has one, and a subgraph input (None) has one unless the request omits it."""
+    if operand.is_omitted:
+        return False
+    return None if operand.lifetime == OperandLifeTime.SUBGRAPH_INPUT else True
 
 
 def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:

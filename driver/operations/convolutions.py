@@ -39,7 +39,8 @@ from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
-                     check_quant_params, matrix_product, merge_dims, quantized_activation_range)
+                     check_quant_params, declared_shape, matrix_product, merge_dims,
+                     quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
@@ -276,7 +277,7 @@ def check_quantization(ctx: OperationContext) -> None:
 
 def declared_shapes(ctx: OperationContext) -> list[Shape]:
     """The declared shapes of the input, filter and bias, for shape checks at validation."""
-    return [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs[:3]]
+    return [declared_shape(o) for o in ctx.inputs[:3]]
 
 
 def check_convolution(ctx: OperationContext) -> None:

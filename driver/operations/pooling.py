@@ -26,7 +26,7 @@ from ..limits import check_shape
 from ._spatial import (LAYOUT, PaddingScheme, from_nhwc, implicit_padding, layout_shape, nhwc_shape,
                        output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
-                     check_same_quantization, quantized_activation_range)
+                     check_same_quantization, declared_shape, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -131,7 +131,7 @@ def check_pooling(ctx: OperationContext) -> None:
     if inp.type in QUANT8_ASYMM_TENSORS:
         check_quant_params(ctx, inp, "input 0")
         check_same_quantization(ctx, out, inp, "output 0", "input 0")
-    infer_shapes(ctx, [tuple(inp.dimensions) if inp.dimensions else None])
+    infer_shapes(ctx, [declared_shape(inp)])
 
 
 # --- kernels -----------------------------------------------------------------------------

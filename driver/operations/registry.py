@@ -30,15 +30,7 @@ model is validated, and at run time before infer runs with the run's values),
 ``definition.build(ctx)``.
 
 Adding an operation
-    Find its family module (elementwise.py, activations.py, comparisons.py, logical.py,
-    arithmetic.py, minmax.py, reductions.py, argminmax.py, ...) or, when it shares no
-    kernel, write a module named after it. Declare its signatures (``tensor``, ``scalar``,
-    ``same_as``, ``repeated``, ``Range`` from signatures.py), write ``infer`` and ``build``,
-    the one-line ``check`` for what the table cannot say, and register it:
-    ``register(OperationDef(OperationType.X, SIGNATURES, infer, build, check))``. Where its
-    signatures alone rarely make a valid model (shapes that must fit one another), declare
-    a few ``Example`` instances too (``examples=EXAMPLES``): the seed models use them.
-    Modules whose names start with "_" are not loaded.
+    README.md says how, step by step. Modules whose names start with "_" are not loaded.
 
 Signatures as data, for other users
     ``definitions()`` returns every OperationDef (sorted by type); ``.signatures`` holds its

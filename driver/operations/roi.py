@@ -57,7 +57,7 @@ from ..limits import check_shape
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
 from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_same_quantization,
-                     merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
+                     declared_shape, merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
 from .detection import BOX_SCALE, BOX_ZERO_POINT, check_box_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
@@ -173,10 +173,6 @@ HEATMAP_EXAMPLES = (
 
 # --- validation and shapes ---------------------------------------------------------------------
 
-def _declared(operand) -> Shape:
-    return tuple(operand.dimensions) if operand.dimensions else None
-
-
 def check_roi_operation(ctx: OperationContext) -> None:
     inp, out = ctx.inputs[INPUT], ctx.outputs[0]
     if inp.type in QUANT8_ASYMM_TENSORS:
@@ -185,7 +181,7 @@ def check_roi_operation(ctx: OperationContext) -> None:
         check_box_quantization(ctx, ROIS, "rois")
         if ctx.type == OperationType.ROI_POOLING:
             check_same_quantization(ctx, out, inp, "output 0", "input 0")
-    infer_roi_shapes(ctx, [_declared(o) for o in ctx.inputs[:BATCHES + 1]])
+    infer_roi_shapes(ctx, [declared_shape(o) for o in ctx.inputs[:BATCHES + 1]])
 
 
 def infer_roi_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -212,7 +208,7 @@ def check_heatmap_operation(ctx: OperationContext) -> None:
         check_quant_params(ctx, heatmaps, "input 0")
         check_quant_params(ctx, ctx.outputs[0], "output 0")
         check_box_quantization(ctx, BOXES, "boxes")
-    infer_heatmap_shapes(ctx, [_declared(o) for o in ctx.inputs[:BOXES + 1]])
+    infer_heatmap_shapes(ctx, [declared_shape(o) for o in ctx.inputs[:BOXES + 1]])
 
 
 def infer_heatmap_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
