@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
+from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_scales,
                      check_same_quantization, quantize_to, quantized_activation_range,
                      real_values_f32, same_shape)
 from .elementwise import float_kernel, unary
@@ -31,8 +31,7 @@ TANH_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    check_quant_params(ctx, ctx.inputs[0], "input 0")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, (0,))
 
 
 # --- RELU, RELU1, RELU6 ------------------------------------------------------------------------

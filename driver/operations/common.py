@@ -3,7 +3,7 @@ fused activations and quantization arithmetic. Pure functions; no registration h
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -36,6 +36,13 @@ def check_quant_params(ctx: OperationContext, operand, what: str) -> None:
     enforces zero-point ranges); arithmetic kernels rely on it."""
     if operand.type in QUANT8_ASYMM_TENSORS and not operand.scale > 0:
         fail(f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} <= 0")
+
+
+def check_quant_scales(ctx: OperationContext, inputs: Iterable[int]) -> None:
+    """check_quant_params of the inputs at ``inputs``, then of output 0."""
+    for i in inputs:
+        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
+    check_quant_params(ctx, ctx.outputs[0], "output 0")
 
 
 # --- shapes -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, quant_range, round_half_away
+from .common import QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims, quant_range, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Range, Signature, repeated, same_as, scalar, tensor
 
@@ -25,9 +25,7 @@ SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK),
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    for i in range(len(ctx.inputs) - 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, range(len(ctx.inputs) - 1))
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
+from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_scales,
                      requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, tensor
@@ -21,9 +21,7 @@ Pick = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def check_minmax(ctx: OperationContext) -> None:
-    for i in (0, 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, (0, 1))
 
 
 def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:

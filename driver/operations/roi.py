@@ -56,7 +56,7 @@ from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_same_quantization,
+from .common import (QUANT8_ASYMM_TENSORS, check_quant_scales, check_same_quantization,
                      declared_shape, merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
 from .detection import BOX_SCALE, BOX_ZERO_POINT, check_box_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
@@ -176,8 +176,7 @@ HEATMAP_EXAMPLES = (
 def check_roi_operation(ctx: OperationContext) -> None:
     inp, out = ctx.inputs[INPUT], ctx.outputs[0]
     if inp.type in QUANT8_ASYMM_TENSORS:
-        check_quant_params(ctx, inp, "input 0")
-        check_quant_params(ctx, out, "output 0")
+        check_quant_scales(ctx, (INPUT,))
         check_box_quantization(ctx, ROIS, "rois")
         if ctx.type == OperationType.ROI_POOLING:
             check_same_quantization(ctx, out, inp, "output 0", "input 0")
@@ -205,8 +204,7 @@ def infer_roi_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Sha
 def check_heatmap_operation(ctx: OperationContext) -> None:
     heatmaps = ctx.inputs[HEATMAPS]
     if heatmaps.type in QUANT8_ASYMM_TENSORS:
-        check_quant_params(ctx, heatmaps, "input 0")
-        check_quant_params(ctx, ctx.outputs[0], "output 0")
+        check_quant_scales(ctx, (HEATMAPS,))
         check_box_quantization(ctx, BOXES, "boxes")
     infer_heatmap_shapes(ctx, [declared_shape(o) for o in ctx.inputs[:BOXES + 1]])
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, requantize_values
+from .common import QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims, requantize_values
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
@@ -22,9 +22,7 @@ SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_BOOL8,), rank=(1, None), name="
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    for operand, what in ((ctx.inputs[1], "input 1"), (ctx.inputs[2], "input 2"),
-                          (ctx.outputs[0], "output 0")):
-        check_quant_params(ctx, operand, what)
+    check_quant_scales(ctx, (1, 2))
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
