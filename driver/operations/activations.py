@@ -14,7 +14,7 @@ import numpy as np
 
 from ..hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
 from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_scales,
-                     check_same_quantization, quantize_to, quantized_activation_range,
+                     check_kept_quantization, quantize_to, quantized_activation_range,
                      real_values_f32, same_shape)
 from .elementwise import float_kernel, unary
 from .registry import Kernel, OperationContext, OperationDef, register
@@ -38,7 +38,7 @@ def check_quantization(ctx: OperationContext) -> None:
 
 def check_clamp(ctx: OperationContext) -> None:
     check_quantization(ctx)
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_kept_quantization(ctx)
 
 
 def build_clamp(ctx: OperationContext, activation: Act) -> Kernel:

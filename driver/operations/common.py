@@ -166,6 +166,11 @@ def check_same_quantization(ctx: OperationContext, operand, reference, what: str
                  f"({reference.scale}, {reference.zeroPoint})")
 
 
+def check_kept_quantization(ctx: OperationContext) -> None:
+    """Output 0 keeps input 0's quantization (see check_same_quantization)."""
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+
+
 # --- shape inference helpers ------------------------------------------------------------
 
 def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, normalize_axis
+from .common import check_kept_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
@@ -22,7 +22,7 @@ SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, n
 
 
 def check_gather(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
+    check_kept_quantization(ctx)
     indices = ctx.inputs[INDICES].value
     dims = ctx.inputs[INPUT].dimensions
     axis = ctx.scalar(AXIS)

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range
+from .common import QUANT8_ASYMM_TENSORS, check_kept_quantization, quant_range
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
@@ -33,7 +33,7 @@ PAD_VALUE = 2
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_kept_quantization(ctx)
     if ctx.type == OperationType.PAD_V2 and ctx.inputs[PAD_VALUE].is_constant:
         pad_value(ctx, ctx.inputs[PAD_VALUE].value)
 

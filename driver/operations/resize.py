@@ -29,7 +29,7 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range, round_half_away
+from .common import QUANT8_ASYMM_TENSORS, check_kept_quantization, quant_range, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
@@ -71,7 +71,7 @@ EXAMPLES = (_example(T.TENSOR_FLOAT32, T.INT32, 4, 3, (False, True, False)),
 
 
 def check_resize(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
+    check_kept_quantization(ctx)
     check_flags(ctx, flag(ctx, ALIGN_CORNERS), flag(ctx, HALF_PIXEL_CENTERS))
 
 

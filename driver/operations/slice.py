@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, constant_vector
+from .common import check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
@@ -24,10 +24,6 @@ SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="size")),
                         outputs=(same_as(INPUT),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -96,5 +92,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_quantization,
+register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_kept_quantization,
                       zero_sized_inputs=True))
