@@ -26,14 +26,10 @@ def infer_arg(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     if inp is None:
         return [None]
     axis = ctx.scalar(1)
-    if len(inp) == 1:
-        if axis is not None:
-            normalize_axis(ctx, axis, 1)
-        return [(1,)]
     if axis is None:
-        return [(0,) * (len(inp) - 1)]
+        return [(1,) if len(inp) == 1 else (0,) * (len(inp) - 1)]
     axis = normalize_axis(ctx, axis, len(inp))
-    return [tuple(inp[:axis]) + tuple(inp[axis + 1:])]
+    return [tuple(inp[:axis]) + tuple(inp[axis + 1:]) or (1,)]     # a 1-D input gives [1]
 
 
 def build_arg(ctx: OperationContext, use_max: bool) -> Kernel:

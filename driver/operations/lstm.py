@@ -415,8 +415,7 @@ def check_lstm(ctx: OperationContext) -> None:
     if layout.merge_outputs is not None and ctx.scalar(layout.merge_outputs) is not None:
         _check_merge_outputs(ctx, layout, ctx.scalar(layout.merge_outputs))
     time_major = None if layout.time_major is None else ctx.scalar(layout.time_major)
-    _sizes(ctx, layout, [declared_shape(o) for o in ctx.inputs], has,
-           False, time_major)
+    _sizes(ctx, layout, [declared_shape(o) for o in ctx.inputs], has, False, time_major)
 
 
 # --- the cell -------------------------------------------------------------------------------

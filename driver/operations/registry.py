@@ -33,11 +33,8 @@ Adding an operation
     README.md says how, step by step. Modules whose names start with "_" are not loaded.
 
 Signatures as data, for other users
-    ``definitions()`` returns every OperationDef (sorted by type); ``.signatures`` holds its
-    Signature tuple. ``concrete_types(signature)`` lists every type assignment a signature
-    accepts; ``Operand.rank`` gives the rank range, ``Operand.values`` the allowed values
-    of a scalar (a frozenset or a Range), ``Operand.optional`` / ``Operand.repeated`` the
-    omitted and variadic operands. A near miss changes one of these by one step.
+    ``definitions()`` returns every OperationDef (sorted by type); signatures.py says how
+    generators read its ``.signatures``. A near miss changes one property by one step.
 
 Shapes at run time
     A 0 in a shape means "unknown" at prepare time, but in the actual shapes given at run
