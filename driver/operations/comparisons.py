@@ -26,10 +26,6 @@ TYPES = (T.TENSOR_BOOL8, T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
 SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(tensor((T.TENSOR_BOOL8,)),)),)
 
 
-def check_comparison(ctx: OperationContext) -> None:
-    check_quant_scales(ctx, (0, 1))     # output 0 is TENSOR_BOOL8, which has no scale
-
-
 def build_comparison(ctx: OperationContext, compare: Comparison) -> Kernel:
     in0, in1 = ctx.inputs[0], ctx.inputs[1]
     if in0.type in QUANT8_ASYMM_TENSORS:
@@ -55,4 +51,5 @@ for operation, compare in ((Op.EQUAL, np.equal), (Op.NOT_EQUAL, np.not_equal),
                            (Op.GREATER, np.greater), (Op.GREATER_EQUAL, np.greater_equal)):
     register(OperationDef(operation, SIGNATURES, broadcast,
                           partial(build_comparison, compare=compare),
-                          check_comparison))
+                          # output 0 is a TENSOR_BOOL8, which has no scale
+                          partial(check_quant_scales, inputs=(0, 1))))

@@ -20,10 +20,6 @@ SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(same_as(0),
 Pick = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def check_minmax(ctx: OperationContext) -> None:
-    check_quant_scales(ctx, (0, 1))
-
-
 def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """std::max(a, b) = (a < b) ? b : a: a NaN in b gives a, a NaN in a gives NaN."""
     return np.where(a < b, b, a)
@@ -50,4 +46,5 @@ def build_minmax(ctx: OperationContext, pick: Pick) -> Kernel:
 
 for operation, pick in ((Op.MAXIMUM, maximum), (Op.MINIMUM, minimum)):
     register(OperationDef(operation, SIGNATURES, broadcast,
-                          partial(build_minmax, pick=pick), check_minmax))
+                          partial(build_minmax, pick=pick),
+                          partial(check_quant_scales, inputs=(0, 1))))

@@ -2,6 +2,7 @@
 (no broadcasting). Quantized inputs are requantized to the output's quantization."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -19,10 +20,6 @@ TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASY
 SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_BOOL8,), rank=(1, None), name="condition"),
                                 tensor(TYPES, rank=(1, None)), same_as(1, rank=(1, None))),
                         outputs=(same_as(1),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_quant_scales(ctx, (1, 2))
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -57,4 +54,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SELECT, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.SELECT, SIGNATURES, infer_shapes, build,
+                      partial(check_quant_scales, inputs=(1, 2))))
