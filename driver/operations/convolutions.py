@@ -88,7 +88,6 @@ class Form:
     dilation: Optional[tuple[int, int]]     # width, height
 
     def fits(self, types: Sequence[int]) -> bool:
-        """Whether inputs of these types have this form."""
         return (len(types) == self.first + len(self.parameters) and
                 all(types[i] in operand.types for i, operand in enumerate(self.parameters, self.first)))
 

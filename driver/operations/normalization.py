@@ -48,7 +48,6 @@ def with_optional_axis(inputs: tuple, outputs: tuple) -> tuple[Signature, Signat
 
 
 def float_scalar(tensor_type: int, name: str):
-    """A float parameter: FLOAT16 for a TENSOR_FLOAT16 input, else FLOAT32."""
     return scalar(T.FLOAT16 if tensor_type == T.TENSOR_FLOAT16 else T.FLOAT32, name=name)
 
 

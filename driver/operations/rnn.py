@@ -52,7 +52,6 @@ class Cell:
 
 
 def cell_operands(prefix: str = "") -> tuple:
-    """The weights, recurrent weights, bias and hidden state of a cell."""
     return (same_as(INPUT, (2, 2), f"{prefix}weights"), same_as(INPUT, (2, 2), f"{prefix}recurrent_weights"),
             same_as(INPUT, (1, 1), f"{prefix}bias"), same_as(INPUT, (2, 2), f"{prefix}hidden_state"))
 

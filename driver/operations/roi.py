@@ -240,9 +240,8 @@ class Parameters:
 def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameters:
     """The scalar inputs' values; those that are not constants are checked here against
     their signature (validation checked the constants)."""
-    values = []
-    for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT):
-        values.append(ctx.run_scalar(i, inputs, spec))
+    values = [ctx.run_scalar(i, inputs, spec)
+              for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT)]
     height, width, height_ratio, width_ratio, *points, nchw = values
     return Parameters((height, width), (height_ratio, width_ratio), tuple(points) or (0, 0), bool(nchw))
 
