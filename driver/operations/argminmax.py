@@ -11,12 +11,11 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import normalize_axis
+from .common import DATA_TENSORS, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
                         outputs=(tensor((T.TENSOR_INT32,)),)),)
 

@@ -17,6 +17,8 @@ from .signatures import Operand, scalar
 T = OperandType
 
 QUANT8_ASYMM_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+#: The tensor types of the operations that move, pick or compare values whatever they are.
+DATA_TENSORS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, *QUANT8_ASYMM_TENSORS)
 
 _QUANT_RANGE = {
     T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),

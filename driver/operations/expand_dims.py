@@ -6,12 +6,11 @@ from typing import Sequence
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_kept_quantization, normalize_axis
+from .common import DATA_TENSORS, check_kept_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
                         outputs=(same_as(0),)),)
 

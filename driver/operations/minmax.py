@@ -7,14 +7,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_scales,
-                     requantize_values)
+from ..hal.enums import OperationType as Op
+from .common import (DATA_TENSORS, QUANT8_ASYMM_TENSORS, broadcast, broadcasting,
+                     check_quant_scales, requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(same_as(0),)),)
 
 Pick = Callable[[np.ndarray, np.ndarray], np.ndarray]

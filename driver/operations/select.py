@@ -9,12 +9,12 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims, requantize_values
+from .common import (DATA_TENSORS, QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims,
+                     requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 
 
 SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_BOOL8,), rank=(1, None), name="condition"),

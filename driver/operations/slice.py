@@ -13,12 +13,11 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_kept_quantization, constant_vector
+from .common import DATA_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 INPUT, BEGIN, SIZE = range(3)
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
