@@ -17,6 +17,7 @@ from .signatures import Operand, scalar
 T = OperandType
 
 QUANT8_ASYMM_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+FLOAT_AND_QUANT8_TENSORS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, *QUANT8_ASYMM_TENSORS)
 #: The tensor types of the operations that move, pick or compare values whatever they are.
 DATA_TENSORS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, *QUANT8_ASYMM_TENSORS)
 

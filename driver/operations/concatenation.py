@@ -12,13 +12,13 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims, quant_range, round_half_away
+from .common import (FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims,
+                     quant_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Range, Signature, repeated, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 RANK = (1, 4)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=RANK),
                                 repeated(same_as(0, rank=RANK), at_least=0),
                                 scalar(T.INT32, Range(low=0), name="axis")),
                         outputs=(same_as(0),)),)

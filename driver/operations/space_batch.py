@@ -21,12 +21,12 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_kept_quantization
+from .common import FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
 INPUT, BLOCK_SHAPE, PADDINGS_INPUT = range(3)   # then the layout, when present
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = FLOAT_AND_QUANT8_TENSORS
 DATA = tensor(TYPES, rank=(4, 4))
 BLOCK = tensor((T.TENSOR_INT32,), rank=(1, 1), name="block_shape")
 PADDINGS = tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")

@@ -16,14 +16,13 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_kept_quantization
+from .common import FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
 INPUT, BLOCK_SIZE, LAYOUT_FLAG = range(3)
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 BLOCK = scalar(T.INT32, Range(1), "block_size")
-SIGNATURES = tuple(Signature(inputs=(tensor(TYPES, rank=(4, 4)), BLOCK, *layout),
+SIGNATURES = tuple(Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(4, 4)), BLOCK, *layout),
                              outputs=(same_as(INPUT),))
                    for layout in ((), (LAYOUT,)))
 

@@ -16,14 +16,13 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_kept_quantization, constant_vector
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, BEGIN, END, STRIDES, BEGIN_MASK, END_MASK, SHRINK_AXIS_MASK = range(7)
 VECTORS = (BEGIN, END, STRIDES)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="end"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="strides"),

@@ -8,12 +8,11 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_kept_quantization, constant_vector
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="perm", optional=True)),
                         outputs=(same_as(0),)),)
 
