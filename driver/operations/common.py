@@ -99,14 +99,12 @@ def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 ACTIVATION = scalar(T.INT32, frozenset(FusedActivationFunc), "fused activation")
 
 
+_ACTIVATION_BOUNDS = {FusedActivationFunc.RELU: (0.0, np.inf), FusedActivationFunc.RELU1: (-1.0, 1.0),
+                      FusedActivationFunc.RELU6: (0.0, 6.0)}
+
+
 def activation_bounds(activation: int) -> tuple[float, float]:
-    if activation == FusedActivationFunc.RELU:
-        return 0.0, np.inf
-    if activation == FusedActivationFunc.RELU1:
-        return -1.0, 1.0
-    if activation == FusedActivationFunc.RELU6:
-        return 0.0, 6.0
-    return -np.inf, np.inf
+    return _ACTIVATION_BOUNDS.get(activation, (-np.inf, np.inf))
 
 
 def quantized_activation_range(activation: int, scale: float, zero_point: int,
