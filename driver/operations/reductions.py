@@ -56,8 +56,7 @@ def reduced_axes(ctx: OperationContext, axes: Sequence[int], rank: int) -> tuple
 def reduced_shape(shape: Sequence[int], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
     if keep_dims:
         return tuple(1 if axis in axes else d for axis, d in enumerate(shape))
-    kept = tuple(d for axis, d in enumerate(shape) if axis not in axes)
-    return kept if kept else (1,)
+    return tuple(d for axis, d in enumerate(shape) if axis not in axes) or (1,)
 
 
 def infer_reduce(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:

@@ -35,8 +35,7 @@ def squeezed_shape(ctx: OperationContext, shape: Sequence[int], axes,
             check(shape[axis] in allowed,
                   f"{ctx.name}: cannot squeeze dimension {axis} of size {shape[axis]}")
             drop.add(axis)
-    kept = tuple(d for axis, d in enumerate(shape) if axis not in drop)
-    return kept if kept else (1,)
+    return tuple(d for axis, d in enumerate(shape) if axis not in drop) or (1,)
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
