@@ -186,7 +186,8 @@ def saturate_int16(x) -> np.ndarray:
     return np.minimum(np.maximum(x, INT16_MIN), INT16_MAX)
 
 
-def _mul16(a, b) -> np.ndarray:
+def mul_q16(a, b) -> np.ndarray:
+    """The product of 16-bit fixed-point values, with their integer bits added."""
     return saturating_rounding_doubling_high_mul(a, b, 16)
 
 
@@ -207,13 +208,13 @@ _48_OVER_17, _MINUS_32_OVER_17 = _constant16(1515870810), _constant16(-101058054
 def _exp_on_last_quarter(a: np.ndarray) -> np.ndarray:
     """exp(a) for a in [-1/4, 0) (Q0.15): a Taylor expansion around -1/8 to the 4th power."""
     x = wrap_int16(a + (1 << 12))
-    x2 = _mul16(x, x)
-    x3 = _mul16(x2, x)
-    x4 = _mul16(x2, x2)
+    x2 = mul_q16(x, x)
+    x3 = mul_q16(x2, x)
+    x4 = mul_q16(x2, x2)
     x4_over_4 = rounding_divide_by_power_of_two(x4, 2)
     terms = rounding_divide_by_power_of_two(
-        wrap_int16(_mul16(wrap_int16(x4_over_4 + x3), _ONE_THIRD) + x2), 1)
-    return saturate_int16(_EXP_MINUS_EIGHTH + _mul16(_EXP_MINUS_EIGHTH, wrap_int16(x + terms)))
+        wrap_int16(mul_q16(wrap_int16(x4_over_4 + x3), _ONE_THIRD) + x2), 1)
+    return saturate_int16(_EXP_MINUS_EIGHTH + mul_q16(_EXP_MINUS_EIGHTH, wrap_int16(x + terms)))
 
 
 def _exp_on_negative_values_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
@@ -226,7 +227,7 @@ def _exp_on_negative_values_q16(a: np.ndarray, integer_bits: int) -> np.ndarray:
     rest = wrap_int16(last_quarter - a)
     for k, exp_of_minus_power in _EXP_OF_MINUS_POWER_OF_TWO:
         if integer_bits > k:
-            result = np.where(rest & (1 << (fractional_bits + k)), _mul16(result, exp_of_minus_power),
+            result = np.where(rest & (1 << (fractional_bits + k)), mul_q16(result, exp_of_minus_power),
                               result)
     if integer_bits > 5:            # exp(x) below -32 is 0
         result = np.where(a < _constant16(-(1 << (36 - integer_bits))), 0, result)
@@ -239,10 +240,10 @@ def _reciprocal_of_half_sum_q2(a: np.ndarray) -> np.ndarray:
     total = a + INT16_MAX
     # (a + 1) / 2 rounded half away from zero, the way gemmlowp's RoundingHalfSum does.
     half_denominator = np.where(total >= 0, (total + 1) >> 1, -((1 - total) >> 1))
-    x = wrap_int16(_48_OVER_17 + _mul16(half_denominator, _MINUS_32_OVER_17))
+    x = wrap_int16(_48_OVER_17 + mul_q16(half_denominator, _MINUS_32_OVER_17))
     for _ in range(3):
-        one_minus_half_denominator_times_x = wrap_int16((1 << 13) - _mul16(half_denominator, x))
-        x = wrap_int16(x + saturate_int16(_mul16(x, one_minus_half_denominator_times_x) << 2))
+        one_minus_half_denominator_times_x = wrap_int16((1 << 13) - mul_q16(half_denominator, x))
+        x = wrap_int16(x + saturate_int16(mul_q16(x, one_minus_half_denominator_times_x) << 2))
     return x
 
 

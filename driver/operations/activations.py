@@ -13,15 +13,15 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import FusedActivationFunc as Act, OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
-                     check_same_quantization, quantize_to, quantized_activation_range,
-                     real_values_f32, same_shape)
+from .common import (FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, activation_bounds,
+                     check_kept_quantization, check_quant_scales, quantize_to,
+                     quantized_activation_range, real_values_f32, same_shape)
 from .elementwise import float_kernel, unary
 from .registry import Kernel, OperationContext, OperationDef, register
 
 UnaryFn = Callable[[np.ndarray], np.ndarray]
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = FLOAT_AND_QUANT8_TENSORS
 
 #: The fixed (scale, zero point) of quantized outputs (the signatures carry them).
 LOGISTIC_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0),
@@ -31,15 +31,14 @@ TANH_QUANTIZATION = {T.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    check_quant_params(ctx, ctx.inputs[0], "input 0")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, (0,))
 
 
 # --- RELU, RELU1, RELU6 ------------------------------------------------------------------------
 
 def check_clamp(ctx: OperationContext) -> None:
     check_quantization(ctx)
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_kept_quantization(ctx)
 
 
 def build_clamp(ctx: OperationContext, activation: Act) -> Kernel:

@@ -11,12 +11,11 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import normalize_axis
+from .common import DATA_TENSORS, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
                         outputs=(tensor((T.TENSOR_INT32,)),)),)
 
@@ -26,14 +25,10 @@ def infer_arg(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
     if inp is None:
         return [None]
     axis = ctx.scalar(1)
-    if len(inp) == 1:
-        if axis is not None:
-            normalize_axis(ctx, axis, 1)
-        return [(1,)]
     if axis is None:
-        return [(0,) * (len(inp) - 1)]
+        return [(1,) if len(inp) == 1 else (0,) * (len(inp) - 1)]
     axis = normalize_axis(ctx, axis, len(inp))
-    return [tuple(inp[:axis]) + tuple(inp[axis + 1:])]
+    return [tuple(inp[:axis]) + tuple(inp[axis + 1:]) or (1,)]     # a 1-D input gives [1]
 
 
 def build_arg(ctx: OperationContext, use_max: bool) -> Kernel:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import FusedActivationFunc, OperandType as T, OperationType as Op
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
-                     broadcast, broadcasting, check_quant_params, dequantize,
+                     broadcast, broadcasting, check_quant_scales, dequantize,
                      quantized_activation_range, requantize)
 from .registry import Kernel, OperationContext, OperationDef, register, with_binary_ufunc
 from .signatures import Signature, same_as, scalar, tensor
@@ -47,9 +47,7 @@ FLOAT = signatures((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16))
 
 
 def check_arithmetic(ctx: OperationContext) -> None:
-    for i in (0, 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, (0, 1))
 
 
 def check_mul(ctx: OperationContext) -> None:
@@ -96,19 +94,13 @@ def _float_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
             return (broadcasting(ctx, float_fn, a, b),)
         return with_binary_ufunc(float_kernel, float_fn)
 
-    if static_activation is not None:
-        low, high = activation_bounds(static_activation)
+    static_bounds = None if static_activation is None else activation_bounds(static_activation)
 
-        def float_clamped_kernel(a, b, _activation):
-            result = broadcasting(ctx, float_fn, a, b)
-            return (np.clip(result, low, high).astype(result.dtype, copy=False),)
-        return float_clamped_kernel
-
-    def float_dynamic_kernel(a, b, activation):
-        low, high = activation_bounds(activation_value(ctx, 2, (a, b, activation)))
+    def float_clamped_kernel(a, b, activation):
+        low, high = static_bounds or activation_bounds(activation_value(ctx, 2, (a, b, activation)))
         result = broadcasting(ctx, float_fn, a, b)
         return (np.clip(result, low, high).astype(result.dtype, copy=False),)
-    return float_dynamic_kernel
+    return float_clamped_kernel
 
 
 def _quant_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
@@ -119,11 +111,8 @@ def _quant_kernel(ctx: OperationContext, float_fn: BinaryFn) -> Kernel:
                     quantized_activation_range(static_activation, out.scale, out.zeroPoint, out.type))
 
     def quant_kernel(a, b, activation):
-        if static_range is None:
-            qmin, qmax = quantized_activation_range(activation_value(ctx, 2, (a, b, activation)),
-                                                    out.scale, out.zeroPoint, out.type)
-        else:
-            qmin, qmax = static_range
+        qmin, qmax = static_range or quantized_activation_range(
+            activation_value(ctx, 2, (a, b, activation)), out.scale, out.zeroPoint, out.type)
         real = broadcasting(ctx, float_fn, dequantize(a, in0.scale, in0.zeroPoint),
                             dequantize(b, in1.scale, in1.zeroPoint))
         return (requantize(real, out.scale, out.zeroPoint, qmin, qmax, a.dtype),)

@@ -9,14 +9,14 @@ from typing import Sequence
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, normalize_axis
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
 INPUT, NUM_GROUPS, AXIS = range(3)
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 GROUPS = scalar(T.INT32, Range(1), "num_groups")
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)), GROUPS, scalar(T.INT32, name="axis")),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)), GROUPS,
+                                scalar(T.INT32, name="axis")),
                         outputs=(same_as(INPUT),)),)
 #: Two groups along the last axis (the generic seeds take one group, which moves nothing).
 EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_FLOAT16, (2, 4)), ExampleOperand(T.INT32, constant=2),
@@ -25,10 +25,6 @@ EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_FLOAT16, (2, 4)), ExampleOpe
             Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM, (1, 6, 2), scale=0.5, zero_point=128),
                             ExampleOperand(T.INT32, constant=3), ExampleOperand(T.INT32, constant=1)),
                     outputs=((T.TENSOR_QUANT8_ASYMM, 0.5, 128),)))
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
 
 
 def check_groups(ctx: OperationContext, shape: Sequence[int], groups: int, axis: int) -> int:
@@ -58,5 +54,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.CHANNEL_SHUFFLE, SIGNATURES, infer_shapes, build, check_quantization,
-                      EXAMPLES))
+register(OperationDef(OperationType.CHANNEL_SHUFFLE, SIGNATURES, infer_shapes, build,
+                      check_kept_quantization, EXAMPLES))

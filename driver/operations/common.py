@@ -3,12 +3,12 @@ fused activations and quantization arithmetic. Pure functions; no registration h
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import check, fail
-from ..hal.enums import FusedActivationFunc, OperandType
+from ..hal.enums import FusedActivationFunc, OperandLifeTime, OperandType
 from ..hal.dtypes import STORAGE_DTYPE  # noqa: F401  (re-exported for operation modules)
 from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, MULTIPLY_ADDS_PER_CHUNK, check_cost, checkpoint
 from .registry import OperationContext, Shape
@@ -17,6 +17,9 @@ from .signatures import Operand, scalar
 T = OperandType
 
 QUANT8_ASYMM_TENSORS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+FLOAT_AND_QUANT8_TENSORS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, *QUANT8_ASYMM_TENSORS)
+#: The tensor types of the operations that move, pick or compare values whatever they are.
+DATA_TENSORS = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, *QUANT8_ASYMM_TENSORS)
 
 _QUANT_RANGE = {
     T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
@@ -36,6 +39,13 @@ def check_quant_params(ctx: OperationContext, operand, what: str) -> None:
     enforces zero-point ranges); arithmetic kernels rely on it."""
     if operand.type in QUANT8_ASYMM_TENSORS and not operand.scale > 0:
         fail(f"{ctx.name}: {what} (operand {operand.index}) has scale {operand.scale} <= 0")
+
+
+def check_quant_scales(ctx: OperationContext, inputs: Iterable[int]) -> None:
+    """check_quant_params of the inputs at ``inputs``, then of output 0."""
+    for i in inputs:
+        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
+    check_quant_params(ctx, ctx.outputs[0], "output 0")
 
 
 # --- shapes -----------------------------------------------------------------------------
@@ -89,14 +99,12 @@ def same_shape(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
 ACTIVATION = scalar(T.INT32, frozenset(FusedActivationFunc), "fused activation")
 
 
+_ACTIVATION_BOUNDS = {FusedActivationFunc.RELU: (0.0, np.inf), FusedActivationFunc.RELU1: (-1.0, 1.0),
+                      FusedActivationFunc.RELU6: (0.0, 6.0)}
+
+
 def activation_bounds(activation: int) -> tuple[float, float]:
-    if activation == FusedActivationFunc.RELU:
-        return 0.0, np.inf
-    if activation == FusedActivationFunc.RELU1:
-        return -1.0, 1.0
-    if activation == FusedActivationFunc.RELU6:
-        return 0.0, 6.0
-    return -np.inf, np.inf
+    return _ACTIVATION_BOUNDS.get(activation, (-np.inf, np.inf))
 
 
 def quantized_activation_range(activation: int, scale: float, zero_point: int,
@@ -159,6 +167,11 @@ def check_same_quantization(ctx: OperationContext, operand, reference, what: str
                  f"({reference.scale}, {reference.zeroPoint})")
 
 
+def check_kept_quantization(ctx: OperationContext) -> None:
+    """Output 0 keeps input 0's quantization (see check_same_quantization)."""
+    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+
+
 # --- shape inference helpers ------------------------------------------------------------
 
 def merge_dims(ctx: OperationContext, a: int, b: int, what: str) -> int:
@@ -189,6 +202,19 @@ def agreed_size(ctx: OperationContext, shapes: Sequence[Shape], what: str,
             bind_size(ctx, sizes, what, shapes[i][axis], f"input {i} (operand {ctx.inputs[i].index})",
                       axis, exact)
     return sizes.get(what, 0)
+
+
+def declared_shape(operand) -> Shape:
+    """An operand's declared shape for shape inference at validation (None: unknown rank)."""
+    return tuple(operand.dimensions) if operand.dimensions else None
+
+
+def has_value(operand) -> bool | None:
+    """Whether an optional input has a value: a NO_VALUE operand has none, a constant or a
+    temporary has one, and a subgraph input (None) has one unless the request omits it."""
+    if operand.is_omitted:
+        return False
+    return None if operand.lifetime == OperandLifeTime.SUBGRAPH_INPUT else True
 
 
 def constant_vector(ctx: OperationContext, i: int) -> np.ndarray | None:

@@ -15,8 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
-                     real_values_f32)
+from .common import QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_scales, real_values_f32
 from .registry import Kernel, OperationContext, OperationDef, register, with_binary_ufunc
 from .signatures import Signature, same_as, tensor
 
@@ -25,11 +24,6 @@ Comparison = Callable[[np.ndarray, np.ndarray], np.ndarray]
 TYPES = (T.TENSOR_BOOL8, T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
          T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(tensor((T.TENSOR_BOOL8,)),)),)
-
-
-def check_comparison(ctx: OperationContext) -> None:
-    for i in (0, 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
 
 
 def build_comparison(ctx: OperationContext, compare: Comparison) -> Kernel:
@@ -57,4 +51,5 @@ for operation, compare in ((Op.EQUAL, np.equal), (Op.NOT_EQUAL, np.not_equal),
                            (Op.GREATER, np.greater), (Op.GREATER_EQUAL, np.greater_equal)):
     register(OperationDef(operation, SIGNATURES, broadcast,
                           partial(build_comparison, compare=compare),
-                          check_comparison))
+                          # output 0 is a TENSOR_BOOL8, which has no scale
+                          partial(check_quant_scales, inputs=(0, 1))))

@@ -12,22 +12,20 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, quant_range, round_half_away
+from .common import (FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims,
+                     quant_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Range, Signature, repeated, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 RANK = (1, 4)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=RANK),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=RANK),
                                 repeated(same_as(0, rank=RANK), at_least=0),
                                 scalar(T.INT32, Range(low=0), name="axis")),
                         outputs=(same_as(0),)),)
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    for i in range(len(ctx.inputs) - 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
+    check_quant_scales(ctx, range(len(ctx.inputs) - 1))
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:

@@ -39,7 +39,8 @@ from ._fixed_point import (check_bias, multiply_by_quantized_multiplier, product
 from ._spatial import (LAYOUT, PaddingScheme, effective_filter_size, from_nhwc, implicit_padding,
                        layout_shape, nhwc_shape, output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, STORAGE_DTYPE, activation_bounds,
-                     check_quant_params, matrix_product, merge_dims, quantized_activation_range)
+                     check_quant_params, check_quant_scales, declared_shape, matrix_product,
+                     merge_dims, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import (Example, ExampleOperand, Operand, Range, Signature, same_as, scalar,
                          tensor)
@@ -87,7 +88,6 @@ class Form:
     dilation: Optional[tuple[int, int]]     # width, height
 
     def fits(self, types: Sequence[int]) -> bool:
-        """Whether inputs of these types have this form."""
         return (len(types) == self.first + len(self.parameters) and
                 all(types[i] in operand.types for i, operand in enumerate(self.parameters, self.first)))
 
@@ -258,11 +258,10 @@ CHANNEL_DIM = {DEPTHWISE: 3}
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    inp, filt, out = ctx.inputs[INPUT], ctx.inputs[FILTER], ctx.outputs[0]
+    inp, filt = ctx.inputs[INPUT], ctx.inputs[FILTER]
     if inp.type not in QUANT8_ASYMM_TENSORS:
         return
-    check_quant_params(ctx, inp, "input 0")
-    check_quant_params(ctx, out, "output 0")
+    check_quant_scales(ctx, (INPUT,))
     if filt.type == PER_CHANNEL:
         check_bias(ctx, BIAS)
         channel_dim = CHANNEL_DIM.get(ctx.type, 0)
@@ -276,7 +275,7 @@ def check_quantization(ctx: OperationContext) -> None:
 
 def declared_shapes(ctx: OperationContext) -> list[Shape]:
     """The declared shapes of the input, filter and bias, for shape checks at validation."""
-    return [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs[:3]]
+    return [declared_shape(o) for o in ctx.inputs[:3]]
 
 
 def check_convolution(ctx: OperationContext) -> None:

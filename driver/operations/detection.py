@@ -74,7 +74,6 @@ def check_box_quantization(ctx: OperationContext, i: int, what: str) -> None:
 
 
 def check_scores_quantization(ctx: OperationContext) -> None:
-    """Quantized output scores keep the input scores' quantization."""
     check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0 (scores)", "input 0")
 
 

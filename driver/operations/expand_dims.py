@@ -6,18 +6,13 @@ from typing import Sequence
 import numpy as np
 
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, normalize_axis
+from .common import DATA_TENSORS, check_kept_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis")),
                         outputs=(same_as(0),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -38,4 +33,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.EXPAND_DIMS, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.EXPAND_DIMS, SIGNATURES, infer_shapes, build, check_kept_quantization))

@@ -16,8 +16,8 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ._fixed_point import check_bias, product_scale
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, activation_value,
-                     check_quant_params, matrix_product, merge_dims, quantized_activation_range,
-                     round_half_away)
+                     check_quant_params, declared_shape, matrix_product, merge_dims,
+                     quantized_activation_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
@@ -43,11 +43,7 @@ EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM, (2, 4), scale=
 def check_fully_connected(ctx: OperationContext) -> None:
     if ctx.inputs[INPUT].type in QUANT8_ASYMM_TENSORS:
         _validate_quantization(ctx)
-    infer_shapes(ctx, [_declared(ctx.inputs[i]) for i in (INPUT, WEIGHTS, BIAS)])
-
-
-def _declared(operand) -> Shape:
-    return tuple(operand.dimensions) if operand.dimensions else None
+    infer_shapes(ctx, [declared_shape(ctx.inputs[i]) for i in (INPUT, WEIGHTS, BIAS)])
 
 
 def _validate_quantization(ctx: OperationContext) -> None:

@@ -9,12 +9,11 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, normalize_axis
+from .common import DATA_TENSORS, check_kept_quantization, normalize_axis
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 INPUT, AXIS, INDICES = range(3)
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, name="axis"),
                                 tensor((T.TENSOR_INT32,), name="indices")),
@@ -22,7 +21,7 @@ SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)), scalar(T.INT32, n
 
 
 def check_gather(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
+    check_kept_quantization(ctx)
     indices = ctx.inputs[INDICES].value
     dims = ctx.inputs[INPUT].dimensions
     axis = ctx.scalar(AXIS)

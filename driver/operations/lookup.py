@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import check_same_quantization, merge_dims
+from .common import DATA_TENSORS, check_same_quantization, merge_dims
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
@@ -37,8 +37,7 @@ def check_output_quantization(ctx: OperationContext, values_input: int) -> None:
 
 EMBEDDING_VALUES = 1
 EMBEDDING_SIGNATURES = (Signature(
-    inputs=(LOOKUPS, tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                             T.TENSOR_QUANT8_ASYMM_SIGNED), rank=(2, None), name="values")),
+    inputs=(LOOKUPS, tensor(DATA_TENSORS, rank=(2, None), name="values")),
     outputs=(same_as(EMBEDDING_VALUES),)),)
 
 

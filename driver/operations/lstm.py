@@ -38,10 +38,10 @@ from typing import Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from ..errors import check, fail
-from ..hal.enums import OperandLifeTime as L, OperandType as T, OperationType
+from ..hal.enums import OperandType as T, OperationType
 from ..limits import (MAX_RECURRENT_MULTIPLY_ADDS, SCRATCH_BYTES_PER_CHUNK, check_cost,
                       check_time_steps, checkpoint)
-from .common import bind_size
+from .common import bind_size, declared_shape, has_value
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -212,12 +212,7 @@ Presence = Callable[[int], Optional[bool]]
 
 
 def _declared_presence(ctx: OperationContext) -> Presence:
-    """A NO_VALUE operand has none, a constant or a temporary has one; a subgraph input may
-    be omitted by the request."""
-    def has(i: int) -> Optional[bool]:
-        lifetime = ctx.inputs[i].lifetime
-        return False if lifetime == L.NO_VALUE else None if lifetime == L.SUBGRAPH_INPUT else True
-    return has
+    return lambda i: has_value(ctx.inputs[i])
 
 
 def _both(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
@@ -420,8 +415,7 @@ def check_lstm(ctx: OperationContext) -> None:
     if layout.merge_outputs is not None and ctx.scalar(layout.merge_outputs) is not None:
         _check_merge_outputs(ctx, layout, ctx.scalar(layout.merge_outputs))
     time_major = None if layout.time_major is None else ctx.scalar(layout.time_major)
-    _sizes(ctx, layout, [tuple(o.dimensions) if o.dimensions else None for o in ctx.inputs], has,
-           False, time_major)
+    _sizes(ctx, layout, [declared_shape(o) for o in ctx.inputs], has, False, time_major)
 
 
 # --- the cell -------------------------------------------------------------------------------

@@ -7,23 +7,16 @@ from typing import Callable
 
 import numpy as np
 
-from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, broadcast, broadcasting, check_quant_params,
-                     requantize_values)
+from ..hal.enums import OperationType as Op
+from .common import (DATA_TENSORS, QUANT8_ASYMM_TENSORS, broadcast, broadcasting,
+                     check_quant_scales, requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES), same_as(0)), outputs=(same_as(0),)),)
 
 Pick = Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def check_minmax(ctx: OperationContext) -> None:
-    for i in (0, 1):
-        check_quant_params(ctx, ctx.inputs[i], f"input {i}")
-    check_quant_params(ctx, ctx.outputs[0], "output 0")
 
 
 def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -52,4 +45,5 @@ def build_minmax(ctx: OperationContext, pick: Pick) -> Kernel:
 
 for operation, pick in ((Op.MAXIMUM, maximum), (Op.MINIMUM, minimum)):
     register(OperationDef(operation, SIGNATURES, broadcast,
-                          partial(build_minmax, pick=pick), check_minmax))
+                          partial(build_minmax, pick=pick),
+                          partial(check_quant_scales, inputs=(0, 1))))

@@ -29,10 +29,10 @@ import numpy as np
 from ..hal.enums import OperandType as T, OperationType as Op
 from ._fixed_point import inv_sqrt_quantized_multiplier, multiply_by_quantized_multiplier, wrap_int32
 from .activations import TANH_QUANTIZATION
-from .common import QUANT8_ASYMM_TENSORS, check_quant_params, normalize_axis, quant_range, same_shape
+from .common import QUANT8_ASYMM_TENSORS, normalize_axis, quant_range, same_shape
 from .registry import Kernel, OperationContext, OperationDef, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
-from .softmax import AXIS_OPERAND, axis_of, infer_shapes
+from .softmax import AXIS_OPERAND, axis_of, check_quantization, infer_shapes
 
 INPUT = 0
 #: The floor of an L2 norm (the reference's epsilon).
@@ -48,7 +48,6 @@ def with_optional_axis(inputs: tuple, outputs: tuple) -> tuple[Signature, Signat
 
 
 def float_scalar(tensor_type: int, name: str):
-    """A float parameter: FLOAT16 for a TENSOR_FLOAT16 input, else FLOAT32."""
     return scalar(T.FLOAT16 if tensor_type == T.TENSOR_FLOAT16 else T.FLOAT32, name=name)
 
 
@@ -58,10 +57,6 @@ L2_AXIS = 1
 L2_SIGNATURES = with_optional_axis(
     (tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, *QUANT8_ASYMM_TENSORS), rank=(1, 4)),),
     (same_as(INPUT, quantization=L2_QUANTIZATION),))
-
-
-def check_l2(ctx: OperationContext) -> None:
-    check_quant_params(ctx, ctx.inputs[INPUT], "input 0")
 
 
 def l2_normalize_float(x: np.ndarray, axis: int) -> np.ndarray:
@@ -103,7 +98,7 @@ L2_EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 
                        outputs=((T.TENSOR_FLOAT16, 0.0, 0),)))
 
 register(OperationDef(Op.L2_NORMALIZATION, L2_SIGNATURES, partial(infer_shapes, position=L2_AXIS),
-                      build_l2, check_l2, L2_EXAMPLES))
+                      build_l2, check_quantization, L2_EXAMPLES))
 
 
 # --- LOCAL_RESPONSE_NORMALIZATION ---------------------------------------------------------------

@@ -15,13 +15,14 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range
+from .common import (FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization,
+                     quant_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 PADDINGS = tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)), PADDINGS), outputs=(same_as(0),)),)
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)), PADDINGS),
+                        outputs=(same_as(0),)),)
 #: PAD_V2: the pad value's scalar type for each kind of tensor.
 V2_SIGNATURES = tuple(Signature(inputs=(tensor(types, rank=(1, 4)), PADDINGS,
                                         scalar(value_type, name="pad_value")),
@@ -33,7 +34,7 @@ PAD_VALUE = 2
 
 
 def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
+    check_kept_quantization(ctx)
     if ctx.type == OperationType.PAD_V2 and ctx.inputs[PAD_VALUE].is_constant:
         pad_value(ctx, ctx.inputs[PAD_VALUE].value)
 

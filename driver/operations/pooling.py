@@ -26,7 +26,7 @@ from ..limits import check_shape
 from ._spatial import (LAYOUT, PaddingScheme, from_nhwc, implicit_padding, layout_shape, nhwc_shape,
                        output_size, pad_spatial, to_nhwc, windows)
 from .common import (ACTIVATION, QUANT8_ASYMM_TENSORS, activation_bounds, check_quant_params,
-                     check_same_quantization, quantized_activation_range)
+                     check_same_quantization, declared_shape, quantized_activation_range)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
 
@@ -77,7 +77,6 @@ def parameters(values: Sequence) -> Parameters:
 
 
 def constant_parameters(ctx: OperationContext) -> Optional[Parameters]:
-    """The Parameters when every scalar input is a constant, else None."""
     values = [ctx.scalar(i) for i in range(1, len(ctx.inputs))]
     return None if None in values else parameters(values)
 
@@ -85,12 +84,8 @@ def constant_parameters(ctx: OperationContext) -> Optional[Parameters]:
 def run_time_parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameters:
     """The Parameters from the values of an execution; those that were not constants are
     checked against their signature here (validation checked the constants)."""
-    specs = SCALARS[len(ctx.inputs)]
-    values = [inputs[i].item() for i in range(1, len(ctx.inputs))]
-    for i, (spec, value) in enumerate(zip(specs, values), start=1):
-        if spec.values is not None and not ctx.inputs[i].is_constant:
-            spec.check_value(ctx, i, value)
-    return parameters(values)
+    return parameters([ctx.run_scalar(i, inputs, spec)
+                       for i, spec in enumerate(SCALARS[len(ctx.inputs)], start=1)])
 
 
 def _input_of(ctx: OperationContext, name: str) -> str:
@@ -131,7 +126,7 @@ def check_pooling(ctx: OperationContext) -> None:
     if inp.type in QUANT8_ASYMM_TENSORS:
         check_quant_params(ctx, inp, "input 0")
         check_same_quantization(ctx, out, inp, "output 0", "input 0")
-    infer_shapes(ctx, [tuple(inp.dimensions) if inp.dimensions else None])
+    infer_shapes(ctx, [declared_shape(inp)])
 
 
 # --- kernels -----------------------------------------------------------------------------

@@ -45,11 +45,11 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import MAX_PRODUCT_MULTIPLY_ADDS, SCRATCH_BYTES_PER_CHUNK, check_cost, checkpoint
-from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q16,
+from ._fixed_point import (INT16_MAX, inv_sqrt_quantized_multiplier, logistic_q16, mul_q16,
                            multiply_by_quantized_multiplier, quantize_multiplier,
-                           rounding_divide_by_power_of_two, saturate_int16,
-                           saturating_rounding_doubling_high_mul, tanh_q16, wrap_int16, wrap_int32)
-from .common import bind_size, check_same_quantization, round_half_away
+                           rounding_divide_by_power_of_two, saturate_int16, tanh_q16, wrap_int16,
+                           wrap_int32)
+from .common import bind_size, check_same_quantization, declared_shape, round_half_away
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, scalar, tensor
 
@@ -71,10 +71,6 @@ def checked_log2(x: float) -> Optional[int]:
         log2 = np.log(np.float32(x)) * (np.float32(1) / np.log(np.float32(2)))
         rounded = round_half_away(log2)
     return int(rounded) if abs(log2 - rounded) < 1e-3 else None
-
-
-def _declared(operand) -> Shape:
-    return tuple(operand.dimensions) if operand.dimensions else None
 
 
 def _sizes(ctx: OperationContext, shapes: Sequence[Shape], dims_of, names: Sequence[str]) -> dict:
@@ -182,7 +178,7 @@ def check_16bit(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[0], state, "output 0 (cell state)", "input 13")
     check_same_quantization(ctx, ctx.outputs[1], inputs[PREVIOUS_OUTPUT_16], "output 1 (output)", "input 14")
     _accumulator_multiplier(ctx)
-    _sizes(ctx, [_declared(o) for o in inputs], DIMS_16BIT, NAMES_16BIT)
+    _sizes(ctx, [declared_shape(o) for o in inputs], DIMS_16BIT, NAMES_16BIT)
 
 
 def infer_16bit(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -214,11 +210,11 @@ def build_16bit(ctx: OperationContext) -> Kernel:
         cell_state = previous_cell_state.astype(np.int64)
         # Q0.15 products; f * c keeps c's 4 integer bits, i * g is rescaled to them.
         cell_state = saturate_int16(
-            rounding_divide_by_power_of_two(_mul_q15(logistic_q16(input_gate, 3), tanh_q16(cell_gate, 3)),
+            rounding_divide_by_power_of_two(mul_q16(logistic_q16(input_gate, 3), tanh_q16(cell_gate, 3)),
                                             STATE_INTEGER_BITS_16)
-            + _mul_q15(logistic_q16(forget_gate, 3), cell_state))
+            + mul_q16(logistic_q16(forget_gate, 3), cell_state))
         # tanh takes the state clamped to 3 integer bits.
-        output = _mul_q15(logistic_q16(output_gate, 3), tanh_q16(saturate_int16(cell_state << 1), 3))
+        output = mul_q16(logistic_q16(output_gate, 3), tanh_q16(saturate_int16(cell_state << 1), 3))
         output = np.clip(rounding_divide_by_power_of_two(output, 8), -128, 127) + ACTIVATION_ZERO_POINT
         return cell_state.astype(np.int16), output.astype(np.uint8)
 
@@ -232,11 +228,6 @@ def build_16bit(ctx: OperationContext) -> Kernel:
                                                   args[0:4], args[4:8], args[8:12])
         return cell_state, output
     return kernel
-
-
-def _mul_q15(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The product of 16-bit fixed-point values, with their integer bits added."""
-    return saturating_rounding_doubling_high_mul(a, b, 16)
 
 
 EXAMPLES_16BIT = (Example(
@@ -344,7 +335,7 @@ def check_qlstm(ctx: OperationContext) -> None:
     check_same_quantization(ctx, ctx.outputs[2], inputs[PREVIOUS_OUTPUT], "output 2 (output)", "input 18")
     scalars = tuple(ctx.scalar(i) for i in SCALARS)
     plan(ctx, present, scalars if None not in scalars else None)
-    sizes = _sizes(ctx, [_declared(o) for o in inputs], DIMS, NAMES)
+    sizes = _sizes(ctx, [declared_shape(o) for o in inputs], DIMS, NAMES)
     if not present[PROJECTION_WEIGHTS] and sizes.get("numUnits") and sizes.get("outputSize"):
         check_output_size(ctx, sizes["numUnits"], sizes["outputSize"])
 

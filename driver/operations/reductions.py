@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType as Op
-from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_same_quantization,
+from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_kept_quantization,
                      constant_vector, normalize_axis)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, scalar, tensor
@@ -42,12 +42,8 @@ def signatures(types, keep_dims_type: T = T.BOOL) -> tuple[Signature, ...]:
                       outputs=(same_as(0),)),)
 
 
-def check_reduce(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
-
-
 def check_mean(ctx: OperationContext) -> None:
-    check_reduce(ctx)
+    check_kept_quantization(ctx)
     check_quant_params(ctx, ctx.inputs[INPUT], "input 0")
 
 
@@ -60,8 +56,7 @@ def reduced_axes(ctx: OperationContext, axes: Sequence[int], rank: int) -> tuple
 def reduced_shape(shape: Sequence[int], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
     if keep_dims:
         return tuple(1 if axis in axes else d for axis, d in enumerate(shape))
-    kept = tuple(d for axis, d in enumerate(shape) if axis not in axes)
-    return kept if kept else (1,)
+    return tuple(d for axis, d in enumerate(shape) if axis not in axes) or (1,)
 
 
 def infer_reduce(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -145,7 +140,7 @@ for operation, types, reducer in (
         (Op.REDUCE_PROD, FLOAT, product),
         (Op.REDUCE_SUM, FLOAT, total)):
     register(OperationDef(operation, signatures(types), infer_reduce,
-                          partial(build_reduce, reduce=reducer), check_reduce))
+                          partial(build_reduce, reduce=reducer), check_kept_quantization))
 
 register(OperationDef(Op.MEAN, signatures(FLOAT_AND_QUANT, keep_dims_type=T.INT32), infer_reduce,
                       build_mean, check_mean))

@@ -30,22 +30,11 @@ model is validated, and at run time before infer runs with the run's values),
 ``definition.build(ctx)``.
 
 Adding an operation
-    Find its family module (elementwise.py, activations.py, comparisons.py, logical.py,
-    arithmetic.py, minmax.py, reductions.py, argminmax.py, ...) or, when it shares no
-    kernel, write a module named after it. Declare its signatures (``tensor``, ``scalar``,
-    ``same_as``, ``repeated``, ``Range`` from signatures.py), write ``infer`` and ``build``,
-    the one-line ``check`` for what the table cannot say, and register it:
-    ``register(OperationDef(OperationType.X, SIGNATURES, infer, build, check))``. Where its
-    signatures alone rarely make a valid model (shapes that must fit one another), declare
-    a few ``Example`` instances too (``examples=EXAMPLES``): the seed models use them.
-    Modules whose names start with "_" are not loaded.
+    README.md says how, step by step. Modules whose names start with "_" are not loaded.
 
 Signatures as data, for other users
-    ``definitions()`` returns every OperationDef (sorted by type); ``.signatures`` holds its
-    Signature tuple. ``concrete_types(signature)`` lists every type assignment a signature
-    accepts; ``Operand.rank`` gives the rank range, ``Operand.values`` the allowed values
-    of a scalar (a frozenset or a Range), ``Operand.optional`` / ``Operand.repeated`` the
-    omitted and variadic operands. A near miss changes one of these by one step.
+    ``definitions()`` returns every OperationDef (sorted by type); signatures.py says how
+    generators read its ``.signatures``. A near miss changes one property by one step.
 
 Shapes at run time
     A 0 in a shape means "unknown" at prepare time, but in the actual shapes given at run

@@ -13,18 +13,13 @@ from typing import Sequence
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_rank
-from .common import check_same_quantization, constant_vector
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(0, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="shape")),
                         outputs=(same_as(0),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def target_shape(ctx: OperationContext, target: Sequence[int], elements: int | None) -> tuple[int, ...]:
@@ -68,4 +63,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.RESHAPE, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.RESHAPE, SIGNATURES, infer_shapes, build, check_kept_quantization))

@@ -29,14 +29,15 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization, quant_range, round_half_away
+from .common import (FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization,
+                     quant_range, round_half_away)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
 INPUT, WIDTH, HEIGHT, LAYOUT_FLAG, ALIGN_CORNERS, HALF_PIXEL_CENTERS = range(6)
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 #: The tensor types and the scalar type of the size parameters they take.
-SIZE_TYPES = ((TYPES, T.INT32), ((T.TENSOR_FLOAT32, *QUANT8_ASYMM_TENSORS), T.FLOAT32),
+SIZE_TYPES = ((FLOAT_AND_QUANT8_TENSORS, T.INT32),
+              ((T.TENSOR_FLOAT32, *QUANT8_ASYMM_TENSORS), T.FLOAT32),
               ((T.TENSOR_FLOAT16,), T.FLOAT16))
 _SIZE_VALUES = {T.INT32: Range(1), T.FLOAT32: Range(0, low_exclusive=True),
                 T.FLOAT16: Range(0, low_exclusive=True)}
@@ -71,7 +72,7 @@ EXAMPLES = (_example(T.TENSOR_FLOAT32, T.INT32, 4, 3, (False, True, False)),
 
 
 def check_resize(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
+    check_kept_quantization(ctx)
     check_flags(ctx, flag(ctx, ALIGN_CORNERS), flag(ctx, HALF_PIXEL_CENTERS))
 
 

@@ -26,10 +26,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import check
-from ..hal.enums import OperandLifeTime, OperandType as T, OperationType
+from ..hal.enums import OperandType as T, OperationType
 from ..limits import MAX_RECURRENT_MULTIPLY_ADDS, check_cost, check_time_steps, checkpoint
-from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size
-from .registry import Kernel, OperandInfo, OperationContext, OperationDef, Shape, register
+from .common import ACTIVATION, STORAGE_DTYPE, activation_bounds, agreed_size, has_value
+from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand as Arg, Signature, same_as, scalar, tensor
 
 FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
@@ -52,7 +52,6 @@ class Cell:
 
 
 def cell_operands(prefix: str = "") -> tuple:
-    """The weights, recurrent weights, bias and hidden state of a cell."""
     return (same_as(INPUT, (2, 2), f"{prefix}weights"), same_as(INPUT, (2, 2), f"{prefix}recurrent_weights"),
             same_as(INPUT, (1, 1), f"{prefix}bias"), same_as(INPUT, (2, 2), f"{prefix}hidden_state"))
 
@@ -107,13 +106,6 @@ def linking(ctx: OperationContext, present: Sequence[Optional[bool]]) -> Optiona
     check(modes, "{}: aux_input, fw_aux_weights and bw_aux_weights (inputs 9-11) must all "
           "be present, all omitted, or only aux_input present", ctx.name)
     return modes[0] if len(modes) == 1 else None
-
-
-def has_value(operand: OperandInfo) -> Optional[bool]:
-    """Whether an optional input has a value, None when the request decides."""
-    if operand.is_omitted:
-        return False
-    return None if operand.lifetime == OperandLifeTime.SUBGRAPH_INPUT else True
 
 
 def check_bidirectional(ctx: OperationContext) -> None:

@@ -56,8 +56,8 @@ from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import (QUANT8_ASYMM_TENSORS, check_quant_params, check_same_quantization,
-                     merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
+from .common import (QUANT8_ASYMM_TENSORS, check_quant_scales, check_same_quantization,
+                     declared_shape, merge_dims, quant_range, quantize_f32, real_values_f32, round_half_away)
 from .detection import BOX_SCALE, BOX_ZERO_POINT, check_box_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Operand, Range, Signature, same_as, scalar, tensor
@@ -173,19 +173,14 @@ HEATMAP_EXAMPLES = (
 
 # --- validation and shapes ---------------------------------------------------------------------
 
-def _declared(operand) -> Shape:
-    return tuple(operand.dimensions) if operand.dimensions else None
-
-
 def check_roi_operation(ctx: OperationContext) -> None:
     inp, out = ctx.inputs[INPUT], ctx.outputs[0]
     if inp.type in QUANT8_ASYMM_TENSORS:
-        check_quant_params(ctx, inp, "input 0")
-        check_quant_params(ctx, out, "output 0")
+        check_quant_scales(ctx, (INPUT,))
         check_box_quantization(ctx, ROIS, "rois")
         if ctx.type == OperationType.ROI_POOLING:
             check_same_quantization(ctx, out, inp, "output 0", "input 0")
-    infer_roi_shapes(ctx, [_declared(o) for o in ctx.inputs[:BATCHES + 1]])
+    infer_roi_shapes(ctx, [declared_shape(o) for o in ctx.inputs[:BATCHES + 1]])
 
 
 def infer_roi_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -209,10 +204,9 @@ def infer_roi_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Sha
 def check_heatmap_operation(ctx: OperationContext) -> None:
     heatmaps = ctx.inputs[HEATMAPS]
     if heatmaps.type in QUANT8_ASYMM_TENSORS:
-        check_quant_params(ctx, heatmaps, "input 0")
-        check_quant_params(ctx, ctx.outputs[0], "output 0")
+        check_quant_scales(ctx, (HEATMAPS,))
         check_box_quantization(ctx, BOXES, "boxes")
-    infer_heatmap_shapes(ctx, [_declared(o) for o in ctx.inputs[:BOXES + 1]])
+    infer_heatmap_shapes(ctx, [declared_shape(o) for o in ctx.inputs[:BOXES + 1]])
 
 
 def infer_heatmap_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -246,9 +240,8 @@ class Parameters:
 def parameters(ctx: OperationContext, inputs: Sequence[np.ndarray]) -> Parameters:
     """The scalar inputs' values; those that are not constants are checked here against
     their signature (validation checked the constants)."""
-    values = []
-    for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT):
-        values.append(ctx.run_scalar(i, inputs, spec))
+    values = [ctx.run_scalar(i, inputs, spec)
+              for i, spec in enumerate(RUN_TIME_SCALARS[ctx.type], start=OUT_HEIGHT)]
     height, width, height_ratio, width_ratio, *points, nchw = values
     return Parameters((height, width), (height_ratio, width_ratio), tuple(points) or (0, 0), bool(nchw))
 

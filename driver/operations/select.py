@@ -2,29 +2,24 @@
 (no broadcasting). Quantized inputs are requantized to the output's quantization."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import QUANT8_ASYMM_TENSORS, check_quant_params, merge_dims, requantize_values
+from .common import (DATA_TENSORS, QUANT8_ASYMM_TENSORS, check_quant_scales, merge_dims,
+                     requantize_values)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 
 
 SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_BOOL8,), rank=(1, None), name="condition"),
                                 tensor(TYPES, rank=(1, None)), same_as(1, rank=(1, None))),
                         outputs=(same_as(1),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    for operand, what in ((ctx.inputs[1], "input 1"), (ctx.inputs[2], "input 2"),
-                          (ctx.outputs[0], "output 0")):
-        check_quant_params(ctx, operand, what)
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -59,4 +54,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SELECT, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.SELECT, SIGNATURES, infer_shapes, build,
+                      partial(check_quant_scales, inputs=(1, 2))))

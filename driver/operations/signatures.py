@@ -406,12 +406,8 @@ def _fits(count: tuple[int, bool], got: int) -> bool:
 
 
 def _counts_text(counts) -> str:
-    texts: list[str] = []
-    for fewest, more in sorted(set(counts)):
-        text = f"at least {fewest}" if more else str(fewest)
-        if text not in texts:
-            texts.append(text)
-    return " or ".join(texts)
+    return " or ".join(dict.fromkeys(f"at least {fewest}" if more else str(fewest)
+                                     for fewest, more in sorted(set(counts))))
 
 
 def _named(name: str) -> str:

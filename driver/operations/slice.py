@@ -13,21 +13,16 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, constant_vector
+from .common import DATA_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 INPUT, BEGIN, SIZE = range(3)
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="size")),
                         outputs=(same_as(INPUT),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -96,5 +91,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_quantization,
+register(OperationDef(OperationType.SLICE, SIGNATURES, infer_shapes, build, check_kept_quantization,
                       zero_sized_inputs=True))

@@ -21,12 +21,12 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, pad_spatial, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization
+from .common import FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, tensor
 
 INPUT, BLOCK_SHAPE, PADDINGS_INPUT = range(3)   # then the layout, when present
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = FLOAT_AND_QUANT8_TENSORS
 DATA = tensor(TYPES, rank=(4, 4))
 BLOCK = tensor((T.TENSOR_INT32,), rank=(1, 1), name="block_shape")
 PADDINGS = tensor((T.TENSOR_INT32,), rank=(2, 2), name="paddings")
@@ -55,10 +55,6 @@ BATCH_TO_SPACE_EXAMPLES = tuple(_example(t, (4, 1, 2, 3), ([2, 2],), nchw)
                                 for t, nchw in zip(TYPES, (None, True, False, None)))
 SPACE_TO_BATCH_EXAMPLES = tuple(_example(t, (1, 3, 3, 3), ([2, 2], [[1, 0], [0, 1]]), nchw)
                                 for t, nchw in zip(TYPES, (True, None, None, False)))
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
 
 
 def block_of(ctx: OperationContext, block: np.ndarray) -> tuple[int, int]:
@@ -153,8 +149,8 @@ def build_space_to_batch(ctx: OperationContext) -> Kernel:
 
 
 register(OperationDef(OperationType.BATCH_TO_SPACE_ND, BATCH_TO_SPACE_SIGNATURES,
-                      inferrer(batch_to_space_shape), build_batch_to_space, check_quantization,
+                      inferrer(batch_to_space_shape), build_batch_to_space, check_kept_quantization,
                       BATCH_TO_SPACE_EXAMPLES))
 register(OperationDef(OperationType.SPACE_TO_BATCH_ND, SPACE_TO_BATCH_SIGNATURES,
-                      inferrer(space_to_batch_shape), build_space_to_batch, check_quantization,
+                      inferrer(space_to_batch_shape), build_space_to_batch, check_kept_quantization,
                       SPACE_TO_BATCH_EXAMPLES))

@@ -16,14 +16,13 @@ from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_shape
 from ._spatial import LAYOUT, flag, from_nhwc, layout_shape, nhwc_shape, to_nhwc
-from .common import QUANT8_ASYMM_TENSORS, check_same_quantization
+from .common import FLOAT_AND_QUANT8_TENSORS, QUANT8_ASYMM_TENSORS, check_kept_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
 INPUT, BLOCK_SIZE, LAYOUT_FLAG = range(3)
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 BLOCK = scalar(T.INT32, Range(1), "block_size")
-SIGNATURES = tuple(Signature(inputs=(tensor(TYPES, rank=(4, 4)), BLOCK, *layout),
+SIGNATURES = tuple(Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(4, 4)), BLOCK, *layout),
                              outputs=(same_as(INPUT),))
                    for layout in ((), (LAYOUT,)))
 
@@ -40,10 +39,6 @@ DEPTH_TO_SPACE_EXAMPLES = (_example(T.TENSOR_QUANT8_ASYMM, (1, 8, 1, 2), True),
                            _example(T.TENSOR_FLOAT32, (1, 1, 2, 4), False))
 SPACE_TO_DEPTH_EXAMPLES = (_example(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 4, 1), False),
                            _example(T.TENSOR_FLOAT16, (2, 1, 2, 2), True))
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
 
 
 def depth_to_space_shape(ctx: OperationContext, shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -100,8 +95,8 @@ def space_to_depth_blocks(x, block):
 
 
 register(OperationDef(OperationType.DEPTH_TO_SPACE, SIGNATURES, inferrer(depth_to_space_shape),
-                      builder(depth_to_space_shape, depth_to_space_blocks), check_quantization,
+                      builder(depth_to_space_shape, depth_to_space_blocks), check_kept_quantization,
                       DEPTH_TO_SPACE_EXAMPLES))
 register(OperationDef(OperationType.SPACE_TO_DEPTH, SIGNATURES, inferrer(space_to_depth_shape),
-                      builder(space_to_depth_shape, space_to_depth_blocks), check_quantization,
+                      builder(space_to_depth_shape, space_to_depth_blocks), check_kept_quantization,
                       SPACE_TO_DEPTH_EXAMPLES))

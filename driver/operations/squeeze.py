@@ -8,18 +8,14 @@ from typing import Sequence
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, constant_vector, normalize_axis
+from .common import (FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector,
+                     normalize_axis)
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(0, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(0, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="axes", optional=True)),
                         outputs=(same_as(0),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def squeezed_shape(ctx: OperationContext, shape: Sequence[int], axes,
@@ -39,8 +35,7 @@ def squeezed_shape(ctx: OperationContext, shape: Sequence[int], axes,
             check(shape[axis] in allowed,
                   f"{ctx.name}: cannot squeeze dimension {axis} of size {shape[axis]}")
             drop.add(axis)
-    kept = tuple(d for axis, d in enumerate(shape) if axis not in drop)
-    return kept if kept else (1,)
+    return tuple(d for axis, d in enumerate(shape) if axis not in drop) or (1,)
 
 
 def infer_shapes(ctx: OperationContext, shapes: Sequence[Shape]) -> list[Shape]:
@@ -64,4 +59,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.SQUEEZE, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.SQUEEZE, SIGNATURES, infer_shapes, build, check_kept_quantization))

@@ -16,14 +16,13 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, constant_vector
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Signature, same_as, scalar, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 INPUT, BEGIN, END, STRIDES, BEGIN_MASK, END_MASK, SHRINK_AXIS_MASK = range(7)
 VECTORS = (BEGIN, END, STRIDES)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="begin"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="end"),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="strides"),
@@ -48,10 +47,6 @@ EXAMPLES = (_example(T.TENSOR_FLOAT32, (2, 3), [1, -1], [2, 0], [1, -1], (0, 2, 
             _example(T.TENSOR_QUANT8_ASYMM, (4,), [1], [-1], [2], (1, 0, 0), (0.5, 128)),
             _example(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 2, 2, 3), [0, 1, 0, 2], [1, 2, 2, 0], [1, 1, 1, -2],
                      (0, 4, 0), (0.25, -3)))
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
 
 
 def check_length(ctx: OperationContext, i: int, length: int, rank: int) -> None:
@@ -110,5 +105,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.STRIDED_SLICE, SIGNATURES, infer_shapes, build, check_quantization,
+register(OperationDef(OperationType.STRIDED_SLICE, SIGNATURES, infer_shapes, build, check_kept_quantization,
                       EXAMPLES))

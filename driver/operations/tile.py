@@ -9,19 +9,14 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import check_rank, check_shape
-from .common import check_same_quantization, constant_vector
+from .common import DATA_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = DATA_TENSORS
 SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, None)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="multiples")),
                         outputs=(same_as(0),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def check_multiples(ctx: OperationContext, multiples: np.ndarray, rank: int) -> None:
@@ -58,4 +53,4 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.TILE, SIGNATURES, infer_shapes, build, check_quantization))
+register(OperationDef(OperationType.TILE, SIGNATURES, infer_shapes, build, check_kept_quantization))

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
 from ..limits import SCRATCH_BYTES_PER_CHUNK, checkpoint
-from .common import check_same_quantization
+from .common import check_kept_quantization
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Example, ExampleOperand, Range, Signature, same_as, scalar, tensor
 
@@ -23,10 +23,6 @@ SIGNATURES = (Signature(inputs=(tensor((T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TE
                                         T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED), rank=(1, None)),
                                 K_OPERAND),
                         outputs=(same_as(INPUT), tensor((T.TENSOR_INT32,)))),)
-
-
-def check_topk(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[INPUT], "output 0", "input 0")
 
 
 def check_k(ctx: OperationContext, k: int, last_dimension: int) -> None:
@@ -104,4 +100,5 @@ EXAMPLES = (Example(inputs=(ExampleOperand(T.TENSOR_QUANT8_ASYMM, (2, 4), scale=
                             ExampleOperand(T.INT32, constant=2)),
                     outputs=((T.TENSOR_QUANT8_ASYMM, 0.5, 3), (T.TENSOR_INT32, 0.0, 0))),)
 
-register(OperationDef(OperationType.TOPK_V2, SIGNATURES, infer_shapes, build, check_topk, EXAMPLES))
+register(OperationDef(OperationType.TOPK_V2, SIGNATURES, infer_shapes, build, check_kept_quantization,
+                      EXAMPLES))

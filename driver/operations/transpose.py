@@ -8,18 +8,13 @@ import numpy as np
 
 from ..errors import check
 from ..hal.enums import OperandType as T, OperationType
-from .common import check_same_quantization, constant_vector
+from .common import FLOAT_AND_QUANT8_TENSORS, check_kept_quantization, constant_vector
 from .registry import Kernel, OperationContext, OperationDef, Shape, register
 from .signatures import Signature, same_as, tensor
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-SIGNATURES = (Signature(inputs=(tensor(TYPES, rank=(1, 4)),
+SIGNATURES = (Signature(inputs=(tensor(FLOAT_AND_QUANT8_TENSORS, rank=(1, 4)),
                                 tensor((T.TENSOR_INT32,), rank=(1, 1), name="perm", optional=True)),
                         outputs=(same_as(0),)),)
-
-
-def check_quantization(ctx: OperationContext) -> None:
-    check_same_quantization(ctx, ctx.outputs[0], ctx.inputs[0], "output 0", "input 0")
 
 
 def permutation(ctx: OperationContext, perm: Sequence[int], rank: int) -> tuple[int, ...]:
@@ -58,5 +53,5 @@ def build(ctx: OperationContext) -> Kernel:
     return kernel
 
 
-register(OperationDef(OperationType.TRANSPOSE, SIGNATURES, infer_shapes, build, check_quantization,
+register(OperationDef(OperationType.TRANSPOSE, SIGNATURES, infer_shapes, build, check_kept_quantization,
                       zero_sized_inputs=True))
