@@ -18,13 +18,10 @@ _OUTPUT_LIFETIME = L.SUBGRAPH_OUTPUT
 
 def _output_candidates(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, int]]:
     """(subgraph, position in outputIndexes, operand index) of tensor outputs."""
-    out = []
-    for sg in subgraphs(spec):
-        for position, index in enumerate(sg.outputIndexes):
-            if index < len(sg.operands) and sg.operands[index].type in TENSOR_TYPES \
-                    and sg.operands[index].lifetime == _OUTPUT_LIFETIME:
-                out.append((sg, position, index))
-    return out
+    return [(sg, position, index) for sg in subgraphs(spec)
+            for position, index in enumerate(sg.outputIndexes)
+            if index < len(sg.operands) and sg.operands[index].type in TENSOR_TYPES
+            and sg.operands[index].lifetime == _OUTPUT_LIFETIME]
 
 
 def _extend_output(spec: CaseSpec, rng: Rng, tensor_inputs: int) -> bool:
