@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from driver.hal import OperandLifeTime as L, OperandType as T
+from driver.hal import OperandLifeTime as L, OperandType as T, Operation
 
 from ..codec import (MAX_OPERANDS, NUM_SEEDS, ArgumentSpec, CaseSpec, ElementKind, OperandSpec,
                      RequestPoolSpec, SubgraphSpec, ValueKind, ValueSpec, element_kind,
@@ -93,6 +93,15 @@ def valued_inputs(spec: CaseSpec) -> list[tuple[int, ArgumentSpec, OperandSpec]]
     return [(i, arg, operand) for i, arg in enumerate(spec.request.inputs)
             if (operand := main_io_operand(spec, "input", i)) is not None
             and arg.location is None and not arg.hasNoValue]
+
+
+def typed_operations(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, Operation, tuple, tuple]]:
+    """(subgraph, position, operation, its input types, its output types) of every operation
+    whose operands all exist."""
+    return [(sg, k, op, tuple(sg.operands[i].type for i in op.inputs),
+             tuple(sg.operands[i].type for i in op.outputs))
+            for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
+            if all(i < len(sg.operands) for i in op.inputs + op.outputs)]
 
 
 def effective_dims(arg: ArgumentSpec, operand: OperandSpec) -> list[int]:
