@@ -69,12 +69,6 @@ def random_seed(rng: Rng) -> ValueSpec:
     return _GENERATED_VALUES[rng.randrange(NUM_SEEDS)]
 
 
-def int32_literal(value: int) -> ValueSpec:
-    if 0 <= value < len(SMALL_INT32_LITERALS):
-        return SMALL_INT32_LITERALS[value]
-    return literal_of(np.array([value], "<i4"))
-
-
 def main_io_operand(spec: CaseSpec, role: str, i: int) -> OperandSpec | None:
     main = spec.model.main
     indexes = main.inputIndexes if role == "input" else main.outputIndexes
@@ -113,12 +107,6 @@ def new_operand(sg: SubgraphSpec, operand: OperandSpec) -> int | None:
         return None
     sg.operands.append(operand)
     return len(sg.operands) - 1
-
-
-def scalar_constant(sg: SubgraphSpec, operand_type: int, value: float) -> int | None:
-    dtype = "<f2" if operand_type == T.FLOAT16 else "<f4"
-    return new_operand(sg, OperandSpec(operand_type, [], lifetime=L.CONSTANT_COPY,
-                                       value=literal_of(np.array([value], dtype))))
 
 
 def _placed_pool(arguments: list[ArgumentSpec]) -> int:
