@@ -100,11 +100,10 @@ class BranchCounters:
         # One flush at a time: the end of an input and the background thread may overlap.
         self._flushing = threading.Lock()
         self._counters_init = getattr(library, COUNTERS_INIT)
-        self._counters_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        self._counters_init.restype = None
         self._pcs_init = getattr(library, PCS_INIT)
-        self._pcs_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        self._pcs_init.restype = None
+        for register in (self._counters_init, self._pcs_init):
+            register.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            register.restype = None
 
     def install(self, atheris_module) -> None:
         """Route the instrumented blocks' calls here. They look the function up on the

@@ -40,10 +40,8 @@ class CpuBinding:
 
 
 def default_lock_dir() -> Path:
-    configured = os.environ.get(LOCK_DIR_ENV)
-    if configured:
-        return Path(configured)
-    return Path(tempfile.gettempdir()) / f"nnhal-fuzz-cpus-{os.getuid()}"
+    return Path(os.environ.get(LOCK_DIR_ENV)
+                or Path(tempfile.gettempdir()) / f"nnhal-fuzz-cpus-{os.getuid()}")
 
 
 def _try_lock(path: Path) -> Optional[IO[bytes]]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import tracemalloc
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
+from functools import cache
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Sequence
@@ -769,30 +770,20 @@ def _finish(outcome: Outcome, prepare_callback: PreparedModelCallback) -> Outcom
 
 # --- bytes in ---------------------------------------------------------------------------------
 
-_default_device: Any = None
-
-
+@cache
 def default_device() -> Any:
     """The configured driver's device (see fuzz/drivers.py), created once per process."""
-    global _default_device
-    if _default_device is None:
-        from .drivers import make_device
-        _default_device = make_device()
-    return _default_device
+    from .drivers import make_device
+    return make_device()
 
 
-_configured_oracles: Oracles | None = None
-
-
+@cache
 def configured_oracles() -> Oracles:
     """The reference driver and relations configured (see fuzz/drivers.py), made once per
     process."""
-    global _configured_oracles
-    if _configured_oracles is None:
-        from .drivers import configured_reference, make_device, relations_on
-        spec = configured_reference()
-        _configured_oracles = Oracles(make_device(spec) if spec else None, relations_on())
-    return _configured_oracles
+    from .drivers import configured_reference, make_device, relations_on
+    spec = configured_reference()
+    return Oracles(make_device(spec) if spec else None, relations_on())
 
 
 def run_one(data: bytes, device: Any = None, enabled: Oracles | None = None) -> Outcome:

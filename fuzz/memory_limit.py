@@ -27,10 +27,8 @@ def limit_memory(budget_mb: int) -> int:
     """Cap the address space at what is mapped now plus ``budget_mb``; a stricter limit
     already in place stays. Returns the cap in bytes."""
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = address_space_bytes() + budget_mb * 2**20
-    for existing in (soft, hard):
-        if existing != resource.RLIM_INFINITY:
-            cap = min(cap, existing)
+    cap = min([address_space_bytes() + budget_mb * 2**20,
+               *(existing for existing in (soft, hard) if existing != resource.RLIM_INFINITY)])
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     return cap
 

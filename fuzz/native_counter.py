@@ -116,11 +116,8 @@ PyMODINIT_FUNC PyInit_%(name)s(void) { return PyModule_Create(&module_def); }
 
 
 def cache_dir() -> Path:
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nnhal-fuzz"
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path(base) / "nnhal-fuzz")
 
 
 def built_path(folder: Path) -> Path:

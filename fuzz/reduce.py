@@ -67,13 +67,12 @@ def _unused_operands(subgraph: Subgraph) -> list[int]:
 
 
 def drop_unused_operands(case: FuzzCase) -> None:
-    removed = 0
-    for subgraph in subgraphs(case):
-        for index in _unused_operands(subgraph):
-            remove_operand(subgraph, index)
-            removed += 1
-    if not removed:
+    unused = [(subgraph, index) for subgraph in subgraphs(case)
+              for index in _unused_operands(subgraph)]
+    if not unused:
         raise ValueError("no unused operand")
+    for subgraph, index in unused:
+        remove_operand(subgraph, index)
 
 
 # --- subgraphs and operations -------------------------------------------------------------
@@ -246,12 +245,6 @@ PLAIN_CHOICES = (("measureTiming", MeasureTiming.NO),
                  ("relation", Relation.NONE), ("corruption", 0))
 
 
-def _set_choice(name: str, value) -> Reduction:
-    def reduce(case: FuzzCase) -> None:
-        setattr(case.choices, name, value)
-    return reduce
-
-
 def _no_wait_fences(case: FuzzCase) -> None:
     case.choices.wait_fences = 0
     case.choices.wait_fence_delay_ns = 0
@@ -262,7 +255,8 @@ def _no_wait_fences(case: FuzzCase) -> None:
 def _choice_reductions(case: FuzzCase, plain: tuple) -> Iterator[tuple[str, Reduction]]:
     for name, value in plain:
         if getattr(case.choices, name) != value:
-            yield f"choices.{name} = {getattr(value, 'name', value)}", _set_choice(name, value)
+            yield (f"choices.{name} = {getattr(value, 'name', value)}",
+                   lambda c, name=name, value=value: setattr(c.choices, name, value))
 
 
 def reductions(case: FuzzCase) -> Iterator[tuple[str, Reduction]]:

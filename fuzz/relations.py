@@ -15,7 +15,7 @@ the case; a route (fuzz/routes.py, registered apart) runs it again another way t
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from driver.hal import (DataLocation, MemoryPool, Model, Operand, OperandLifeTime, OperandType,
@@ -56,13 +56,6 @@ def relation(which: Relation, Violation: type[oracles.MetamorphicViolation]) -> 
 
 
 # --- building blocks --------------------------------------------------------------------------
-
-def _replaced(model: Model, **changes) -> Model:
-    fields = dict(main=model.main, referenced=model.referenced, operandValues=model.operandValues,
-                  pools=model.pools, relaxComputationFloat32toFloat16=model.relaxComputationFloat32toFloat16,
-                  extensionNameToPrefix=model.extensionNameToPrefix)
-    return Model(**{**fields, **changes})
-
 
 def _appended_value(model: Model, data: bytes) -> tuple[bytes, DataLocation]:
     """operandValues with ``data`` appended at an aligned offset, and its location."""
@@ -106,7 +99,7 @@ def _in_if(model: Model, request: Request, condition: bool) -> tuple[Model, Requ
     condition_then_else = list(range(len(operands) - 3, len(operands)))
     outer = Subgraph(operands, [Operation(OperationType.IF, condition_then_else + inputs, outputs)],
                      inputs, outputs)
-    return _replaced(model, main=outer, referenced=[*model.referenced, main], operandValues=values), request
+    return replace(model, main=outer, referenced=[*model.referenced, main], operandValues=values), request
 
 
 @relation(Relation.IF_THEN, oracles.MetamorphicIfThenViolation)
@@ -139,7 +132,7 @@ def _as_constant(model: Model, request: Request, place) -> tuple[Model, Request]
         operands[index] = _operand_as(operand, lifetime, operand.numberOfConsumers, location, dims)
         inputs = main.inputIndexes[:k] + main.inputIndexes[k + 1:]
         sub = Subgraph(operands, main.operations, inputs, main.outputIndexes)
-        return (_replaced(model, main=sub),
+        return (replace(model, main=sub),
                 Request(request.inputs[:k] + request.inputs[k + 1:], request.outputs, request.pools))
     return None
 
@@ -149,7 +142,7 @@ def constant_copy(model: Model, request: Request) -> tuple[Model, Request] | Non
     """A main input supplied as a CONSTANT_COPY operand instead of through the request."""
     def place(model: Model, data: bytes):
         values, location = _appended_value(model, data)
-        return _replaced(model, operandValues=values), L.CONSTANT_COPY, location
+        return replace(model, operandValues=values), L.CONSTANT_COPY, location
     return _as_constant(model, request, place)
 
 
@@ -158,7 +151,7 @@ def constant_reference(model: Model, request: Request) -> tuple[Model, Request] 
     """A main input supplied as a CONSTANT_REFERENCE operand in a model pool of its own."""
     def place(model: Model, data: bytes):
         location = DataLocation(len(model.pools), 0, len(data))
-        return _replaced(model, pools=[*model.pools, Memory.from_bytes(data)]), L.CONSTANT_REFERENCE, location
+        return replace(model, pools=[*model.pools, Memory.from_bytes(data)]), L.CONSTANT_REFERENCE, location
     return _as_constant(model, request, place)
 
 
@@ -227,7 +220,7 @@ def _renumbered(subgraph: Subgraph) -> Subgraph:
 def renumbered(model: Model, request: Request) -> tuple[Model, Request]:
     """Every subgraph's operands and operations renumbered (another valid topological
     order of its operations); the inputs and outputs keep their order."""
-    return _replaced(model, main=_renumbered(model.main),
+    return replace(model, main=_renumbered(model.main),
                      referenced=[_renumbered(subgraph) for subgraph in model.referenced]), request
 
 
@@ -252,4 +245,4 @@ def unknown_output_shapes(model: Model, request: Request) -> tuple[Model, Reques
     if operands == main.operands:
         return None
     sub = Subgraph(operands, main.operations, main.inputIndexes, main.outputIndexes)
-    return _replaced(model, main=sub), Request(request.inputs, outputs, request.pools)
+    return replace(model, main=sub), Request(request.inputs, outputs, request.pools)

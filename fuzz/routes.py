@@ -271,36 +271,31 @@ def as_written(files: domains.CacheFiles, place: int) -> bytes:
     return CACHE_TOKEN
 
 
-def _placed(files: domains.CacheFiles, place: int) -> tuple[list[bytes], int, int] | None:
-    """The files' contents, and the file and byte ``place`` picks among the non-empty ones."""
+def _edited_at(files: domains.CacheFiles, place: int,
+               edit: Callable[[bytes, int], bytes]) -> bytes | None:
+    """The file ``place`` picks among the non-empty ones rewritten as ``edit(content, at)``,
+    at the byte it picks; CACHE_TOKEN (None: every file is empty)."""
     contents = files.contents()
     written = [k for k, content in enumerate(contents) if content]
     if not written:
         return None
     k = written[place % len(written)]
-    return contents, k, place // len(written) % len(contents[k])
+    contents[k] = edit(contents[k], place // len(written) % len(contents[k]))
+    files.write(contents)
+    return CACHE_TOKEN
 
 
 @cache_route(Relation.CACHE_BYTE_FLIPPED, CorruptedCacheAcceptedViolation)
 def byte_flipped(files: domains.CacheFiles, place: int) -> bytes | None:
     """One byte of one file inverted."""
-    if (placed := _placed(files, place)) is None:
-        return None
-    contents, k, at = placed
-    contents[k] = contents[k][:at] + bytes([contents[k][at] ^ 0xFF]) + contents[k][at + 1:]
-    files.write(contents)
-    return CACHE_TOKEN
+    return _edited_at(files, place, lambda content, at: content[:at] + bytes([content[at] ^ 0xFF])
+                      + content[at + 1:])
 
 
 @cache_route(Relation.CACHE_TRUNCATED, CorruptedCacheAcceptedViolation)
 def truncated(files: domains.CacheFiles, place: int) -> bytes | None:
     """One file cut short."""
-    if (placed := _placed(files, place)) is None:
-        return None
-    contents, k, at = placed
-    contents[k] = contents[k][:at]
-    files.write(contents)
-    return CACHE_TOKEN
+    return _edited_at(files, place, lambda content, at: content[:at])
 
 
 @cache_route(Relation.CACHE_FILES_SWAPPED, CorruptedCacheAcceptedViolation)

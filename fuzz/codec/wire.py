@@ -351,11 +351,12 @@ def parse_choices(it: Iterator[int]) -> ExecutionChoices:
         relation=relation, corruption=corruption)
 
 
-def _microseconds(ns: int, cap_us: int, what: str) -> int:
+def _write_microseconds(out: bytearray, ns: int, cap_us: int, what: str, plus: int = 0) -> None:
+    """``ns`` as a varint of whole µs (plus ``plus``), which must be within [0, cap_us]."""
     if ns % 1000 or not 0 <= ns // 1000 <= cap_us:
         raise CodecLimitError(f"choices: {what} = {ns} ns is not a whole number of"
                               f" microseconds in [0, {cap_us}] µs")
-    return ns // 1000
+    write_varint(out, ns // 1000 + plus, cap_us + plus, ("choices",), what)
 
 
 def serialize_choices(out: bytearray, c: ExecutionChoices) -> None:
@@ -371,8 +372,8 @@ def serialize_choices(out: bytearray, c: ExecutionChoices) -> None:
     if c.loopTimeoutDuration_ns is None:
         out.append(0)
     else:
-        us = _microseconds(c.loopTimeoutDuration_ns, LOOP_TIMEOUT_CAP_US, "loopTimeoutDuration")
-        write_varint(out, us + 1, LOOP_TIMEOUT_CAP_US + 1, where, "loopTimeoutDuration")
+        _write_microseconds(out, c.loopTimeoutDuration_ns, LOOP_TIMEOUT_CAP_US,
+                            "loopTimeoutDuration", plus=1)
     if c.deadline_ns is not None and c.deadline_edge != DeadlineEdge.NONE:
         if c.deadline_ns != 0:
             raise CodecLimitError(f"choices: deadline_edge {c.deadline_edge.name} with "
@@ -380,18 +381,13 @@ def serialize_choices(out: bytearray, c: ExecutionChoices) -> None:
         edge = DEADLINE_EDGE_BASE + DEADLINE_EDGES.index(c.deadline_edge) + 1
         write_varint(out, edge, edge, where, "deadline edge")
     elif c.deadline_ns is not None:
-        write_varint(out, _microseconds(c.deadline_ns, DEADLINE_CAP_US, "deadline"),
-                     DEADLINE_CAP_US, where, "deadline")
+        _write_microseconds(out, c.deadline_ns, DEADLINE_CAP_US, "deadline")
     if c.wait_fences:
-        write_varint(out, _microseconds(c.wait_fence_delay_ns, WAIT_FENCE_DELAY_CAP_US,
-                                        "wait_fence_delay"),
-                     WAIT_FENCE_DELAY_CAP_US, where, "wait_fence_delay")
+        _write_microseconds(out, c.wait_fence_delay_ns, WAIT_FENCE_DELAY_CAP_US, "wait_fence_delay")
     elif c.wait_fence_delay_ns:
         raise CodecLimitError("choices: wait_fence_delay_ns without wait fences")
     if c.fenced_duration_ns is not None:
-        write_varint(out, _microseconds(c.fenced_duration_ns, FENCED_DURATION_CAP_US,
-                                        "fenced duration"),
-                     FENCED_DURATION_CAP_US, where, "fenced duration")
+        _write_microseconds(out, c.fenced_duration_ns, FENCED_DURATION_CAP_US, "fenced duration")
     if c.relation != Relation.NONE:
         write_varint(out, RELATIONS.index(c.relation), len(RELATIONS) - 1, where, "relation")
     if c.relation in PLACED_RELATIONS:

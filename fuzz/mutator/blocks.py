@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from driver.hal import OperandLifeTime as L, OperandType as T
+from driver.hal import OperandLifeTime as L, OperandType as T, Operation
 
 from ..codec import (MAX_OPERANDS, NUM_SEEDS, ArgumentSpec, CaseSpec, ElementKind, OperandSpec,
                      RequestPoolSpec, SubgraphSpec, ValueKind, ValueSpec, element_kind,
@@ -69,12 +69,6 @@ def random_seed(rng: Rng) -> ValueSpec:
     return _GENERATED_VALUES[rng.randrange(NUM_SEEDS)]
 
 
-def int32_literal(value: int) -> ValueSpec:
-    if 0 <= value < len(SMALL_INT32_LITERALS):
-        return SMALL_INT32_LITERALS[value]
-    return literal_of(np.array([value], "<i4"))
-
-
 def main_io_operand(spec: CaseSpec, role: str, i: int) -> OperandSpec | None:
     main = spec.model.main
     indexes = main.inputIndexes if role == "input" else main.outputIndexes
@@ -90,12 +84,18 @@ def placed_constants(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, OperandSpe
 
 
 def valued_inputs(spec: CaseSpec) -> list[tuple[int, ArgumentSpec, OperandSpec]]:
-    out = []
-    for i, arg in enumerate(spec.request.inputs):
-        operand = main_io_operand(spec, "input", i)
-        if operand is not None and arg.location is None and not arg.hasNoValue:
-            out.append((i, arg, operand))
-    return out
+    return [(i, arg, operand) for i, arg in enumerate(spec.request.inputs)
+            if (operand := main_io_operand(spec, "input", i)) is not None
+            and arg.location is None and not arg.hasNoValue]
+
+
+def typed_operations(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, Operation, tuple, tuple]]:
+    """(subgraph, position, operation, its input types, its output types) of every operation
+    whose operands all exist."""
+    return [(sg, k, op, tuple(sg.operands[i].type for i in op.inputs),
+             tuple(sg.operands[i].type for i in op.outputs))
+            for sg in subgraphs(spec) for k, op in enumerate(sg.operations)
+            if all(i < len(sg.operands) for i in op.inputs + op.outputs)]
 
 
 def effective_dims(arg: ArgumentSpec, operand: OperandSpec) -> list[int]:
@@ -109,30 +109,19 @@ def new_operand(sg: SubgraphSpec, operand: OperandSpec) -> int | None:
     return len(sg.operands) - 1
 
 
-def int32_constant(sg: SubgraphSpec, value: int) -> int | None:
-    return new_operand(sg, OperandSpec(T.INT32, [], lifetime=L.CONSTANT_COPY,
-                                       value=int32_literal(value)))
-
-
-def scalar_constant(sg: SubgraphSpec, operand_type: int, value: float) -> int | None:
-    dtype = "<f2" if operand_type == T.FLOAT16 else "<f4"
-    return new_operand(sg, OperandSpec(operand_type, [], lifetime=L.CONSTANT_COPY,
-                                       value=literal_of(np.array([value], dtype))))
+def _placed_pool(arguments: list[ArgumentSpec]) -> int:
+    """The pool the first of ``arguments`` the decoder places is in (0: none is)."""
+    return next((arg.target for arg in arguments if arg.location is None and not arg.hasNoValue),
+                0)
 
 
 def output_pool(spec: CaseSpec) -> int:
     """The pool the existing outputs are placed in (a new output goes there too)."""
-    for arg in spec.request.outputs:
-        if arg.location is None and not arg.hasNoValue:
-            return arg.target
-    return 0
+    return _placed_pool(spec.request.outputs)
 
 
 def input_pool(spec: CaseSpec) -> int:
-    for arg in spec.request.inputs:
-        if arg.location is None and not arg.hasNoValue:
-            return arg.target
-    return 0
+    return _placed_pool(spec.request.inputs)
 
 
 def output_argument(spec: CaseSpec, operand: OperandSpec) -> ArgumentSpec:

@@ -9,7 +9,7 @@ from driver.hal import (DataLocation, OperandExtraParams, OperandLifeTime as L, 
 
 from ..codec import (MAX_IO_INDEXES, CaseSpec, OperandSpec, RequestPoolSpec, writable_argument,
                      writable_operand, writable_operation)
-from .blocks import ALL_OPERAND_TYPES, Rng, argument_slots, subgraphs
+from .blocks import ALL_OPERAND_TYPES, Rng, argument_slots, subgraphs, typed_operations
 from .operations import FORM_OF, FORMS, accepted_types, accepts, near_miss_value, scalar_operand
 from .registry import Mutation, mutation
 
@@ -169,15 +169,8 @@ def break_signature(spec: CaseSpec, rng: Rng) -> bool:
     """One step outside the signatures of an operation they accept: an input of a type no
     signature takes there, a rank beyond its range, a constant scalar outside its allowed
     values, or an input count no signature has. Validation must reject it."""
-    ops = []
-    for sg in subgraphs(spec):
-        n = len(sg.operands)
-        for k, op in enumerate(sg.operations):
-            if all(i < n for i in op.inputs + op.outputs):
-                form = FORM_OF.get((op.type, tuple(sg.operands[i].type for i in op.inputs),
-                                    tuple(sg.operands[i].type for i in op.outputs)))
-                if form is not None:
-                    ops.append((sg, k, form))
+    ops = [(sg, k, form) for sg, k, op, inputs, outputs in typed_operations(spec)
+           if (form := FORM_OF.get((op.type, inputs, outputs))) is not None]
     if not ops:
         return False
     sg, k, form = rng.choice(ops)

@@ -2,14 +2,14 @@
 out, an operation changed into a similar one, two inputs of an operation swapped."""
 from __future__ import annotations
 
-from driver.hal import (OperandExtraParams, OperandLifeTime as L, Operation,
-                        SymmPerChannelQuantParams)
+from driver.hal import OperandLifeTime as L, Operation
 
 from ..codec import (MAX_IO_INDEXES, MAX_OPERANDS, MAX_OPERATIONS, MAX_REQUEST_ARGUMENTS,
                      ArgumentSpec, CaseSpec, OperandSpec, SubgraphSpec, writable_operand,
                      writable_operation)
+from ..codec.lowering import lower_extra
 from .blocks import (TENSOR_TYPES, Rng, ensure_request_pool, input_pool, new_operand,
-                     output_argument, random_seed, subgraphs)
+                     output_argument, random_seed, subgraphs, typed_operations)
 from .operations import SAME_OPERANDS, plan_following
 from .registry import mutation
 
@@ -18,13 +18,10 @@ _OUTPUT_LIFETIME = L.SUBGRAPH_OUTPUT
 
 def _output_candidates(spec: CaseSpec) -> list[tuple[SubgraphSpec, int, int]]:
     """(subgraph, position in outputIndexes, operand index) of tensor outputs."""
-    out = []
-    for sg in subgraphs(spec):
-        for position, index in enumerate(sg.outputIndexes):
-            if index < len(sg.operands) and sg.operands[index].type in TENSOR_TYPES \
-                    and sg.operands[index].lifetime == _OUTPUT_LIFETIME:
-                out.append((sg, position, index))
-    return out
+    return [(sg, position, index) for sg in subgraphs(spec)
+            for position, index in enumerate(sg.outputIndexes)
+            if index < len(sg.operands) and sg.operands[index].type in TENSOR_TYPES
+            and sg.operands[index].lifetime == _OUTPUT_LIFETIME]
 
 
 def _extend_output(spec: CaseSpec, rng: Rng, tensor_inputs: int) -> bool:
@@ -81,7 +78,7 @@ def duplicate_operation(spec: CaseSpec, rng: Rng) -> bool:
     for index in op.outputs:
         old = main.operands[index]
         copy = OperandSpec(old.type, list(old.dimensions), old.scale, old.zeroPoint,
-                           L.SUBGRAPH_OUTPUT, extraParams=_copy_extra(old.extraParams))
+                           L.SUBGRAPH_OUTPUT, extraParams=lower_extra(old.extraParams))
         new_index = new_operand(main, copy)
         main.outputIndexes.append(new_index)
         spec.request.outputs.append(output_argument(spec, copy))
@@ -123,26 +120,11 @@ def cut_operation(spec: CaseSpec, rng: Rng) -> bool:
     return True
 
 
-def _copy_extra(extra: OperandExtraParams) -> OperandExtraParams:
-    quant = extra.channelQuant
-    return OperandExtraParams(
-        None if quant is None else SymmPerChannelQuantParams(list(quant.scales), quant.channelDim),
-        extra.extension)
-
-
 @mutation(weight=5)
 def change_operation_type(spec: CaseSpec, rng: Rng) -> bool:
     """An operation becomes another taking the same operand types at every position."""
-    ops = []
-    for sg in subgraphs(spec):
-        n = len(sg.operands)
-        for k, op in enumerate(sg.operations):
-            if all(i < n for i in op.inputs + op.outputs):
-                key = (tuple(sg.operands[i].type for i in op.inputs),
-                       tuple(sg.operands[i].type for i in op.outputs))
-                others = [t for t in SAME_OPERANDS.get(key, ()) if t != op.type]
-                if others:
-                    ops.append((sg, k, others))
+    ops = [(sg, k, others) for sg, k, op, inputs, outputs in typed_operations(spec)
+           if (others := [t for t in SAME_OPERANDS.get((inputs, outputs), ()) if t != op.type])]
     if not ops:
         return False
     sg, k, others = rng.choice(ops)

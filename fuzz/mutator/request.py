@@ -6,8 +6,8 @@ from typing import Callable, Sequence
 
 from driver.hal import DataLocation, OperandLifeTime as L
 
-from ..codec import (MAX_POOLS, ArgumentSpec, BlobSpec, CaseSpec, RequestPoolSpec, RequestSpec,
-                     writable_argument, writable_operand)
+from ..codec import (MAX_POOLS, ArgumentSpec, BlobSpec, CaseSpec, OperandSpec, RequestPoolSpec,
+                     RequestSpec, writable_argument, writable_operand)
 from .blocks import Rng, argument_slots, output_argument, random_seed, subgraphs
 from .registry import mutation
 
@@ -70,10 +70,14 @@ def _renumbered(index: int, removed: Sequence[int]) -> int:
     return index - sum(1 for j in removed if j < index)
 
 
-def _renumbered_location(location: DataLocation, removed: Sequence[int]) -> DataLocation:
-    # A new DataLocation, not a change to the old one: specs share those.
-    return DataLocation(_renumbered(location.poolIndex, removed), location.offset,
-                        location.length)
+def _renumber_pool(item: ArgumentSpec | OperandSpec, removed: Sequence[int]) -> None:
+    """A writable argument's or operand's pool renumbered past the ``removed`` pools."""
+    location = item.location
+    if location is None:
+        item.target = _renumbered(item.target, removed)
+    else:       # a new DataLocation, not a change to the old one: specs share those
+        item.location = DataLocation(_renumbered(location.poolIndex, removed), location.offset,
+                                     location.length)
 
 
 def tidy_pools(spec: CaseSpec) -> None:
@@ -90,11 +94,7 @@ def tidy_pools(spec: CaseSpec) -> None:
     if removed and len(removed) < len(request.pools):
         request.pools = [p for j, p in enumerate(request.pools) if j not in removed]
         for arguments, i in argument_slots(spec):
-            a = writable_argument(arguments, i)
-            if a.location is not None:
-                a.location = _renumbered_location(a.location, removed)
-            else:
-                a.target = _renumbered(a.target, removed)
+            _renumber_pool(writable_argument(arguments, i), removed)
     model = spec.model
     if not model.pools:
         return
@@ -109,11 +109,7 @@ def tidy_pools(spec: CaseSpec) -> None:
     if removed:
         model.pools = [p for j, p in enumerate(model.pools) if j not in removed]
         for sg, i in references:
-            o = writable_operand(sg, i)
-            if o.location is not None:
-                o.location = _renumbered_location(o.location, removed)
-            else:
-                o.target = _renumbered(o.target, removed)
+            _renumber_pool(writable_operand(sg, i), removed)
 
 
 # --- for crossover ----------------------------------------------------------------------------
